@@ -1,0 +1,1 @@
+"""prefixlock's provider-independent pipeline: specs, bundle, history, checkpoints."""

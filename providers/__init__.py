@@ -1,0 +1,1 @@
+"""Provider wire formats: serialization of a finished ModelRequest only."""
