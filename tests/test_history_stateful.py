@@ -1,0 +1,197 @@
+"""A hypothesis state machine over whole conversations, checking every invariant each step.
+
+Run longer with ``HYPOTHESIS_PROFILE=long pytest tests/test_history_stateful.py``
+(10,000 examples); CI runs the ``ci`` profile (200 examples).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+import pytest
+from conv_helpers import CONTEXT_A, background, context_b, example_bundle, user
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from compiler import canonical
+from compiler.conversation import Conversation, ToolCall, ToolResult
+from compiler.errors import ConflictError
+from compiler.messages import MessageKind
+from compiler.model import ModelRequest
+from compiler.request import AgentRunRequest
+from compiler.store import MemoryStore
+
+
+def _context_c() -> dict[str, Any]:
+    ctx = copy.deepcopy(CONTEXT_A)
+    ctx["rules"] = list(reversed(ctx["rules"][:2]))  # fewer rules, another order
+    return ctx
+
+
+CONTEXTS = [CONTEXT_A, context_b(), _context_c()]
+MODES = ["agent", "ask", "plan", "debug"]
+
+
+def _bytes(request: ModelRequest) -> bytes:
+    return canonical.dumpb(request.to_json())
+
+
+class ConversationMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = MemoryStore()
+        self.conv = Conversation.open(self.store, example_bundle(), "conv-1")
+        self.n = 0
+        self.delivered: dict[str, tuple[AgentRunRequest, bytes]] = {}
+        self.results_delivered: list[tuple[list[ToolResult], bytes]] = []
+        self.pending: list[str] = []
+        self.awaiting = False
+        self.turns = 0
+        self.last: ModelRequest | None = None  # the previous model call
+        self.last_user_context: int | None = None
+
+    def _call(self, request: ModelRequest) -> None:
+        """Invariant 1: every model call extends the previous one, unless compacted."""
+        if self.last is not None and self.last.epoch == request.epoch:
+            n = len(self.last.messages)
+            assert list(request.messages[:n]) == list(self.last.messages)
+        assert request.instructions == example_bundle().instructions
+        assert request.tools == example_bundle().tools
+        self.last = request
+
+    def _fresh(self) -> str:
+        self.n += 1
+        return f"e{self.n}"
+
+    @precondition(lambda self: not self.pending)
+    @rule(
+        ctx=st.integers(0, len(CONTEXTS) - 1),
+        mode=st.sampled_from(MODES),
+        compact=st.integers(0, 9),
+    )
+    def user_turn(self, ctx: int, mode: str, compact: int) -> None:
+        eid = self._fresh()
+        fields: dict[str, Any] = {"mode": mode, "timestamp": f"2026-12-02T10:{self.n % 60:02d}:00Z"}
+        auto = compact == 0 and self.turns > 0
+        if auto:
+            fields["compact"] = {"summary": f"summary before {eid}"}
+        request = user(eid, f"query {eid}", context=CONTEXTS[ctx], **fields)
+        before = self.conv.request()
+        result = self.conv.handle(request)
+        self.delivered[eid] = (request, _bytes(result))
+        new = list(result.messages)[len(before.messages) :] if not auto else list(result.messages)
+        kinds = [m.kind for m in new]
+        if auto:
+            assert kinds == [MessageKind.REQUEST_CONTEXT, MessageKind.SUMMARY, MessageKind.RUNTIME]
+        else:
+            changed = self.last_user_context != ctx or not any(
+                m.kind is MessageKind.REQUEST_CONTEXT for m in before.messages
+            )
+            expected = [MessageKind.RUNTIME]
+            if changed:
+                expected.insert(0, MessageKind.REQUEST_CONTEXT)
+            assert kinds == expected
+            self._call(result)
+        self.last = result
+        self.last_user_context = ctx
+        self.turns += 1
+        self.awaiting = True
+
+    @precondition(lambda self: self.awaiting)
+    @rule(calls=st.integers(0, 3), text=st.booleans())
+    def assistant(self, calls: int, text: bool) -> None:
+        tool_calls = [
+            ToolCall(f"call{self.n}-{i}", "read_file", {"path": f"f{i}.py"}) for i in range(calls)
+        ]
+        self.n += 1
+        self.conv.assistant("answer" if text or not calls else None, tool_calls)
+        self.pending = [c.id for c in tool_calls]
+        self.awaiting = False
+
+    @precondition(lambda self: bool(self.pending))
+    @rule(error=st.booleans())
+    def tool_results(self, error: bool) -> None:
+        results = [ToolResult(c, f"output of {c}\n" * 3, error) for c in self.pending]
+        request = self.conv.tool_results(results)
+        self._call(request)
+        self.results_delivered.append((results, _bytes(request)))
+        self.pending = []
+        self.awaiting = True
+
+    @precondition(lambda self: self.turns > 0 and not self.pending)
+    @rule()
+    def background_event(self) -> None:
+        eid = self._fresh()
+        request = background(eid, f"background {eid}")
+        before = len(self.conv.request().messages)
+        result = self.conv.handle(request)
+        self._call(result)
+        assert [m.kind for m in list(result.messages)[before:]] == [MessageKind.EVENT]
+        self.delivered[eid] = (request, _bytes(result))
+        self.awaiting = True
+
+    @precondition(lambda self: bool(self.delivered))
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        eid = data.draw(st.sampled_from(sorted(self.delivered)))
+        request, expected = self.delivered[eid]
+        before = _bytes(self.conv.request())
+        assert _bytes(self.conv.handle(request)) == expected
+        assert _bytes(self.conv.request()) == before
+
+    @precondition(lambda self: bool(self.results_delivered))
+    @rule(data=st.data())
+    def retry_tool_results(self, data: st.DataObject) -> None:
+        results, expected = data.draw(st.sampled_from(self.results_delivered))
+        before = _bytes(self.conv.request())
+        assert _bytes(self.conv.tool_results(results)) == expected
+        assert _bytes(self.conv.request()) == before
+
+    @precondition(lambda self: any(r.kind.value == "user" for r, _ in self.delivered.values()))
+    @rule(data=st.data())
+    def conflicting_retry(self, data: st.DataObject) -> None:
+        users = sorted(e for e, (r, _) in self.delivered.items() if r.kind.value == "user")
+        eid = data.draw(st.sampled_from(users))
+        before = _bytes(self.conv.request())
+        with pytest.raises(ConflictError):
+            self.conv.handle(user(eid, "something else entirely"))
+        assert _bytes(self.conv.request()) == before
+
+    @rule()
+    def restart(self) -> None:
+        before = _bytes(self.conv.request())
+        self.conv = Conversation.open(self.store, example_bundle(), "conv-1")
+        assert _bytes(self.conv.request()) == before
+
+    @precondition(lambda self: self.turns > 0 and not self.pending)
+    @rule()
+    def manual_compaction(self) -> None:
+        self.conv.compact(f"manual summary {self.n}")
+        assert [m.kind for m in self.conv.request().messages] == [MessageKind.SUMMARY]
+        self.n += 1
+        self.last_user_context = None
+        self.awaiting = False
+
+    @invariant()
+    def history_is_well_formed(self) -> None:
+        request = self.conv.request()
+        messages = list(request.messages)
+        ids = [m.id for m in messages]
+        assert len(ids) == len(set(ids)), "identities are unique within an epoch"
+        contexts = [i for i, m in enumerate(messages) if m.kind is MessageKind.REQUEST_CONTEXT]
+        for a, b in itertools.pairwise(contexts):
+            assert messages[a].digest != messages[b].digest, "consecutive contexts differ"
+        for i in contexts:
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            assert nxt is not None and nxt.kind in (MessageKind.RUNTIME, MessageKind.SUMMARY)
+        summaries = [i for i, m in enumerate(messages) if m.kind is MessageKind.SUMMARY]
+        assert len(summaries) <= 1 and (not summaries or summaries[0] in (0, 1))
+        if summaries and summaries[0] == 1:
+            assert len(contexts) >= 1 and contexts[0] == 0  # auto: context, summary, turn
+        hint = {h.position.value: h.message_index for h in request.cache_hints}
+        assert hint.get("context") == (contexts[-1] if contexts else None)
+
+
+TestConversationMachine = ConversationMachine.TestCase
