@@ -25,7 +25,7 @@ import attrs
 
 from compiler import canonical
 from compiler.bundle import Bundle
-from compiler.checkpoint import Record, RecordType, Root, decode_chain, decode_record
+from compiler.checkpoint import Record, RecordType, Root, decode_record
 from compiler.context import render_request_context, render_runtime
 from compiler.errors import (
     CheckpointError,
@@ -107,16 +107,7 @@ class Conversation:
         stored = store.load(conversation_id)
         if stored is None:
             raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
-        root, records, head = decode_chain(stored.root, stored.records, conversation_id)
-        if head != stored.head:
-            raise CheckpointError(
-                f"conversation {conversation_id!r}: records end at a different head than "
-                "the store recorded (truncated?)"
-            )
-        history = History(root, canonical.sha256_hex(stored.root))
-        for record, data in zip(records, stored.records, strict=True):
-            history.apply(record, canonical.sha256_hex(data))
-        return cls(store, bundle, history)
+        return cls(store, bundle, History.hydrate(stored))
 
     @property
     def id(self) -> str:

@@ -19,10 +19,11 @@ from typing import overload
 import attrs
 
 from compiler import canonical
-from compiler.checkpoint import Record, RecordType, Root
+from compiler.checkpoint import Record, RecordType, Root, decode_chain
 from compiler.errors import CheckpointError
 from compiler.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
 from compiler.model import CacheHint, CachePosition, ModelRequest
+from compiler.store import StoredConversation
 
 
 class MessageView(Sequence[CanonicalMessage]):
@@ -99,6 +100,20 @@ class History:
         self.user_turns = 0
         self.awaiting_output = False  # a model call was made and has no output yet
         self._cache_key = cache_key(root.conversation_id)
+
+    @classmethod
+    def hydrate(cls, stored: StoredConversation) -> History:
+        """Rebuild the history and its dedupe/retry state from stored bytes alone."""
+        root, records, head = decode_chain(stored.root, stored.records, stored.conversation_id)
+        if head != stored.head:
+            raise CheckpointError(
+                f"conversation {stored.conversation_id!r}: records end at a different head "
+                "than the store recorded (truncated?)"
+            )
+        history = cls(root, canonical.sha256_hex(stored.root))
+        for record, data in zip(records, stored.records, strict=True):
+            history.apply(record, canonical.sha256_hex(data))
+        return history
 
     @property
     def epoch(self) -> int:

@@ -1,0 +1,88 @@
+"""`prefixlock inspect / integrity / export / import` on a real SQLite store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conv_helpers import background, context_b, example_bundle, user
+
+from compiler.cli import main
+from compiler.conversation import Conversation, ToolCall, ToolResult
+from compiler.sqlite_store import SQLiteStore
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as store:
+        conv = Conversation.open(store, example_bundle(), "conv-1")
+        conv.handle(user("u1"))
+        conv.assistant("reading", [ToolCall("c1", "read_file", {"path": "a.py"})])
+        conv.tool_results([ToolResult("c1", "x = 1\n")])
+        conv.assistant("done")
+        conv.handle(background("b1", "subagent finished"))
+        conv.assistant("noted")
+        conv.handle(user("u2", context=context_b(), compact={"summary": "All of it."}))
+    return path
+
+
+def test_inspect_prints_root_records_epochs_and_current_request(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(db), "conv-1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("conversation conv-1\nroot:\n  bundle digest  sha256:")
+    assert "records: 7 (head sha256:" in out
+    assert (
+        "      1  user         u1                           request-context:u1 runtime:u1\n" in out
+    )
+    assert (
+        "      7  user         u2                           "
+        "request-context:u2 summary:1 runtime:u2  RESET\n" in out
+    )
+    assert "  epoch 0 from record 1\n  epoch 1 from record 7\n" in out
+    assert "current request: epoch 1, 3 messages, cache key prefixlock-" in out
+    assert "cache hints: tools, instructions, context@0, tail@2\n" in out
+
+
+def test_inspect_lists_conversations_and_refuses_unknown(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(db)]) == 0
+    assert capsys.readouterr().out == "conv-1\n"
+    assert main(["inspect", str(db), "nope"]) == 1
+    assert capsys.readouterr().err == (
+        "prefixlock inspect: no conversation 'nope' in the store (stored: conv-1)\n"
+    )
+
+
+def test_integrity_passes_then_detects_a_flipped_byte(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["integrity", str(db)]) == 0
+    assert capsys.readouterr().out == f"{db}: ok (1 conversation)\n"
+    with sqlite3.connect(db) as conn:
+        body = conn.execute("SELECT body FROM records WHERE seq = 2").fetchone()[0]
+        conn.execute(
+            "UPDATE records SET body = ? WHERE seq = 2", (body.replace(b"reading", b"readinG"),)
+        )
+    assert main(["integrity", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "record 2" in err
+    assert err.endswith(f"prefixlock integrity: 1 problem(s) in {db}\n")
+
+
+def test_export_then_import_round_trips(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "conv.jsonl"
+    assert main(["export", str(db), "conv-1", "--out", str(out)]) == 0
+    other = tmp_path / "other.db"
+    assert main(["import", str(other), str(out)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(db), "conv-1", "--json"]) == 0
+    original = capsys.readouterr().out
+    assert main(["inspect", str(other), "conv-1", "--json"]) == 0
+    assert capsys.readouterr().out == original
