@@ -152,7 +152,7 @@ def decode_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Rec
             request_digest=obj["request_digest"],
             reset=obj["reset"],
         )
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
     except CheckpointError as err:
         raise CheckpointError(f"{where}: {err}") from None

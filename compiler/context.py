@@ -49,8 +49,8 @@ def _rule(rule: dict[str, Any]) -> dict[str, Any]:
 def _mcp_server(server: dict[str, Any]) -> dict[str, Any]:
     server["tools"] = [dict(t) for t in sorted(server.get("tools", []), key=lambda t: t["name"])]
     for tool in server["tools"]:
-        # Canonical JSON text: keys of the schema sorted, so order sent never matters.
-        tool["input_schema"] = canonical.dumps(tool.get("input_schema", {}))
+        # Rendered with the ``canonical`` filter: schema keys sorted, order sent is moot.
+        tool.setdefault("input_schema", {})
     for key in ("env", "headers"):
         if key in server:
             server[key] = dict(sorted(redact_mapping(server[key]).items()))

@@ -49,6 +49,18 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+def seq_conflict(conversation_id: str, seq: int, head: int) -> CheckpointRaceError:
+    """The error for appending ``seq`` when the head is ``head`` (``seq != head + 1``)."""
+    if seq <= head:
+        return CheckpointRaceError(
+            f"conversation {conversation_id!r}: seq {seq} is taken (head is {head})"
+        )
+    return CheckpointRaceError(
+        f"conversation {conversation_id!r}: seq {seq} does not follow the head {head} "
+        f"(expected {head + 1})"
+    )
+
+
 class MemoryStore:
     """A store in a dict, for tests and for throwaway conversations."""
 
@@ -67,9 +79,7 @@ class MemoryStore:
         if records is None:
             raise CheckpointError(f"conversation {conversation_id!r} has no root")
         if seq != len(records) + 1:
-            raise CheckpointRaceError(
-                f"conversation {conversation_id!r}: seq {seq} is taken (head is {len(records)})"
-            )
+            raise seq_conflict(conversation_id, seq, len(records))
         if any(eid == event_id for eid, _ in records):
             raise CheckpointRaceError(
                 f"conversation {conversation_id!r}: event {event_id!r} is already stored"
@@ -77,6 +87,8 @@ class MemoryStore:
         records.append((event_id, record))
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
+        if after < 0:
+            raise ValueError(f"after must be >= 0, not {after}")
         if conversation_id not in self._roots:
             return None
         root = self._roots[conversation_id]

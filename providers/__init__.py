@@ -1,1 +1,52 @@
-"""Provider wire formats: serialization of a finished ModelRequest only."""
+"""Provider wire formats: serialization of a finished ModelRequest only.
+
+The registry maps a provider name to its module lazily, so a wire format is imported
+only when used (and modules may land independently)::
+
+    from providers import get
+    body_bytes = get("anthropic").serialize(request)
+
+Each :func:`get` returns a new :class:`~providers.base.Provider` instance; keep one per
+conversation (or per process) to profit from its incremental encoding cache.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from compiler.errors import SerializationError
+from providers.base import Provider
+
+__all__ = ["MODULES", "NAMES", "Provider", "get"]
+
+#: Provider name -> ``"module:Class"``, imported on first use.
+MODULES: dict[str, str] = {
+    "anthropic": "providers.anthropic:Anthropic",
+    "bedrock-converse": "providers.bedrock_converse:BedrockConverse",
+    "gemini": "providers.gemini:Gemini",
+    "openai-chat": "providers.openai_chat:OpenAIChat",
+    "openai-responses": "providers.openai_responses:OpenAIResponses",
+}
+
+NAMES: tuple[str, ...] = (
+    "anthropic",
+    "bedrock-converse",
+    "gemini",
+    "openai-chat",
+    "openai-responses",
+)
+
+
+def get(name: str) -> Provider:
+    """A new instance of the provider called ``name``; unknown names get a suggestion."""
+    target = MODULES.get(name)
+    if target is None:
+        close = difflib.get_close_matches(name, NAMES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(NAMES)})"
+        raise SerializationError(f"unknown provider {name!r}{hint}")
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    instance = cls()
+    assert isinstance(instance, Provider)
+    return instance

@@ -86,3 +86,16 @@ def test_export_then_import_round_trips(
     original = capsys.readouterr().out
     assert main(["inspect", str(other), "conv-1", "--json"]) == 0
     assert capsys.readouterr().out == original
+
+
+def test_import_of_a_truncated_file_creates_no_store(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "conv.jsonl"
+    assert main(["export", str(db), "conv-1", "--out", str(out)]) == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:-1]))  # drop the trailer
+    target = tmp_path / "new.db"
+    assert main(["import", str(target), str(out)]) == 1
+    assert "prefixlock import: " in capsys.readouterr().err
+    assert not target.exists()

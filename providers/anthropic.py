@@ -1,0 +1,190 @@
+"""Anthropic Messages (``POST /v1/messages``).
+
+Fields from the official reference (anthropic-sdk-python ``types/message_create_params``
+and the block params):
+
+* head: ``model``, ``max_tokens``, ``system`` (a list of one text block, so a
+  ``cache_control`` can sit on it), ``tools`` (``name``, ``description``,
+  ``input_schema``);
+* ``messages``: the history 1:1; content is always a list of blocks;
+* trail: the top-level automatic ``cache_control`` (the moving tail breakpoint), then
+  options.
+
+Mapping: user-role kinds -> ``user`` (text / image blocks); assistant -> ``assistant``
+with blocks in part order (own opaque ``thinking`` / ``redacted_thinking`` blocks as
+received, ``text``, ``tool_use`` with ``input`` the parsed arguments object); tool
+results -> one ``user`` message whose content starts with the ``tool_result`` blocks
+(any later text / image parts follow them). Consecutive same-role messages are sent as
+they are (the API merges them server-side).
+
+Cache rule (never more than 4 breakpoints, one per position):
+TOOLS -> last tool; INSTRUCTIONS -> the system block; CONTEXT -> the last non-opaque
+block of the hinted (latest request-context) message; TAIL -> top-level
+``{"cache_control": {"type": "ephemeral"}}``. Never on empty text (refused anyway) nor
+on opaque (thinking) blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from compiler.canonical import Ordered
+from compiler.messages import (
+    CanonicalMessage,
+    ImagePart,
+    OpaquePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from providers.base import Markers, MessageAt, PartAt, Provider
+
+#: The one cache marker this module writes.
+CACHE_CONTROL_KEY = "cache_control"
+
+
+def _ephemeral() -> Ordered:
+    return Ordered(type="ephemeral")
+
+
+class Anthropic(Provider):
+    name: ClassVar[str] = "anthropic"
+
+    MESSAGES_KEY = "messages"
+    MAX_TOKENS_KEY = "max_tokens"
+    # Messages API tool names: ^[a-zA-Z0-9_-]{1,128}$ (tool use reference; the SDK type
+    # does not encode it).
+    TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
+    TOOL_NAME_RULE = "1-128 characters of a-z, A-Z, 0-9, '_' and '-'"
+    CACHE_POSITIONS = frozenset(CachePosition)
+    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT})
+    RESERVED_OPTIONS = frozenset({"system", "tools", CACHE_CONTROL_KEY})
+    #: Media types of base64 image sources (``Base64ImageSourceParam.media_type``).
+    IMAGE_TYPES: ClassVar[frozenset[str]] = frozenset(
+        {"image/jpeg", "image/png", "image/gif", "image/webp"}
+    )
+    #: Block ``type``s of each message content that may carry a cache marker.
+    MARKABLE: ClassVar[frozenset[str]] = frozenset({"text", "image", "tool_use", "tool_result"})
+
+    # ------------------------------------------------------------------------ frame
+
+    def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
+        if not instructions:
+            return Ordered()
+        block = Ordered(type="text", text=instructions)
+        if CachePosition.INSTRUCTIONS in markers:
+            block[CACHE_CONTROL_KEY] = _ephemeral()
+        return Ordered(system=[block])
+
+    def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
+        out = Ordered(name=name, description=spec.description, input_schema=spec.parameters_value)
+        if last and CachePosition.TOOLS in markers:
+            out[CACHE_CONTROL_KEY] = _ephemeral()
+        return out
+
+    def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
+        if CachePosition.TAIL in markers:
+            return Ordered(cache_control=_ephemeral())
+        return Ordered()
+
+    def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy without ``cache_control`` at the top level, on tools, on system blocks
+        and on message content blocks (exactly where this module places them)."""
+        out = super().strip_cache_markers(body)
+        out.pop(CACHE_CONTROL_KEY, None)
+        for key in ("tools", "system"):
+            items = out.get(key)
+            if isinstance(items, list):
+                for item in items:
+                    if isinstance(item, dict):
+                        item.pop(CACHE_CONTROL_KEY, None)
+        for message in out.get(self.MESSAGES_KEY) or ():
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") in self.MARKABLE:
+                        block.pop(CACHE_CONTROL_KEY, None)
+        return out
+
+    # --------------------------------------------------------------------- messages
+
+    def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return [self._marked(Ordered(role="user", content=self.parts(message, at)), at)]
+
+    def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return [self._marked(Ordered(role="assistant", content=self.parts(message, at)), at)]
+
+    def tool_result_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        seen_other = False
+        for i, part in enumerate(message.parts):
+            if not isinstance(part, ToolResultPart):
+                seen_other = True
+            elif seen_other:
+                at.part(i).fail(
+                    "anthropic needs tool_result blocks first in their user message; "
+                    "this one follows other content (prefixlock never reorders parts)"
+                )
+        return self.user_message(message, at)
+
+    def _marked(self, wire: Ordered, at: MessageAt) -> Ordered:
+        if CachePosition.CONTEXT in at.markers:
+            for block in reversed(wire["content"]):
+                if block.get("type") in self.MARKABLE and not isinstance(block, _Verbatim):
+                    block[CACHE_CONTROL_KEY] = _ephemeral()
+                    break
+        return wire
+
+    # ------------------------------------------------------------------------ parts
+
+    def text_part(self, part: TextPart, at: PartAt) -> Any:
+        if not part.text.strip():
+            at.fail(
+                f"anthropic rejects empty or whitespace-only text blocks (text is {part.text!r})"
+            )
+        return Ordered(type="text", text=part.text)
+
+    def image_part(self, part: ImagePart, at: PartAt) -> Any:
+        if at.message.role == "assistant":
+            at.fail("anthropic accepts images only in user content, not in assistant messages")
+        if part.media_type not in self.IMAGE_TYPES:
+            at.fail(
+                f"anthropic accepts image media types {sorted(self.IMAGE_TYPES)}, "
+                f"not {part.media_type!r}"
+            )
+        return Ordered(
+            type="image",
+            source=Ordered(type="base64", media_type=part.media_type, data=part.data),
+        )
+
+    def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
+        if at.message.role != "assistant":
+            at.fail(f"a tool call in a {at.message.kind} message")
+        return Ordered(
+            type="tool_use",
+            id=part.call_id,
+            name=self.tool_name(part.name, at),
+            input=self.arguments_object(part, at),
+        )
+
+    def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
+        if at.message.role != "tool":
+            at.fail(f"a tool result in a {at.message.kind} message")
+        out = Ordered(type="tool_result", tool_use_id=part.call_id, content=part.output)
+        if part.is_error:
+            out["is_error"] = True
+        return out
+
+    def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
+        if at.message.role != "assistant":
+            at.fail(f"anthropic opaque blocks belong to assistant messages, not {at.message.kind}")
+        value = self.own_opaque(part, at)
+        if not isinstance(value, dict):
+            at.fail("anthropic opaque data must be a content block object")
+        return _Verbatim(value)
+
+
+class _Verbatim(dict[str, Any]):
+    """An opaque block as received: never gets a cache marker. Encodes like a dict."""

@@ -1,0 +1,270 @@
+"""AWS Bedrock Converse (``POST /model/{modelId}/converse``).
+
+Fields from the official API reference and botocore's ``bedrock-runtime`` service model
+(``Converse`` input: ``Message``, ``ContentBlock``, ``SystemContentBlock``,
+``ToolConfiguration``, ``ToolSpecification``, ``ToolUseBlock``, ``ToolResultBlock``,
+``CachePointBlock``, ``InferenceConfiguration``):
+
+* ``modelId`` is a URI member (``/model/{modelId}/converse``), not part of the JSON
+  body. :meth:`serialize` returns exactly the POSTed JSON body, *without* ``modelId``;
+  :meth:`body` returns the full Converse params, ``modelId`` first, as an SDK call takes
+  them (the SDK judge validates those). :meth:`wire_body` is the body without the URI
+  members, so ``canonical.dumpb(wire_body(r)) == serialize(r)``.
+* Body, in this order: ``inferenceConfig`` (``maxTokens`` = the settings' max tokens,
+  then the options that are ``InferenceConfiguration`` members -- ``temperature``,
+  ``topP``, ``stopSequences`` -- sorted), ``system`` (``[{"text": instructions},
+  cachePoint?]``; omitted when the instructions are empty: ``text`` has a minimum
+  length of 1), ``toolConfig`` (``{"tools": [{"toolSpec": {name, description?,
+  inputSchema: {"json": schema}}}..., cachePoint?]}``; ``description`` is omitted when
+  empty for the same reason; no ``toolConfig`` without tools: ``tools`` needs at least
+  one element), ``messages``, then the remaining options, sorted, as top-level
+  Converse fields (``additionalModelRequestFields``, ``performanceConfig`` ...).
+* Tool names (``ToolName``): 1-64 characters matching ``[a-zA-Z0-9_-]+``; tool use
+  ids (``ToolUseId``): 1-64 characters matching ``[a-zA-Z0-9_.:-]+``.
+
+Mapping, one Converse ``Message`` per canonical message, in order, never merged
+(Bedrock merges consecutive same-role turns server-side; we send them as they are):
+
+==================  =========  ===================================================
+canonical message   role       content blocks
+==================  =========  ===================================================
+user-role kinds     user       text -> ``{"text"}``; image -> ``{"image": {"format",
+                               "source": {"bytes"}}}`` (png, jpeg, gif, webp)
+assistant           assistant  text -> ``{"text"}``; tool call -> ``{"toolUse":
+                               {"toolUseId","name","input"}}`` (``input`` the
+                               arguments object)
+tool_result         user       one ``{"toolResult": {"toolUseId", "content":
+                               [{"text": output}], "status": "error"?}}`` per result
+                               (``status`` only when ``is_error``; the API default is
+                               success)
+==================  =========  ===================================================
+
+* An ``OpaquePart(provider="bedrock-converse")`` is one whole ``ContentBlock`` as the
+  model returned it (``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``
+  or ``{"reasoningContent": {"redactedContent": ...}}``) and is emitted verbatim.
+* Refused: images outside user-role messages or in tool-result messages (a result's
+  image cannot be attached to a call without guessing), anything but tool results (and
+  own opaque parts) in a tool-result message, foreign opaque parts, bad names and ids.
+
+Cache rule (fixed; the same positions as Anthropic's stable breakpoints plus the tail):
+a ``{"cachePoint": {"type": "default"}}`` block goes
+
+1. last in ``toolConfig.tools`` (TOOLS hint),
+2. last in ``system`` (INSTRUCTIONS hint),
+3. last in the content of the latest request-context message (CONTEXT hint),
+4. last in the content of the last message (TAIL hint; it moves every call, as the
+   prefix grows). When CONTEXT and TAIL name the same message it gets one cachePoint.
+
+So a body carries at most 4 cachePoints, Bedrock's per-request limit. A position that
+has nothing to mark (no tools, empty instructions) simply gets no cachePoint; hints
+never move a marker anywhere else. :meth:`strip_cache_markers` removes exactly these
+blocks.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from compiler import canonical
+from compiler.canonical import CanonicalJSONError, Ordered
+from compiler.errors import SerializationError
+from compiler.messages import (
+    CanonicalMessage,
+    ImagePart,
+    OpaquePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from providers.base import Frame, Markers, MessageAt, PartAt, Provider
+
+_ALL_POSITIONS: Markers = frozenset(CachePosition)
+
+
+class BedrockConverse(Provider):
+    name: ClassVar[str] = "bedrock-converse"
+
+    MESSAGES_KEY = "messages"
+    TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+    TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
+    #: ``ToolUseId``: min 1, max 64, pattern ``[a-zA-Z0-9_.:-]+``.
+    TOOL_USE_ID_PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
+    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TAIL})
+    CACHE_POSITIONS = _ALL_POSITIONS
+    RESERVED_OPTIONS = frozenset({"modelId", "messages", "system", "toolConfig", "inferenceConfig"})
+    #: Members of the body that travel in the URL instead (``body()`` includes them).
+    URI_MEMBERS: ClassVar[tuple[str, ...]] = ("modelId",)
+    #: Wire role of each canonical role.
+    ROLES: ClassVar[dict[str, str]] = {"user": "user", "assistant": "assistant", "tool": "user"}
+    #: ``InferenceConfiguration`` members; options with these keys go into it.
+    INFERENCE_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {"maxTokens", "temperature", "topP", "stopSequences"}
+    )
+    #: ``ImageFormat`` enum by media type.
+    IMAGE_FORMATS: ClassVar[dict[str, str]] = {
+        "image/png": "png",
+        "image/jpeg": "jpeg",
+        "image/gif": "gif",
+        "image/webp": "webp",
+    }
+    CACHE_POINT: ClassVar[dict[str, Any]] = {"cachePoint": {"type": "default"}}
+
+    # ------------------------------------------------------------------ public API
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The full Converse params: ``modelId`` first, then :meth:`wire_body`."""
+        out = Ordered(modelId=self._settings(request).model)
+        out.update(super().body(request))
+        return out
+
+    def wire_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body as POSTed (no URI members): ``dumpb`` of it is :meth:`serialize`."""
+        return super().body(request)
+
+    def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().strip_cache_markers(body)
+        if isinstance(out.get("system"), list):
+            out["system"] = _without_cache_points(out["system"])
+        tool_config = out.get("toolConfig")
+        if isinstance(tool_config, dict) and isinstance(tool_config.get("tools"), list):
+            tool_config["tools"] = _without_cache_points(tool_config["tools"])
+        for message in out.get(self.MESSAGES_KEY) or ():
+            if isinstance(message, dict) and isinstance(message.get("content"), list):
+                message["content"] = _without_cache_points(message["content"])
+        return out
+
+    # ------------------------------------------------------------------------ frame
+
+    def _build_frame(
+        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
+    ) -> Frame:
+        # Inference options go into inferenceConfig (see head); the rest stay top-level.
+        rest = {k: v for k, v in self._options(request).items() if k not in self.INFERENCE_KEYS}
+        evolved = attrs.evolve(settings, options=canonical.dumps(rest))
+        return super()._build_frame(request, evolved, markers)
+
+    def head(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
+        inference = Ordered(maxTokens=settings.max_tokens)
+        options = self._options(request)
+        if "maxTokens" in options:
+            raise SerializationError(
+                f"{self.name}: settings options may not set reserved key(s) ['maxTokens'] "
+                "(max tokens come from the settings)"
+            )
+        for key in sorted(self.INFERENCE_KEYS & set(options)):
+            inference[key] = options[key]
+        out = Ordered(inferenceConfig=inference)
+        if request.instructions:
+            system: list[Any] = [Ordered(text=request.instructions)]
+            if CachePosition.INSTRUCTIONS in markers:
+                system.append(self._cache_point())
+            out["system"] = system
+        if request.tools:
+            last = len(request.tools) - 1
+            tools = [
+                self.tool(spec, self.check_tool_spec(spec, i), i == last, markers)
+                for i, spec in enumerate(request.tools)
+            ]
+            if CachePosition.TOOLS in markers:
+                tools.append(self._cache_point())
+            out["toolConfig"] = Ordered(tools=tools)
+        return out
+
+    def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
+        tool_spec = Ordered(name=name)
+        if spec.description:
+            tool_spec["description"] = spec.description
+        tool_spec["inputSchema"] = Ordered(json=spec.parameters_value)
+        return Ordered(toolSpec=tool_spec)
+
+    def _options(self, request: ModelRequest) -> dict[str, Any]:
+        raw = self._settings(request).options
+        try:
+            options = canonical.loads(raw)
+        except (CanonicalJSONError, ValueError) as err:
+            raise SerializationError(
+                f"{self.name}: settings options are not JSON ({err})"
+            ) from None
+        if not isinstance(options, dict):
+            raise SerializationError(f"{self.name}: settings options must be a JSON object")
+        return options
+
+    def _cache_point(self) -> Any:
+        return copy.deepcopy(self.CACHE_POINT)
+
+    # --------------------------------------------------------------------- messages
+
+    def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return [self._message(message, at)]
+
+    def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return [self._message(message, at)]
+
+    def tool_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return [self._message(message, at)]
+
+    def _message(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
+        content = self.parts(message, at)
+        if at.markers & self.MESSAGE_MARKERS:
+            content.append(self._cache_point())
+        return Ordered(role=self.ROLES[message.role], content=content)
+
+    # ------------------------------------------------------------------------ parts
+
+    def text_part(self, part: TextPart, at: PartAt) -> Any:
+        if at.message.role == "tool":
+            at.fail("bedrock-converse cannot express a text part in a tool_result message")
+        return Ordered(text=part.text)
+
+    def image_part(self, part: ImagePart, at: PartAt) -> Any:
+        if at.message.role != "user":
+            at.fail(f"bedrock-converse accepts images only in user messages, not {at.message.kind}")
+        image_format = self.IMAGE_FORMATS.get(part.media_type)
+        if image_format is None:
+            at.fail(
+                f"image media type {part.media_type!r} is not one of {sorted(self.IMAGE_FORMATS)}"
+            )
+        return Ordered(image=Ordered(format=image_format, source=Ordered(bytes=part.data)))
+
+    def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
+        if at.message.role != "assistant":
+            at.fail(f"a tool call in a {at.message.kind} message")
+        return Ordered(
+            toolUse=Ordered(
+                toolUseId=self._tool_use_id(part.call_id, at),
+                name=self.tool_name(part.name, at),
+                input=self.arguments_object(part, at),
+            )
+        )
+
+    def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
+        if at.message.role != "tool":
+            at.fail(f"a tool result in a {at.message.kind} message")
+        result = Ordered(
+            toolUseId=self._tool_use_id(part.call_id, at),
+            content=[Ordered(text=part.output)],
+        )
+        if part.is_error:
+            result["status"] = "error"
+        return Ordered(toolResult=result)
+
+    def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
+        value = self.own_opaque(part, at)
+        if not isinstance(value, dict) or len(value) != 1:
+            at.fail("a bedrock-converse opaque part must be one ContentBlock object as received")
+        return value
+
+    def _tool_use_id(self, call_id: str, at: PartAt) -> str:
+        if not self.TOOL_USE_ID_PATTERN.fullmatch(call_id):
+            at.fail(f"tool use id {call_id!r} must be 1-64 characters of a-z, A-Z, 0-9, '_.:-'")
+        return call_id
+
+
+def _without_cache_points(blocks: list[Any]) -> list[Any]:
+    return [b for b in blocks if not (isinstance(b, dict) and set(b) == {"cachePoint"})]

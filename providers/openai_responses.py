@@ -1,0 +1,125 @@
+"""OpenAI Responses (``POST /v1/responses``).
+
+Fields from the official reference (openai-python ``types/responses/
+response_create_params``, ``response_input_item_param``):
+
+* head: ``model``, ``max_output_tokens``, ``instructions`` (top level), ``tools``
+  (``FunctionToolParam``: ``type``, ``name``, ``description``, ``parameters``, and the
+  required ``strict`` -- sent as ``false`` because our schemas are not written for strict
+  mode);
+* ``input``: the history 1:1 as input items;
+* trail: ``prompt_cache_key`` = ``request.cache_key`` on every call, then options.
+
+Mapping: user-role kinds -> one ``{"type":"message","role":"user","content":...}``
+(``EasyInputMessageParam``; content a string for one text part, else ``input_text`` /
+``input_image`` parts); assistant -> one item per part, in order: text ->
+``{"type":"message","role":"assistant","content":"<text>"}`` (``EasyInputMessageParam``
+with string content -- the output-message form needs the server's ``id`` and ``status``,
+which a canonical message does not carry), tool call -> ``function_call`` item
+(``call_id``, ``name``, ``arguments`` string), own opaque part (a ``reasoning`` item
+with ``encrypted_content``, or any output item recorded verbatim) -> that item as
+received; tool results -> one ``function_call_output`` item per result.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from compiler.canonical import Ordered
+from compiler.messages import (
+    CanonicalMessage,
+    ImagePart,
+    OpaquePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from compiler.model import ModelRequest, ProviderSettings, ToolSpec
+from providers.base import Markers, MessageAt, PartAt, Provider
+
+
+class OpenAIResponses(Provider):
+    name: ClassVar[str] = "openai-responses"
+
+    MESSAGES_KEY = "input"
+    MAX_TOKENS_KEY = "max_output_tokens"
+    # Same function-name rule as Chat Completions' FunctionDefinition.
+    TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+    TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
+    RESERVED_OPTIONS = frozenset({"instructions", "prompt_cache_key", "tools"})
+    #: ``strict`` of every function tool (required by the reference).
+    STRICT_TOOLS: ClassVar[bool] = False
+    #: ``detail`` of input images (required by the reference).
+    IMAGE_DETAIL: ClassVar[str] = "auto"
+
+    # ------------------------------------------------------------------------ frame
+
+    def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
+        return Ordered(instructions=instructions) if instructions else Ordered()
+
+    def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
+        return Ordered(
+            type="function",
+            name=name,
+            description=spec.description,
+            parameters=spec.parameters_value,
+            strict=self.STRICT_TOOLS,
+        )
+
+    def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
+        return Ordered(prompt_cache_key=request.cache_key)
+
+    # --------------------------------------------------------------------- messages
+
+    def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        parts = message.parts
+        if len(parts) == 1 and isinstance(parts[0], TextPart):
+            content: Any = parts[0].text
+        else:
+            content = self.parts(message, at)
+        return [Ordered(type="message", role="user", content=content)]
+
+    def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return self.parts(message, at)
+
+    def tool_result_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        return self.parts(message, at)
+
+    # ------------------------------------------------------------------------ parts
+
+    def text_part(self, part: TextPart, at: PartAt) -> Any:
+        role = at.message.role
+        if role == "user":
+            return Ordered(type="input_text", text=part.text)
+        if role == "assistant":
+            return Ordered(type="message", role="assistant", content=part.text)
+        at.fail("openai-responses cannot express a text part in a tool_result message")
+
+    def image_part(self, part: ImagePart, at: PartAt) -> Any:
+        if at.message.role != "user":
+            at.fail(f"openai-responses accepts images only in user messages, not {at.message.kind}")
+        return Ordered(type="input_image", detail=self.IMAGE_DETAIL, image_url=self.data_url(part))
+
+    def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
+        if at.message.role != "assistant":
+            at.fail(f"a tool call in a {at.message.kind} message")
+        self.arguments_object(part, at)
+        return Ordered(
+            type="function_call",
+            call_id=part.call_id,
+            name=self.tool_name(part.name, at),
+            arguments=part.arguments,
+        )
+
+    def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
+        if at.message.role != "tool":
+            at.fail(f"a tool result in a {at.message.kind} message")
+        return Ordered(type="function_call_output", call_id=part.call_id, output=part.output)
+
+    def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
+        if at.message.role != "assistant":
+            at.fail(
+                f"openai-responses opaque items belong to assistant messages, not {at.message.kind}"
+            )
+        return self.own_opaque(part, at)

@@ -1,0 +1,423 @@
+"""Checkpoint encoding (root, records, hash chain) and the JSONL export/import."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers_store import build_chain, fill, make_record, make_root, rich_messages
+
+from compiler import canonical
+from compiler.checkpoint import (
+    FORMAT,
+    Record,
+    RecordType,
+    Root,
+    decode_chain,
+    decode_record,
+)
+from compiler.errors import CheckpointError
+from compiler.jsonl import export_jsonl, import_jsonl, read_jsonl
+from compiler.messages import OpaquePart, TextPart, ToolCallPart
+from compiler.sqlite_store import SQLiteStore
+from compiler.store import MemoryStore, Store
+
+
+def rich_chain(cid: str = "conv-1") -> tuple[Root, list[Record], bytes, list[bytes]]:
+    root = make_root(cid)
+    records = [
+        Record(
+            1,
+            RecordType.USER,
+            "u1",
+            rich_messages("u1"),
+            request_digest=canonical.sha256_hex("req-u1"),
+        ),
+        make_record(2, "b1", "background ✓"),
+        Record(3, RecordType.COMPACT, "compact:1", (make_record(3, "s").messages[0],), reset=True),
+    ]
+    root_bytes, record_bytes = build_chain(cid, records, root)
+    return root, records, root_bytes, record_bytes
+
+
+def reencode(data: bytes, **changes: object) -> bytes:
+    obj = canonical.loads(data)
+    obj.update(changes)
+    return canonical.dumpb(obj)
+
+
+# -- round trip ----------------------------------------------------------------------
+
+
+def test_root_round_trip() -> None:
+    root = make_root("conv-1", "Instructions with ünïcode\nand lines")
+    data = root.encode()
+    assert Root.decode(data) == root
+    assert Root.decode(data, "conv-1") == root
+    assert Root.decode(data).encode() == data
+    with pytest.raises(CheckpointError, match="belongs to conversation 'conv-1', not 'x'"):
+        Root.decode(data, "x")
+
+
+def test_record_chain_round_trip_keeps_identity_and_content() -> None:
+    root, records, root_bytes, record_bytes = rich_chain()
+    decoded_root, decoded, head = decode_chain(root_bytes, record_bytes, "conv-1")
+    assert decoded_root == root
+    assert decoded == records
+    assert head == canonical.sha256_hex(record_bytes[-1])
+    first = decoded[0]
+    assert [m.id for m in first.messages] == [
+        "request-context:u1",
+        "runtime:u1",
+        "assistant:1",
+        "tool-results:call-1",
+    ]
+    assert [m.digest for m in first.messages] == [m.digest for m in records[0].messages]
+    assistant = first.messages[2]
+    opaque, text, call = assistant.parts
+    assert isinstance(opaque, OpaquePart)
+    assert opaque.value == {"type": "thinking", "thinking": "hm", "signature": "c2ln=="}
+    assert isinstance(text, TextPart)
+    assert text.thought_signature == "sig-text"
+    assert isinstance(call, ToolCallPart)
+    assert call.thought_signature == "sig-call"
+    assert first.request_digest == canonical.sha256_hex("req-u1")
+    assert decoded[2].reset is True
+    assert decoded[2].type is RecordType.COMPACT
+    # re-encoding the decoded values gives the same bytes (identity survives)
+    prev = canonical.sha256_hex(root_bytes)
+    for record, data in zip(decoded, record_bytes, strict=True):
+        assert record.encode("conv-1", prev) == data
+        prev = canonical.sha256_hex(data)
+
+
+def test_empty_chain_head_is_the_root_digest() -> None:
+    root_bytes = make_root("c").encode()
+    _, records, head = decode_chain(root_bytes, [], "c")
+    assert records == []
+    assert head == canonical.sha256_hex(root_bytes)
+
+
+# -- what decoding detects ------------------------------------------------------------
+
+
+def test_wrong_format_version() -> None:
+    _, _, root_bytes, record_bytes = rich_chain()
+    with pytest.raises(CheckpointError, match="root has format 2; this prefixlock reads format 1"):
+        Root.decode(reencode(root_bytes, format=FORMAT + 1))
+    bad = reencode(record_bytes[0], format=FORMAT + 1)
+    with pytest.raises(CheckpointError, match="record has format 2"):
+        decode_chain(root_bytes, [bad])
+
+
+def test_spliced_record_from_another_conversation() -> None:
+    _, _, root_a, records_a = rich_chain("A")
+    _, _, _, records_b = rich_chain("B")
+    with pytest.raises(CheckpointError, match="conversation 'A' record 2: belongs to 'B'"):
+        decode_chain(root_a, [records_a[0], records_b[1], records_a[2]])
+    # relabelled to pass as A's: the chain still breaks
+    relabelled = reencode(records_b[1], conversation="A")
+    with pytest.raises(CheckpointError, match="record 2: hash chain broken"):
+        decode_chain(root_a, [records_a[0], relabelled, records_a[2]])
+    # a whole foreign chain under A's root breaks at record 1
+    with pytest.raises(CheckpointError, match="record 1: belongs to 'B'"):
+        decode_chain(root_a, records_b)
+
+
+def test_reordered_and_missing_records() -> None:
+    _, _, root_bytes, rb = rich_chain()
+    with pytest.raises(CheckpointError, match=r"record 2: has seq 3 \(missing or reordered\)"):
+        decode_chain(root_bytes, [rb[0], rb[2], rb[1]])
+    with pytest.raises(CheckpointError, match="record 1: has seq 2"):
+        decode_chain(root_bytes, rb[1:])
+
+
+def test_non_canonical_bytes() -> None:
+    _, _, root_bytes, rb = rich_chain()
+    spaced = rb[0].replace(b'"seq":1', b'"seq": 1')
+    with pytest.raises(CheckpointError, match="record 1: not in canonical form"):
+        decode_chain(root_bytes, [spaced])
+    escaped = rb[1].replace("✓".encode(), b"\\u2713")
+    with pytest.raises(CheckpointError, match="record 2: not in canonical form"):
+        decode_record(escaped, "conv-1", 2, canonical.sha256_hex(rb[0]))
+    with pytest.raises(CheckpointError, match="root is not in canonical form"):
+        Root.decode(root_bytes + b" ")
+    with pytest.raises(CheckpointError, match="root is not valid JSON"):
+        Root.decode(root_bytes[:-1])
+
+
+def test_malformed_but_canonical_record_is_a_checkpoint_error() -> None:
+    root_bytes = make_root("c").encode()
+    prev = canonical.sha256_hex(root_bytes)
+    good = make_record(1, "e1").encode("c", prev)
+    obj = canonical.loads(good)
+    obj["messages"][0]["parts"] = [5]  # canonical JSON, wrong shape
+    with pytest.raises(CheckpointError, match="record 1: malformed"):
+        decode_record(canonical.dumpb(obj), "c", 1, prev)
+    with pytest.raises(CheckpointError, match="record 1: malformed"):
+        decode_record(reencode(good, type="nonsense"), "c", 1, prev)
+
+
+def test_flipped_byte_message_digest_and_chain() -> None:
+    _, _, root_bytes, rb = rich_chain()
+    text = rb[1].replace(b"background", b"backgrounD")
+    with pytest.raises(
+        CheckpointError, match="record 2: message event:b1: content digest mismatch"
+    ):
+        decode_chain(root_bytes, [rb[0], text, rb[2]])
+    with pytest.raises(CheckpointError, match="record 1: hash chain broken"):
+        decode_chain(root_bytes.replace(b"careful", b"carefuL"), rb)
+
+
+def test_every_single_bit_flip_is_detected() -> None:
+    """No one-bit change anywhere yields a valid chain ending at the same head."""
+    cid = "c"
+    root_bytes, rb = build_chain(cid, [make_record(1, "e1", "hi"), make_record(2, "e2", "ok")])
+    _, _, head = decode_chain(root_bytes, rb, cid)
+    blobs = [root_bytes, *rb]
+    for which, blob in enumerate(blobs):
+        for offset in range(len(blob)):
+            for bit in range(8):
+                flipped = bytearray(blob)
+                flipped[offset] ^= 1 << bit
+                trial = list(blobs)
+                trial[which] = bytes(flipped)
+                try:
+                    _, _, got = decode_chain(trial[0], trial[1:], cid)
+                except CheckpointError:
+                    continue
+                assert got != head, (which, offset, bit)
+
+
+# -- JSONL ----------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    yield s
+    s.close()
+
+
+def rich_store(store: Store, cid: str = "conv-1") -> tuple[bytes, list[bytes]]:
+    _, records, root_bytes, record_bytes = rich_chain(cid)
+    store.create_root(cid, root_bytes)
+    for record, data in zip(records, record_bytes, strict=True):
+        store.append(cid, record.seq, record.event_id, data)
+    return root_bytes, record_bytes
+
+
+def export_lines(store: Store, cid: str, tmp_path: Path) -> tuple[Path, list[bytes]]:
+    path = tmp_path / "conv.jsonl"
+    export_jsonl(store, cid, path)
+    return path, path.read_bytes().split(b"\n")
+
+
+def test_jsonl_round_trip(store: Store, tmp_path: Path) -> None:
+    root_bytes, record_bytes = rich_store(store)
+    path, lines = export_lines(store, "conv-1", tmp_path)
+    assert lines[-1] == b""  # every line ends with a newline
+    assert lines[0] == root_bytes
+    assert lines[1:4] == record_bytes  # exactly the stored bytes
+    assert canonical.loads(lines[4]) == {
+        "kind": "end",
+        "format": FORMAT,
+        "conversation": "conv-1",
+        "count": 3,
+        "head": canonical.sha256_hex(record_bytes[-1]),
+    }
+    root, records = read_jsonl(path)
+    assert root == Root.decode(root_bytes)
+    assert records == decode_chain(root_bytes, record_bytes)[1]
+    for target in (MemoryStore(), SQLiteStore(tmp_path / "target.db")):
+        assert import_jsonl(path, target) == "conv-1"
+        assert target.load("conv-1") == store.load("conv-1")
+        # importing again is a no-op (same root, same records)
+        assert import_jsonl(str(path), target) == "conv-1"
+        assert target.load("conv-1") == store.load("conv-1")
+        target.close()
+
+
+def test_jsonl_streams(tmp_path: Path) -> None:
+    source = MemoryStore()
+    rich_store(source)
+    text = io.StringIO()
+    export_jsonl(source, "conv-1", text)
+    binary = io.BytesIO()
+    export_jsonl(source, "conv-1", binary)
+    assert text.getvalue().encode("utf-8") == binary.getvalue()
+    target = MemoryStore()
+    assert import_jsonl(io.StringIO(text.getvalue()), target) == "conv-1"
+    assert target.load("conv-1") == source.load("conv-1")
+    root, records = read_jsonl(io.BytesIO(binary.getvalue()))
+    assert root.conversation_id == "conv-1"
+    assert len(records) == 3
+
+
+def test_jsonl_import_completes_an_interrupted_import(tmp_path: Path) -> None:
+    source = MemoryStore()
+    fill(source, "c", 4)
+    path, _ = export_lines(source, "c", tmp_path)
+    target = MemoryStore()
+    fill(target, "c", 2)  # the same first two records, as if an import died midway
+    assert import_jsonl(path, target) == "c"
+    assert target.load("c") == source.load("c")
+
+
+def test_jsonl_import_refuses_a_different_existing_conversation(tmp_path: Path) -> None:
+    source = MemoryStore()
+    fill(source, "c", 2)
+    path, _ = export_lines(source, "c", tmp_path)
+    other_root = MemoryStore()
+    other_root.create_root("c", make_root("c", "other instructions").encode())
+    with pytest.raises(CheckpointError, match="already exists in the store with a different root"):
+        import_jsonl(path, other_root)
+    other_records = MemoryStore()
+    fill(other_records, "c", 2, text="different")
+    with pytest.raises(CheckpointError, match="record 1 differs"):
+        import_jsonl(path, other_records)
+    longer = MemoryStore()
+    fill(longer, "c", 3)
+    with pytest.raises(CheckpointError, match="already has 3 records"):
+        import_jsonl(path, longer)
+
+
+def test_jsonl_export_of_unknown_conversation(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="'nope' is not in the store"):
+        export_jsonl(MemoryStore(), "nope", tmp_path / "x.jsonl")
+    assert not (tmp_path / "x.jsonl").exists()
+    source = MemoryStore()
+    fill(source, "c", 1)
+    with pytest.raises(CheckpointError, match="cannot write"):
+        export_jsonl(source, "c", tmp_path / "no-such-dir" / "x.jsonl")
+
+
+def broken(tmp_path: Path, lines: list[bytes], name: str = "conv.jsonl") -> Path:
+    path = tmp_path / "broken" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def assert_refused(path: Path, message: str) -> None:
+    """Both readers refuse the file with ``message`` and nothing reaches the store."""
+    with pytest.raises(CheckpointError) as info:
+        read_jsonl(path)
+    assert message in str(info.value)
+    target = SQLiteStore(path.with_suffix(".db"))
+    try:
+        with pytest.raises(CheckpointError) as again:
+            import_jsonl(path, target)
+        assert str(again.value) == str(info.value)
+        assert target.conversations() == []
+    finally:
+        target.close()
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> list[bytes]:
+    source = MemoryStore()
+    fill(source, "c", 5)
+    _, lines = export_lines(source, "c", tmp_path)
+    assert lines.pop() == b""
+    return lines  # root, 5 records, trailer
+
+
+def test_jsonl_missing_trailer_is_truncation(tmp_path: Path, exported: list[bytes]) -> None:
+    path = broken(tmp_path, exported[:-1])
+    assert_refused(path, f"{path}:6: truncated: the end trailer is missing")
+    path = broken(tmp_path, exported[:1], "root-only.jsonl")
+    assert_refused(
+        path, f"{path}:1: truncated: the end trailer is missing (the file stops after the root)"
+    )
+
+
+def test_jsonl_missing_last_record_line(tmp_path: Path, exported: list[bytes]) -> None:
+    path = broken(tmp_path, [*exported[:5], exported[6]])
+    assert_refused(path, f"{path}:6: end trailer says 5 records but the file has 4")
+
+
+def test_jsonl_missing_middle_line(tmp_path: Path, exported: list[bytes]) -> None:
+    path = broken(tmp_path, [*exported[:3], *exported[4:]])
+    assert_refused(path, f"{path}:4: conversation 'c' record 3: has seq 4 (missing or reordered)")
+
+
+def test_jsonl_bytes_cut_mid_line(tmp_path: Path, exported: list[bytes]) -> None:
+    data = b"".join(line + b"\n" for line in exported)
+    cut = len(b"".join(line + b"\n" for line in exported[:4])) + 30
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(data[:cut])
+    assert_refused(path, f"{path}:5: not valid JSON")
+
+
+def test_jsonl_bit_flipped_line(tmp_path: Path, exported: list[bytes]) -> None:
+    flipped = bytearray(exported[4])
+    flipped[flipped.index(b"hello 4") + 1] ^= 0x20  # 'e' -> 'E'
+    path = broken(tmp_path, [*exported[:4], bytes(flipped), *exported[5:]])
+    assert_refused(
+        path, f"{path}:5: conversation 'c' record 4: message event:e4: content digest mismatch"
+    )
+    chain = reencode(exported[4], prev=canonical.sha256_hex(b"elsewhere"))
+    path = broken(tmp_path, [*exported[:4], chain, *exported[5:]], "chain.jsonl")
+    assert_refused(
+        path, f"{path}:5: conversation 'c' record 4: hash chain broken (prev does not match)"
+    )
+
+
+def test_jsonl_bad_trailer(tmp_path: Path, exported: list[bytes]) -> None:
+    trailer = exported[-1]
+    cases = {
+        "head.jsonl": (
+            reencode(trailer, head=canonical.sha256_hex(b"x")),
+            "does not match the digest of the last record",
+        ),
+        "conv.jsonl": (reencode(trailer, conversation="d"), "names conversation 'd'"),
+        "count.jsonl": (reencode(trailer, count=True), "count True is not an integer"),
+        "keys.jsonl": (reencode(trailer, extra=1), "must have exactly the keys"),
+        "spaced.jsonl": (trailer.replace(b",", b", "), "not in canonical form"),
+    }
+    for name, (line, message) in cases.items():
+        path = broken(tmp_path, [*exported[:-1], line], name)
+        assert_refused(path, f"{path}:7: end trailer")
+        assert_refused(path, message)
+    path = broken(tmp_path, [*exported, exported[1]], "after.jsonl")
+    assert_refused(path, f"{path}:8: content after the end trailer (line 7)")
+
+
+def test_jsonl_other_damage(tmp_path: Path, exported: list[bytes]) -> None:
+    path = broken(tmp_path, [*exported[:3], b"", *exported[3:]], "blank.jsonl")
+    assert_refused(path, f"{path}:4: blank line")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert_refused(empty, f"{empty}: empty file")
+    path = broken(tmp_path, exported[1:], "noroot.jsonl")
+    assert_refused(path, f"{path}:1: expected a root")
+    with pytest.raises(CheckpointError, match="cannot read"):
+        read_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_jsonl_duplicate_event_id_in_file(tmp_path: Path) -> None:
+    root_bytes, rb = build_chain("c", [make_record(1, "e1"), make_record(2, "e1")])
+    trailer = canonical.dumpb(
+        {
+            "kind": "end",
+            "format": FORMAT,
+            "conversation": "c",
+            "count": 2,
+            "head": canonical.sha256_hex(rb[-1]),
+        }
+    )
+    path = broken(tmp_path, [root_bytes, *rb, trailer], "dup.jsonl")
+    assert_refused(path, f"{path}:3: record 2: event id 'e1' is already used on line 2")
+
+
+def test_jsonl_export_refuses_a_corrupt_store(tmp_path: Path) -> None:
+    store = MemoryStore()
+    root_bytes, rb = build_chain("c", [make_record(1, "e1")])
+    store.create_root("c", root_bytes)
+    store.append("c", 1, "e1", rb[0].replace(b"hello", b"hellO"))
+    with pytest.raises(CheckpointError, match="content digest mismatch"):
+        export_jsonl(store, "c", tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
