@@ -35,6 +35,8 @@ class Location:
     def __str__(self) -> str:
         if self.line <= 0:
             return self.file
+        if self.column <= 0:  # templates: Jinja knows lines, not columns
+            return f"{self.file}:{self.line}"
         return f"{self.file}:{self.line}:{self.column}"
 
 

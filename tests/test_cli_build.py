@@ -1,0 +1,362 @@
+"""The command line: ``prefixlock build`` / ``build --check`` / ``schema`` / ``init``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_bundle import BROKEN, Mutation
+
+from compiler import canonical
+from compiler.bundle import LOCK_FILE, MANIFEST, build_bundle
+from compiler.cli import COMMANDS, main
+from compiler.validate import SCHEMA_NAMES, schema_text
+
+DATA = Path(__file__).resolve().parent / "data" / "specs"
+MINIMAL = DATA / "minimal"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def spec_root(tmp_path: Path, name: str = "spec") -> Path:
+    root = tmp_path / name
+    shutil.copytree(MINIMAL, root)
+    return root
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def break_tool_description(root: Path) -> None:
+    tools = root / "rules" / "tools.yaml"
+    tools.write_text(tools.read_text("utf-8").replace("Read a file.", "Read one file."), "utf-8")
+
+
+# --- build --------------------------------------------------------------------------------
+
+
+def test_build_writes_outputs_and_prints_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    code, out, err = run(capsys, "build", "--root", str(root))
+    assert (code, err) == (0, "")
+    bundle = build_bundle(root)
+    lines = out.splitlines()
+    assert lines[0] == "agent   mini"
+    assert lines[1] == f"digest  {bundle.digest}"
+    assert lines[2] == "parts   8"
+    assert lines[3].split() == [
+        "context-defaults.json",
+        str(bundle.parts[0].size),
+        "B",
+        f"sha256:{bundle.parts[0].sha256[:12]}",
+    ]
+    assert lines[-3] == "tools   3: edit_file, mcp_call, read_file"
+    assert lines[-2] == "modes   agent (default), ask"
+    assert lines[-1] == (
+        f"wrote {root / 'build'}/ (8 parts and manifest.json) and {root / LOCK_FILE}"
+    )
+    assert (root / LOCK_FILE).read_bytes() == (root / "build" / MANIFEST).read_bytes()
+
+
+def test_build_defaults_to_the_current_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = spec_root(tmp_path)
+    monkeypatch.chdir(root)
+    code, out, _ = run(capsys, "build")
+    assert code == 0
+    assert out.splitlines()[-1] == "wrote build/ (8 parts and manifest.json) and prefixlock.lock"
+    assert (root / "build" / "tools.json").is_file()
+
+
+def test_build_with_explicit_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = spec_root(tmp_path)
+    out_dir = tmp_path / "out" / "bundle"
+    assert run(capsys, "build", "--root", str(root), "--out", str(out_dir))[0] == 0
+    assert (out_dir / "tools.json").is_file()
+    assert not (root / "build").exists()
+    assert (root / LOCK_FILE).is_file()
+
+
+def test_build_error_prints_every_error_exits_1_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    (root / "prompt/mini/instructions.md").unlink()
+    tools = root / "rules/tools.yaml"
+    tools.write_text(tools.read_text("utf-8").replace("    description: Read a file.\n", ""))
+    before = tree(root)
+    code, out, err = run(capsys, "build", "--root", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "rules/agent.yaml:3:15: $.instructions: file 'prompt/mini/instructions.md' does not exist",
+        "rules/tools.yaml:2:5: $.tools[0]: missing required key 'description'",
+        "prefixlock build: 2 errors",
+    ]
+    assert tree(root) == before
+    assert not (root / "build").exists()
+    assert not (root / LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    ("mutation", "expected"), [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN]
+)
+def test_every_error_class_exits_1_with_its_message_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mutation: Mutation, expected: list[str]
+) -> None:
+    root = spec_root(tmp_path)
+    mutation(root)
+    before = tree(root)
+    code, out, err = run(capsys, "build", "--root", str(root))
+    assert (code, out) == (1, "")
+    count = len(expected)
+    assert err.splitlines() == [*expected, f"prefixlock build: {count} error{'s' * (count > 1)}"]
+    assert tree(root) == before
+    assert not (root / "build").exists()
+    assert not (root / LOCK_FILE).exists()
+    assert sorted(p.name for p in root.iterdir()) == ["prompt", "rules"]
+
+
+def test_build_error_leaves_earlier_outputs_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    assert run(capsys, "build", "--root", str(root))[0] == 0
+    before = tree(root)
+    runtime = root / "prompt/mini/agent/runtime.md.j2"
+    runtime.write_text("{{ query }\n", "utf-8")
+    code, _, err = run(capsys, "build", "--root", str(root))
+    assert code == 1
+    assert "prompt/mini/agent/runtime.md.j2:1" in err
+    assert "template syntax error: unexpected '}'" in err
+    after = tree(root)
+    del after["prompt/mini/agent/runtime.md.j2"], before["prompt/mini/agent/runtime.md.j2"]
+    assert after == before
+    assert sorted(p.name for p in root.iterdir()) == ["build", LOCK_FILE, "prompt", "rules"]
+
+
+def test_missing_root_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "build", "--root", str(tmp_path / "nope"))
+    assert code == 1
+    assert err == f"prefixlock build: spec root {str(tmp_path / 'nope')!r} is not a folder\n"
+
+
+def test_foreign_out_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = spec_root(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("keep me")
+    code, _, err = run(capsys, "build", "--root", str(root), "--out", str(tmp_path / "docs"))
+    assert code == 1
+    assert "is not empty and holds no manifest.json of an earlier build" in err
+    assert (tmp_path / "docs" / "index.md").read_text() == "keep me"
+    assert not (root / LOCK_FILE).exists()
+
+
+# --- build --check ------------------------------------------------------------------------
+
+
+def test_check_passes_right_after_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = spec_root(tmp_path)
+    assert run(capsys, "build", "--root", str(root))[0] == 0
+    before = tree(root)
+    code, out, err = run(capsys, "build", "--root", str(root), "--check")
+    digest = build_bundle(root).digest
+    assert (code, out, err) == (0, f"up to date: prefixlock.lock matches bundle {digest}\n", "")
+    code, out, _ = run(
+        capsys, "build", "--root", str(root), "--check", "--out", str(root / "build")
+    )
+    assert code == 0
+    assert out == f"up to date: prefixlock.lock and {root / 'build'}/ match bundle {digest}\n"
+    assert tree(root) == before
+
+
+def test_check_detects_drift_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    assert run(capsys, "build", "--root", str(root))[0] == 0
+    break_tool_description(root)
+    before = tree(root)
+    code, out, err = run(capsys, "build", "--root", str(root), "--check")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "prefixlock.lock differs",
+        "prefixlock build --check: out of date; run `prefixlock build` to update",
+    ]
+    code, _, err = run(
+        capsys, "build", "--root", str(root), "--check", "--out", str(root / "build")
+    )
+    assert code == 1
+    assert err.splitlines()[:-1] == [
+        "prefixlock.lock differs",
+        "manifest.json differs",
+        "tools.json differs",
+    ]
+    assert tree(root) == before
+
+
+def test_check_without_lock_or_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = spec_root(tmp_path)
+    code, _, err = run(capsys, "build", "--root", str(root), "--check")
+    assert code == 1
+    assert err.splitlines()[0] == "prefixlock.lock is missing"
+    code, _, err = run(
+        capsys, "build", "--root", str(root), "--check", "--out", str(root / "build")
+    )
+    assert code == 1
+    assert err.splitlines()[:2] == ["prefixlock.lock is missing", "build/ is missing"]
+    assert sorted(p.name for p in root.iterdir()) == ["prompt", "rules"]
+
+
+def test_check_ignores_a_stale_default_build_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --out only the committed lock file counts: build/ is a local artefact."""
+    root = spec_root(tmp_path)
+    assert run(capsys, "build", "--root", str(root))[0] == 0
+    (root / "build" / "tools.json").write_text("[]")
+    assert run(capsys, "build", "--root", str(root), "--check")[0] == 0
+
+
+def test_check_reports_spec_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = spec_root(tmp_path)
+    (root / "rules/tools.yaml").unlink()
+    code, _, err = run(capsys, "build", "--root", str(root), "--check")
+    assert code == 1
+    assert err.splitlines() == [
+        "rules/tools.yaml: required file is missing",
+        "prefixlock build: 1 error",
+    ]
+
+
+# --- usage, schema, init, python -m -------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [[], ["build", "--bogus"], ["nope"], ["schema"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "usage: prefixlock" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command.name in out
+
+
+def test_schema_writes_every_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "schemas"
+    code, out, _ = run(capsys, "schema", "--out", str(out_dir))
+    assert code == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(
+        f"{name}.schema.json" for name in SCHEMA_NAMES
+    )
+    for name in SCHEMA_NAMES:
+        written = (out_dir / f"{name}.schema.json").read_text("utf-8")
+        assert written == schema_text(name)
+        assert isinstance(canonical.loads(written), dict)
+    assert len(out.splitlines()) == len(SCHEMA_NAMES)
+
+
+def test_init_scaffolds_a_spec_root_that_builds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "my-agent"
+    code, out, err = run(capsys, "init", str(target))
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in target.iterdir()) == [LOCK_FILE, "prompt", "rules"]
+    assert out.splitlines()[0].startswith(f"created {target}/ from the bundled example")
+    assert "next steps:" in out
+    # the scaffold is the example, and its lock file is current
+    assert run(capsys, "build", "--root", str(target), "--check")[0] == 0
+    assert run(capsys, "build", "--root", str(target))[0] == 0
+    assert (target / "build" / "tools.json").is_file()
+
+
+def test_init_into_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "empty"
+    target.mkdir()
+    assert run(capsys, "init", str(target))[0] == 0
+    assert (target / LOCK_FILE).is_file()
+
+
+def test_init_refuses_a_non_empty_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "busy"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    code, out, err = run(capsys, "init", str(target))
+    assert (code, out) == (1, "")
+    assert err == f"prefixlock init: refusing to init {str(target)!r}: it exists and is not empty\n"
+    assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]
+
+
+def test_python_dash_m_compiler(tmp_path: Path) -> None:
+    root = spec_root(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "build", "--root", str(root), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == "prefixlock.lock is missing"
+
+
+# --- determinism --------------------------------------------------------------------------
+
+ENVIRONMENTS = [
+    {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C"},
+    {"PYTHONHASHSEED": "123", "TZ": "Asia/Kolkata", "LC_ALL": "C.UTF-8"},
+    {"PYTHONHASHSEED": "random", "TZ": "America/St_Johns", "LC_ALL": "C.UTF-8"},
+]
+
+
+def build_in_subprocess(root: Path, out: Path, env: dict[str, str]) -> dict[str, bytes]:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LANGUAGE")}
+    full_env.update(env)
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "build", "--root", str(root), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=full_env,
+    )
+    assert result.returncode == 0, result.stderr
+    files = {f"out/{k}": v for k, v in tree(out).items()}
+    files[LOCK_FILE] = (root / LOCK_FILE).read_bytes()
+    return files
+
+
+@pytest.mark.parametrize("source", [MINIMAL, REPO], ids=["minimal", "example"])
+def test_build_is_byte_identical_across_hash_seeds_time_zones_and_locales(
+    tmp_path: Path, source: Path
+) -> None:
+    outputs = []
+    for index, env in enumerate(ENVIRONMENTS):
+        root = tmp_path.joinpath(f"root-{index}", *["nested"] * index)
+        root.mkdir(parents=True)
+        for folder in ("prompt", "rules"):
+            shutil.copytree(source / folder, root / folder)
+        outputs.append(build_in_subprocess(root, tmp_path / f"out-{index}", env))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert len(outputs[0]) > 5
