@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 
-from compiler import canonical
+from compiler import canonical, diff, verify
 from compiler.bundle import (
     LOCK_FILE,
     MANIFEST,
@@ -35,6 +35,8 @@ from compiler.bundle import (
 from compiler.errors import CheckpointError, PrefixlockError, SpecErrors
 from compiler.inspection import inspect_json, inspect_text
 from compiler.jsonl import export_jsonl, import_jsonl, read_jsonl
+from compiler.replay import provider_names, replay_bodies, write_bodies
+from compiler.scenario import load_scenario
 from compiler.sqlite_store import SQLiteStore
 from compiler.validate import SCHEMA_NAMES, schema_text
 
@@ -271,6 +273,39 @@ def _run_import(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- replay -------------------------------------------------------------------------------
+
+
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", type=Path, metavar="SCENARIO", help="scenario YAML file")
+    parser.add_argument(
+        "--provider",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="provider wire format, or 'all' (may be repeated)",
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="writes DIR/NAME/0001.json ..."
+    )
+    parser.add_argument(
+        "--restart-everywhere",
+        action="store_true",
+        help="drop all memory and hydrate from the checkpoint store before every step",
+    )
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    names = provider_names(args.provider)
+    scenario = load_scenario(args.scenario)
+    bodies = replay_bodies(scenario, names, restart_everywhere=args.restart_everywhere)
+    written = write_bodies(bodies, args.out)
+    for name in names:
+        size = sum(len(body) for body in bodies[name])
+        _out(f"{name}: {len(written[name])} calls, {size} bytes -> {args.out / name}/")
+    return 0
+
+
 # --- main ---------------------------------------------------------------------------------
 
 COMMANDS: tuple[Command, ...] = (
@@ -293,6 +328,24 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("export", "export a stored conversation as JSONL", _export_arguments, _run_export),
     Command("import", "import a JSONL conversation into a store", _import_arguments, _run_import),
+    Command(
+        "replay",
+        "write the exact request body of every model call of a scenario",
+        _replay_arguments,
+        _run_replay,
+    ),
+    Command(
+        "verify",
+        "replay scenarios and check every prefix invariant per provider",
+        verify.arguments,
+        verify.run,
+    ),
+    Command(
+        "diff",
+        "explain a body change as tail append or prefix break",
+        diff.arguments,
+        diff.run,
+    ),
 )
 
 

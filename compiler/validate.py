@@ -61,6 +61,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "mcp",
     "providers",
     "rules",
+    "scenario",
     "skills",
     "subagents",
     "tools",
@@ -85,6 +86,11 @@ _UNIQUE_NAMES: dict[str, tuple[tuple[_Parts, str], ...]] = {
     "mcp": ((("servers",), "MCP server"), (("servers", "*", "tools"), "MCP tool")),
     "context": _CONTEXT_LISTS,
     "agent_run_request": tuple((("context", *parts), what) for parts, what in _CONTEXT_LISTS),
+    "scenario": tuple(
+        ((*where, *parts), what)
+        for where in (("base", "context"), ("steps", "*", "user", "context"))
+        for parts, what in _CONTEXT_LISTS
+    ),
 }
 
 _TYPE_WORDS = {

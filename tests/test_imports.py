@@ -29,8 +29,14 @@ PROVIDER_API = frozenset(
     {"compiler.model", "compiler.messages", "compiler.canonical", "compiler.errors"}
 )
 
-#: Modules of ``compiler`` at the CLI / replay edge that wire providers in (none yet).
-EDGE_MODULES: frozenset[str] = frozenset()
+#: Modules of ``compiler`` at the CLI / replay edge that wire providers in.
+EDGE_MODULES: frozenset[str] = frozenset(
+    {
+        "compiler.replay",  # replays scenarios and serializes each call per provider
+        "compiler.diff",  # compares bodies through a provider's strip_cache_markers
+        "compiler.bench",  # times each provider's serialize against a naive re-encode
+    }
+)
 
 
 def module_name(path: Path) -> str:

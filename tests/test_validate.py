@@ -130,6 +130,20 @@ context:
   git: {branch: main, head: abc, dirty: true}
 compact: {summary: Earlier we fixed a.py.}
 """,
+    "scenario": """\
+name: every step kind
+conversation: conv-1
+bundle: ../..
+base: {mode: agent, context: {git: {branch: main, head: abc, dirty: false}}}
+steps:
+  - user: {event: u1, query: Fix it, timestamp: 2026-12-02T10:00:00Z}
+  - assistant: {text: Reading., tool_calls: [{id: c1, name: read_file, arguments: {path: a}}]}
+  - tool_results: [{call_id: c1, output: x = 1, is_error: false}]
+  - background: {event: b1, text: done}
+  - retry: u1
+  - restart: true
+  - compact: {summary: We fixed a.py.}
+""",
 }
 
 
@@ -802,6 +816,7 @@ FREE_FORM = {
     ("context", "#/$defs/string_map"),
     ("agent_run_request", "#/properties/action_context"),
     ("providers", "#/$defs/provider/properties/options"),
+    ("scenario", "#/$defs/tool_call/properties/arguments"),
 }
 
 

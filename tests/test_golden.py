@@ -1,0 +1,238 @@
+"""The golden suite: every case's request bodies, pinned byte-exactly for every provider.
+
+A case is ``golden/<case>/scenario.yaml`` with ``<provider>/0001.json`` ... (the exact
+bodies) and ``calls.md`` (the readable form). Each case is replayed once per session.
+``pytest --force-regen`` rewrites what differs (then fails once: rerun).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import attrs
+import jsonschema
+import pytest
+from golden_check import check, file_problems, folder_problems, report, write_file
+from sdk_judge import assert_valid
+
+from compiler import canonical
+from compiler.messages import MessageKind
+from compiler.render import render_calls
+from compiler.replay import Call, divergence, replay, serialize_calls, write_bodies
+from compiler.scenario import AssistantStep, Scenario, load_scenario
+from providers import NAMES
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "golden"
+CASES = sorted(p.parent.name for p in GOLDEN.glob("*/scenario.yaml"))
+
+#: The cases the design asks for, and what each one's last request must show: its
+#: request-context message ids in order (the context events of the current history).
+EXPECTED_CONTEXTS: dict[str, list[str]] = {
+    "identical-context": ["request-context:u1"],
+    "changed-context": ["request-context:u1", "request-context:u2"],
+    "context-revert": ["request-context:u1", "request-context:u2", "request-context:u3"],
+    "retry": ["request-context:u1", "request-context:u2"],
+    "checkpoint-round-trip": ["request-context:u1", "request-context:u3"],
+    "automatic-compaction": ["request-context:u2"],
+    "runtime-without-rules": ["request-context:u1"],
+    "mode-agent": ["request-context:u1"],
+    "mode-ask": ["request-context:u1"],
+    "mode-plan": ["request-context:u1"],
+    "mode-debug": ["request-context:u1"],
+    "mcp-order": ["request-context:u1"],
+    "midnight": ["request-context:u1"],
+    "background-event": ["request-context:u1"],
+    "long-session": ["request-context:u4", "request-context:u6"],
+    "manual-compaction": ["request-context:u2"],
+}
+
+
+@attrs.frozen(eq=False)
+class Replayed:
+    scenario: Scenario
+    calls: tuple[Call, ...]
+    bodies: dict[str, list[bytes]]
+    page: bytes
+
+
+@functools.cache
+def replayed(case: str) -> Replayed:
+    scenario = load_scenario(GOLDEN / case / "scenario.yaml")
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, NAMES)
+    page = render_calls(scenario, calls, bodies).encode("utf-8")
+    return Replayed(scenario, tuple(calls), bodies, page)
+
+
+def _force_regen(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("force_regen"))
+
+
+@pytest.mark.parametrize("provider", NAMES)
+@pytest.mark.parametrize("case", CASES)
+def test_golden_bodies(case: str, provider: str, request: pytest.FixtureRequest) -> None:
+    bodies = replayed(case).bodies[provider]
+    folder = GOLDEN / case / provider
+    check(
+        folder,
+        folder_problems(folder, bodies),
+        lambda: write_bodies({provider: bodies}, GOLDEN / case),
+        _force_regen(request),
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_calls_md(case: str, request: pytest.FixtureRequest) -> None:
+    page = replayed(case).page
+    path = GOLDEN / case / "calls.md"
+    check(path, file_problems(path, page), lambda: write_file(path, page), _force_regen(request))
+
+
+@pytest.mark.parametrize("provider", NAMES)
+@pytest.mark.parametrize("case", CASES)
+def test_golden_bodies_pass_the_sdk_judge(case: str, provider: str) -> None:
+    r = replayed(case)
+    folder = GOLDEN / case / provider
+    for number, call in enumerate(r.calls, start=1):
+        path = folder / f"{number:04d}.json"
+        data = path.read_bytes() if path.is_file() else r.bodies[provider][number - 1]
+        body = canonical.loads(data)
+        if provider == "bedrock-converse":  # modelId travels in the URI, not the body
+            body = {"modelId": call.request.settings_for(provider).model, **body}
+        assert_valid(provider, body)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_replay_is_stable(case: str) -> None:
+    """black's stability check: replaying again, even restarting before every step,
+    gives the same bytes."""
+    r = replayed(case)
+    assert serialize_calls(replay(r.scenario), NAMES) == r.bodies
+    assert serialize_calls(replay(r.scenario, restart_everywhere=True), NAMES) == r.bodies
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_calls_stay_prefixes_except_across_compaction(case: str) -> None:
+    r = replayed(case)
+    base: Call | None = None
+    for call in r.calls:
+        if call.kind == "retry":
+            continue
+        if base is not None and call.request.epoch == base.request.epoch:
+            for name in NAMES:
+                old = r.bodies[name][base.index - 1]
+                assert divergence(name, old, r.bodies[name][call.index - 1]) is None
+        base = call
+
+
+def test_the_cases_the_design_asks_for_exist() -> None:
+    assert sorted(EXPECTED_CONTEXTS) == CASES
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_context_messages(case: str) -> None:
+    last = replayed(case).calls[-1].request
+    ids = [m.id for m in last.messages if m.kind is MessageKind.REQUEST_CONTEXT]
+    assert ids == EXPECTED_CONTEXTS[case]
+
+
+def test_the_long_session_is_long() -> None:
+    calls = replayed("long-session").calls
+    kinds = {call.kind for call in calls}
+    assert len(calls) >= 30
+    assert kinds == {"user", "tool_results", "background", "retry"}
+    assert max(call.request.epoch for call in calls) == 1
+
+
+def test_every_mode_has_a_case() -> None:
+    modes = {
+        call.request.messages[-1].text.split('<mode name="')[1].split('"')[0]
+        for case in CASES
+        if case.startswith("mode-")
+        for call in replayed(case).calls
+        if call.kind == "user"
+    }
+    assert modes == {"agent", "ask", "plan", "debug"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_tool_calls_match_the_tool_schemas(case: str) -> None:
+    """Realistic scenarios: every call names a bundled tool with valid arguments."""
+    scenario = replayed(case).scenario
+    schemas: dict[str, Any] = {t.name: t.parameters_value for t in scenario.bundle.tools}
+    for step in scenario.steps:
+        if isinstance(step, AssistantStep):
+            for call in step.tool_calls:
+                assert isinstance(call.arguments, dict)
+                jsonschema.validate(call.arguments, schemas[call.name])
+
+
+def test_golden_folder_holds_only_cases() -> None:
+    for entry in sorted(GOLDEN.iterdir()):
+        assert entry.is_dir() and (entry / "scenario.yaml").is_file(), entry
+        names = sorted(p.name for p in entry.iterdir())
+        assert names == sorted(["calls.md", "scenario.yaml", *NAMES]), entry
+
+
+def test_golden_files_are_binary_in_git() -> None:
+    lines = (REPO / ".gitattributes").read_text(encoding="utf-8").splitlines()
+    assert "golden/** -text" in lines
+
+
+# --------------------------------------------------------------------------- the checker
+
+
+def test_report_names_the_offset_the_json_path_and_a_diff() -> None:
+    old = b'{"model":"m","messages":[{"role":"user","content":"a"}]}'
+    new = b'{"model":"m","messages":[{"role":"user","content":"b"}]}'
+    text = report("x/0001.json", old, new)
+    lines = text.splitlines()
+    assert (
+        lines[0]
+        == "x/0001.json: first differing byte at offset 51 (golden 56 bytes, replayed 56 bytes)"
+    )
+    assert "  JSON path: $.messages[0].content" in lines
+    assert '  -      "content": "a"' in lines and '  +      "content": "b"' in lines
+    assert report("x", old, old) == ""
+    assert report("x", b"ab", b"abc").startswith("x: first differing byte at offset 2 ")
+
+
+def test_report_keeps_the_wire_key_order() -> None:
+    text = report("x", b'{"b":1,"a":2}', b'{"a":2,"b":1}')
+    assert "  JSON path: $.b" in text.splitlines()
+
+
+def test_check_creates_missing_golden_files_and_fails_once(tmp_path: Path) -> None:
+    folder = tmp_path / "anthropic"
+    bodies = [b"{}", b"[]"]
+    with pytest.raises(pytest.fail.Exception, match="did not exist; created it: rerun"):
+        check(
+            folder,
+            folder_problems(folder, bodies),
+            lambda: write_bodies({"anthropic": bodies}, tmp_path),
+            False,
+        )
+    assert folder_problems(folder, bodies) == []
+
+
+def test_check_fails_on_a_difference_and_regenerates_when_forced(tmp_path: Path) -> None:
+    path = tmp_path / "calls.md"
+    write_file(path, b"old\n")
+    problems = file_problems(path, b"new\n")
+    with pytest.raises(pytest.fail.Exception, match="run `pytest --force-regen`"):
+        check(path, problems, lambda: write_file(path, b"new\n"), False)
+    assert path.read_bytes() == b"old\n"
+    with pytest.raises(pytest.fail.Exception, match="--force-regen is set; regenerated it"):
+        check(path, problems, lambda: write_file(path, b"new\n"), True)
+    assert path.read_bytes() == b"new\n"
+
+
+def test_stale_golden_files_are_reported(tmp_path: Path) -> None:
+    write_bodies({"gemini": [b"{}", b"{}"]}, tmp_path)
+    assert folder_problems(tmp_path / "gemini", [b"{}"]) == ["gemini/0002.json: stale golden file"]
+    assert folder_problems(tmp_path / "gemini", [b"{}", b"{}", b"{}"]) == [
+        "gemini/0003.json: missing golden file"
+    ]

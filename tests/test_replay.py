@@ -1,0 +1,366 @@
+"""Replay: model calls, exact bytes per provider, restarts, retries, the CLI, calls.md."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import attrs
+import pytest
+
+import providers
+from compiler import canonical
+from compiler.cli import main
+from compiler.conversation import Conversation
+from compiler.errors import PrefixlockError, SerializationError, SpecErrors
+from compiler.messages import MessageKind
+from compiler.render import fold, render_calls
+from compiler.replay import (
+    STORE_FILE,
+    divergence,
+    history_length,
+    provider_names,
+    replay,
+    replay_bodies,
+    serialize_calls,
+    write_bodies,
+    write_replay,
+)
+from compiler.scenario import AssistantStep, Scenario, load_scenario
+from compiler.sqlite_store import SQLiteStore
+from providers import NAMES
+
+SCENARIO = """\
+name: replay test
+conversation: conv-replay
+base:
+  mode: agent
+  context:
+    git: {branch: main, head: abc1234, dirty: false}
+steps:
+  - user: {event: u1, query: Read a.py, timestamp: "2026-03-02T09:00:00Z"}
+  - assistant:
+      tool_calls:
+        - {id: c1, name: read_file, arguments: {path: a.py}}
+        - {id: c2, name: read_file, arguments: {path: b.py}}
+  - tool_results:
+      - {call_id: c1, output: "x = 1"}
+      - {call_id: c2, output: "y = 2"}
+  - assistant: {text: Both read.}
+  - restart: true
+  - user: {event: u2, query: Again, timestamp: "2026-03-02T09:01:00Z"}
+  - retry: u2
+  - assistant: {text: Done.}
+  - background: {event: b1, text: The build finished.}
+  - retry: u1
+  - assistant: {text: Noted.}
+  - user:
+      event: u3
+      query: New branch
+      context: {git: {branch: dev, head: abc1234, dirty: true}}
+  - assistant: {text: Ok.}
+  - compact: {summary: We read a.py and b.py.}
+  - user: {event: u4, query: After compaction}
+"""
+
+
+def encode(body: object) -> bytes:
+    """A parsed body re-encoded with its key order kept (as the wire has it)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    path = tmp_path_factory.mktemp("scenario") / "scenario.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    return load_scenario(path)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def test_calls_are_numbered_with_their_step_kind_and_event(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    assert [(c.index, c.step, c.kind, c.event) for c in calls] == [
+        (1, 0, "user", "u1"),
+        (2, 2, "tool_results", "tool-results:c1"),
+        (3, 5, "user", "u2"),
+        (4, 6, "retry", "u2"),
+        (5, 8, "background", "b1"),
+        (6, 9, "retry", "u1"),
+        (7, 11, "user", "u3"),
+        (8, 14, "user", "u4"),
+    ]
+
+
+def test_requests_follow_the_history(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    ids = [[m.id for m in c.request.messages] for c in calls]
+    assert ids[0] == ["request-context:u1", "runtime:u1"]
+    assert ids[1] == [*ids[0], "assistant:1", "tool-results:c1"]
+    assert ids[2] == [*ids[1], "assistant:2", "runtime:u2"]  # same context: none appended
+    assert ids[4] == [*ids[2], "assistant:3", "event:b1"]
+    assert ids[6] == [*ids[4], "assistant:4", "request-context:u3", "runtime:u3"]
+    # Manual compaction: the summary alone, then the next turn reprojects the context.
+    assert ids[7] == ["summary:1", "request-context:u4", "runtime:u4"]
+    assert calls[7].request.epoch == 1
+
+
+def test_a_retry_is_the_original_call(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, NAMES)
+    for retry, original in ((4, 3), (6, 1)):
+        assert calls[retry - 1].request.same_as(calls[original - 1].request)
+        for name in NAMES:
+            assert bodies[name][retry - 1] == bodies[name][original - 1]
+
+
+def test_bodies_are_exactly_what_the_provider_serializes(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    bodies = replay_bodies(scenario, NAMES)
+    assert list(bodies) == list(NAMES)
+    for name in NAMES:
+        assert len(bodies[name]) == len(calls)
+        for call, data in zip(calls, bodies[name], strict=True):
+            fresh = providers.get(name)  # no incremental cache
+            assert data == fresh.serialize(call.request)
+            assert data == canonical.dumpb(fresh.wire_body(call.request))
+
+
+def test_restart_hydrates_from_the_sqlite_store(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    real_open = Conversation.open.__func__  # type: ignore[attr-defined]
+
+    def counting_open(cls: type[Conversation], store: object, *args: object) -> Conversation:
+        assert isinstance(store, SQLiteStore)
+        opened.append(type(store).__name__)
+        result: Conversation = real_open(cls, store, *args)
+        return result
+
+    monkeypatch.setattr(Conversation, "open", classmethod(counting_open))
+    plain = replay(scenario)
+    assert len(opened) == 2  # the start, and the one restart step
+    opened.clear()
+    everywhere = replay(scenario, restart_everywhere=True)
+    assert len(opened) == 1 + len(scenario.steps)
+    assert serialize_calls(everywhere, NAMES) == serialize_calls(plain, NAMES)
+
+
+def test_the_store_in_a_workdir_holds_every_record(scenario: Scenario, tmp_path: Path) -> None:
+    replay(scenario, workdir=tmp_path)
+    store = SQLiteStore(tmp_path / STORE_FILE)
+    try:
+        stored = store.load("conv-replay")
+        assert stored is not None
+        # user, assistant, tool results, assistant, user, assistant, background,
+        # assistant, user, assistant, compact, user: retries add no record.
+        assert len(stored.records) == 12
+    finally:
+        store.close()
+    with pytest.raises(PrefixlockError, match="a replay needs a new checkpoint store"):
+        replay(scenario, workdir=tmp_path)
+
+
+def test_an_operation_the_history_refuses_is_located_at_its_step(scenario: Scenario) -> None:
+    # load_scenario refuses this; a hand-built scenario reaches the history itself.
+    steps = (scenario.steps[0], AssistantStep(scenario.steps[3].location, "x", ()))
+    broken = attrs.evolve(scenario, steps=(*steps, steps[1]))
+    with pytest.raises(SpecErrors) as info:
+        replay(broken)
+    (error,) = info.value.errors
+    assert error.path == "$.steps[2].assistant"
+    assert error.location == scenario.steps[3].location
+    assert error.message == "assistant output without a pending model call"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def test_write_replay_writes_numbered_bodies(scenario: Scenario, tmp_path: Path) -> None:
+    written = write_replay(scenario, ["anthropic", "gemini"], tmp_path)
+    bodies = replay_bodies(scenario, ["anthropic", "gemini"])
+    assert list(written) == ["anthropic", "gemini"]
+    for name, paths in written.items():
+        assert [p.name for p in paths] == [f"{n:04d}.json" for n in range(1, 9)]
+        assert sorted((tmp_path / name).iterdir()) == paths
+        assert [p.read_bytes() for p in paths] == bodies[name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["anthropic", "gemini"]
+
+
+def test_write_bodies_replaces_a_provider_folder_whole(tmp_path: Path) -> None:
+    (tmp_path / "openai-chat").mkdir()
+    for name in ("0001.json", "0002.json", "0003.json"):
+        (tmp_path / "openai-chat" / name).write_bytes(b"old")
+    (tmp_path / "scenario.yaml").write_bytes(b"kept")
+    write_bodies({"openai-chat": [b"{}", b'{"a":1}']}, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "openai-chat").iterdir()) == [
+        "0001.json",
+        "0002.json",
+    ]
+    assert (tmp_path / "openai-chat" / "0002.json").read_bytes() == b'{"a":1}'
+    assert (tmp_path / "scenario.yaml").read_bytes() == b"kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["openai-chat", "scenario.yaml"]
+
+
+def test_provider_names() -> None:
+    assert provider_names(["all"]) == NAMES
+    assert provider_names(["openai-chat", "anthropic", "anthropic"]) == (
+        "anthropic",
+        "openai-chat",
+    )
+    with pytest.raises(SerializationError, match="did you mean 'gemini'"):
+        provider_names(["gemeni"])
+
+
+# --------------------------------------------------------------------------- prefixes
+
+
+def test_divergence_accepts_tail_appends_and_finds_breaks(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, NAMES)
+    for name in NAMES:
+        first, second = bodies[name][0], bodies[name][1]
+        assert divergence(name, first, second) is None
+        assert divergence(name, first, first) is None
+        assert divergence(name, second, first) is not None  # shorter: not an extension
+        assert history_length(name, second) > history_length(name, first)
+    # An edited earlier message is a break at its path.
+    body = canonical.loads(bodies["anthropic"][1])
+    body["messages"][0]["content"][0]["text"] += " (edited)"
+    assert (
+        divergence("anthropic", bodies["anthropic"][0], encode(body))
+        == "$.messages[0].content[0].text"
+    )
+    # So is changed instructions.
+    body = canonical.loads(bodies["openai-responses"][1])
+    body["instructions"] = "other"
+    assert divergence("openai-responses", bodies["openai-responses"][0], encode(body)) == (
+        "$.instructions"
+    )
+
+
+# --------------------------------------------------------------------------- readable form
+
+
+def test_fold_keeps_short_texts_and_folds_long_ones() -> None:
+    assert fold("a\nb") == ["a", "b"]
+    text = "\n".join(f"line {n}" for n in range(1, 31))
+    assert fold(text) == [
+        *(f"line {n}" for n in range(1, 9)),
+        "… 18 lines …",
+        *(f"line {n}" for n in range(27, 31)),
+    ]
+    assert fold("x" * 170) == ["x" * 160 + "… (+10 chars)"]
+
+
+def test_render_marks_each_call(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, NAMES)
+    page = render_calls(scenario, calls, bodies)
+    assert page == render_calls(scenario, replay(scenario), serialize_calls(calls, NAMES))
+    assert page.startswith("# replay test\n")
+    assert page.endswith("\n") and not page.endswith("\n\n")
+    assert "## Call 2: tool_results `tool-results:c1`\n\nSteps: 1 assistant · 2 tool_results\n" in (
+        page
+    )
+    assert "- anthropic: first call\n" in page
+    assert "- openai-responses: tail append (+4 messages)\n" in page  # 2 calls + 2 outputs
+    assert "Re-delivered `u2`: appends nothing; the request of call 3." in page
+    assert "- gemini: retry: identical to call 3\n" in page
+    assert "- bedrock-converse: PREFIX RESET (compaction)\n" in page
+    assert '  - call `c1` read_file {"path":"a.py"}\n' in page
+    assert "PREFIX BREAK" not in page.split("| PREFIX BREAKS |")[1]
+    # A changed context is shown as a diff against the latest one.
+    assert "  --- request-context:u1\n  +++ request-context:u3\n" in page
+    assert "  -Working tree: clean\n  +Working tree: uncommitted changes present\n" in page
+
+
+def test_render_shows_a_prefix_break_at_its_path(scenario: Scenario) -> None:
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, NAMES)
+    body = canonical.loads(bodies["anthropic"][2])
+    body["messages"][1]["content"][0]["text"] = "rewritten runtime"
+    bodies["anthropic"][2] = encode(body)
+    page = render_calls(scenario, calls, bodies)
+    assert "- anthropic: PREFIX BREAK at $.messages[1].content[0].text\n" in page
+    # Call 3 breaks; its retry differs from it; call 5 breaks against the edited call 3.
+    assert "| anthropic | 2 | 1 | 1 | 3 |" in page
+    assert "- anthropic: RETRY MISMATCH: differs from call 3\n" in page
+    assert "- gemini: tail append (+2 messages)\n" in page
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_replay_writes_every_provider(
+    scenario: Scenario, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["replay", str(scenario.path), "--provider", "all", "--out", str(out)]) == 0
+    bodies = replay_bodies(scenario, NAMES)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        f"{name}: 8 calls, {sum(map(len, bodies[name]))} bytes -> {out / name}/" for name in NAMES
+    ]
+    for name in NAMES:
+        files = sorted((out / name).iterdir())
+        assert [f.read_bytes() for f in files] == bodies[name]
+
+
+def test_cli_replay_one_provider_with_restarts(scenario: Scenario, tmp_path: Path) -> None:
+    args = ["replay", str(scenario.path), "--provider", "gemini", "--out", str(tmp_path)]
+    assert main([*args, "--restart-everywhere"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["gemini"]
+    files = sorted((tmp_path / "gemini").iterdir())
+    assert [f.read_bytes() for f in files] == replay_bodies(scenario, ["gemini"])["gemini"]
+
+
+def test_cli_replay_reports_every_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("bad.yaml").write_text(
+        textwrap.dedent(
+            """\
+            name: bad
+            conversation: c
+            steps:
+              - assistant: {text: early}
+              - retry: u1
+            """
+        ),
+        encoding="utf-8",
+    )
+    assert main(["replay", "bad.yaml", "--provider", "all", "--out", "out"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "bad.yaml:4:5: $.steps[0].assistant: assistant step before any user turn",
+        "bad.yaml:5:5: $.steps[1].retry: retry of unknown event 'u1' (delivered so far: none)",
+        "prefixlock replay: 2 errors",
+    ]
+    assert captured.out == ""
+    assert not Path("out").exists()
+
+
+def test_cli_replay_refuses_an_unknown_provider(
+    scenario: Scenario, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["replay", str(scenario.path), "--provider", "antropic", "--out", str(tmp_path / "o")]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        "prefixlock replay: unknown provider 'antropic' (did you mean 'anthropic'?)\n"
+    )
+    assert main(["replay", str(scenario.path), "--out", str(tmp_path)]) == 2
+
+
+def test_golden_scenarios_hold_each_kind_of_message() -> None:
+    # A smoke check that replay sees every canonical message kind somewhere.
+    root = Path(__file__).resolve().parents[1] / "golden"
+    kinds = set()
+    for name in ("long-session", "manual-compaction"):
+        for call in replay(load_scenario(root / name / "scenario.yaml")):
+            kinds.update(m.kind for m in call.request.messages)
+    assert kinds == set(MessageKind)
