@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 
-from compiler import canonical, diff, verify
+from compiler import bench, canonical, diff, verify
 from compiler.bundle import (
     LOCK_FILE,
     MANIFEST,
@@ -345,6 +345,12 @@ COMMANDS: tuple[Command, ...] = (
         "explain a body change as tail append or prefix break",
         diff.arguments,
         diff.run,
+    ),
+    Command(
+        "bench",
+        "measure per-call cost against history length, next to naive baselines",
+        bench.arguments,
+        bench.run,
     ),
 )
 

@@ -103,11 +103,12 @@ class Conversation:
             tools=bundle.tools,
             settings=bundle.settings,
         )
-        store.create_root(conversation_id, root.encode())
+        encoded = root.encode()
+        store.create_root(conversation_id, encoded)
         stored = store.load(conversation_id)
         if stored is None:
             raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
-        return cls(store, bundle, History.hydrate(stored))
+        return cls(store, bundle, History.hydrate(stored, known_root=(encoded, root)))
 
     @property
     def id(self) -> str:

@@ -19,7 +19,7 @@ from typing import overload
 import attrs
 
 from compiler import canonical
-from compiler.checkpoint import Record, RecordType, Root, decode_chain
+from compiler.checkpoint import Record, RecordType, Root, decode_record
 from compiler.errors import CheckpointError
 from compiler.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
 from compiler.model import CacheHint, CachePosition, ModelRequest
@@ -102,17 +102,32 @@ class History:
         self._cache_key = cache_key(root.conversation_id)
 
     @classmethod
-    def hydrate(cls, stored: StoredConversation) -> History:
-        """Rebuild the history and its dedupe/retry state from stored bytes alone."""
-        root, records, head = decode_chain(stored.root, stored.records, stored.conversation_id)
-        if head != stored.head:
+    def hydrate(
+        cls, stored: StoredConversation, *, known_root: tuple[bytes, Root] | None = None
+    ) -> History:
+        """Rebuild the history and its dedupe/retry state from stored bytes alone.
+
+        ``known_root``: a root and its encoding that the caller has at hand; when the
+        stored root is exactly those bytes, they are not decoded again.
+        """
+        cid = stored.conversation_id
+        if known_root is not None and known_root[0] == stored.root:
+            root = known_root[1]
+        else:
+            root = Root.decode(stored.root, cid)
+        history = cls(root, canonical.sha256_hex(stored.root))
+        # decode_chain's checks, record by record: each record is hashed once, for the
+        # chain and the history's head -- by the store, if it did while loading.
+        digests = stored.digests
+        if digests is None or len(digests) != len(stored.records):
+            digests = tuple(canonical.sha256_hex(data) for data in stored.records)
+        for seq, (data, digest) in enumerate(zip(stored.records, digests, strict=True), 1):
+            history.apply(decode_record(data, cid, seq, history.head), digest)
+        if history.head != stored.head:
             raise CheckpointError(
-                f"conversation {stored.conversation_id!r}: records end at a different head "
+                f"conversation {cid!r}: records end at a different head "
                 "than the store recorded (truncated?)"
             )
-        history = cls(root, canonical.sha256_hex(stored.root))
-        for record, data in zip(records, stored.records, strict=True):
-            history.apply(record, canonical.sha256_hex(data))
         return history
 
     @property

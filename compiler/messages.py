@@ -113,6 +113,10 @@ _PART_TYPES: dict[str, type[Any]] = {
     "image": ImagePart,
 }
 _TYPE_NAMES = {cls: name for name, cls in _PART_TYPES.items()}
+#: The JSON keys each part type may have (``type`` and its fields).
+_FIELD_NAMES = {
+    cls: frozenset(["type", *(f.name for f in attrs.fields(cls))]) for cls in _PART_TYPES.values()
+}
 
 
 def part_to_json(part: Part) -> dict[str, Any]:
@@ -129,8 +133,7 @@ def part_from_json(data: Mapping[str, Any]) -> Part:
     cls = _PART_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise CheckpointError(f"unknown part type {kind!r}")
-    names = {f.name for f in attrs.fields(cls)}
-    extra = set(data) - names - {"type"}
+    extra = data.keys() - _FIELD_NAMES[cls]
     if extra:
         raise CheckpointError(f"unknown field(s) {sorted(extra)} in {kind} part")
     try:

@@ -69,7 +69,7 @@ STORE_FILE = "checkpoints.sqlite"
 
 @attrs.frozen
 class Call:
-    """One model call of a replay."""
+    """One model call of a replay; ``request.messages`` is frozen (a tuple) when made."""
 
     index: int  # 1-based model-call number
     step: int  # index into scenario.steps
@@ -159,10 +159,21 @@ def _replay(scenario: Scenario, db: Path, restart_everywhere: bool) -> list[Call
                 raise SpecErrors([SpecError(step.location, path, str(err))]) from err
             if made is not None:
                 kind, event, request = made
-                calls.append(Call(len(calls) + 1, index, kind, event, request))
+                calls.append(Call(len(calls) + 1, index, kind, event, _frozen(request)))
     finally:
         session.stop()
     return calls
+
+
+def _frozen(request: ModelRequest) -> ModelRequest:
+    """``request`` with its messages copied out of the live history when the call is made.
+
+    A request's messages are a view onto the append-only history list; if a bug rewrote
+    an earlier message in place, every earlier call's view would change with it and the
+    rewrite would look like a clean tail append. A frozen copy keeps each call as it was
+    sent, so ``verify`` and ``diff`` see the rewrite as a prefix break.
+    """
+    return attrs.evolve(request, messages=tuple(request.messages))
 
 
 def _run(

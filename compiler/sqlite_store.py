@@ -351,6 +351,7 @@ class SQLiteStore:
                     "written by a prefixlock append"
                 )
             records: list[bytes] = []
+            digests: list[str] = []
             expected = after + 1
             rows = conn.execute(
                 "SELECT seq, body, digest FROM records WHERE conversation = ? AND seq > ? "
@@ -361,11 +362,12 @@ class SQLiteStore:
                 if seq != expected:  # unreachable after the count check; kept as a guard
                     raise CheckpointError(f"{where}: record {expected} is missing")
                 records.append(self._verified(where, seq, body, digest))
+                digests.append(digest)  # verified: the body's own digest
                 expected += 1
             if last == 0:
                 last_digest = canonical.sha256_hex(root)
             elif records:
-                last_digest = canonical.sha256_hex(records[-1])
+                last_digest = digests[-1]
             else:  # after >= head: still verify the head row against its record
                 body, digest = conn.execute(
                     "SELECT body, digest FROM records WHERE conversation = ? AND seq = ?",
@@ -377,7 +379,9 @@ class SQLiteStore:
                     f"{where}: the head digest does not match record {last} "
                     f"(head {head_digest}, record {last_digest})"
                 )
-            return StoredConversation(conversation_id, root, tuple(records), head_digest)
+            return StoredConversation(
+                conversation_id, root, tuple(records), head_digest, tuple(digests)
+            )
 
         return self._run("DEFERRED", f"loading {where}", work)
 

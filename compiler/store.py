@@ -27,6 +27,10 @@ class StoredConversation:
     records: tuple[bytes, ...]
     #: digest of the last record's bytes (the root's when there are none)
     head: str
+    #: ``sha256:`` of each record's bytes, when the store computed them while loading
+    #: (hydration then need not hash the records again); None if it did not. Derived
+    #: from ``records``, so not part of equality.
+    digests: tuple[str, ...] | None = attrs.field(default=None, eq=False)
 
 
 class Store(Protocol):
@@ -67,11 +71,13 @@ class MemoryStore:
     def __init__(self) -> None:
         self._roots: dict[str, bytes] = {}
         self._records: dict[str, list[tuple[str, bytes]]] = {}
+        self._events: dict[str, set[str]] = {}  # uniqueness of event ids, in O(1)
 
     def create_root(self, conversation_id: str, root: bytes) -> bytes:
         if conversation_id not in self._roots:
             self._roots[conversation_id] = root
             self._records[conversation_id] = []
+            self._events[conversation_id] = set()
         return self._roots[conversation_id]
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
@@ -80,11 +86,12 @@ class MemoryStore:
             raise CheckpointError(f"conversation {conversation_id!r} has no root")
         if seq != len(records) + 1:
             raise seq_conflict(conversation_id, seq, len(records))
-        if any(eid == event_id for eid, _ in records):
+        if event_id in self._events[conversation_id]:
             raise CheckpointRaceError(
                 f"conversation {conversation_id!r}: event {event_id!r} is already stored"
             )
         records.append((event_id, record))
+        self._events[conversation_id].add(event_id)
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
         if after < 0:

@@ -72,7 +72,15 @@ from compiler.messages import (
     ToolResultPart,
 )
 from compiler.model import ModelRequest, ProviderSettings, ToolSpec
-from providers.base import CACHE_LIMIT, Frame, Markers, MessageAt, PartAt, Provider
+from providers.base import (
+    CACHE_LIMIT,
+    Frame,
+    Markers,
+    MessageAt,
+    PartAt,
+    Provider,
+    join_body,
+)
 
 _NO_MARKERS: Markers = frozenset()
 
@@ -120,7 +128,7 @@ class Gemini(Provider):
                     fragment = b",".join(self._encode_item(message, item) for item in items)
                     cache[key] = fragment
                 fragments.append(fragment)
-            return frame.open_bytes + b",".join(fragments) + frame.close_bytes
+            return join_body(frame, fragments)
         finally:
             self._messages = ()
 

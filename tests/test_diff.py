@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from compiler import canonical
+from compiler import canonical, revisions
 from compiler.cli import main
 from compiler.diff import IDENTICAL, PREFIX_BREAK, TAIL_APPEND, compare_bodies, guess_provider
 from compiler.jsondiff import MISSING, Difference, first_difference
@@ -138,7 +141,7 @@ def test_changed_instructions_point_at_their_line(
         "'… system message is fixed for the whole conversation.\\n- A req…' new "
         "'… system message is frozen for the whole conversation.\\n- A re…'",
         "  caused by prompt/cursor/instructions.md:4",
-        "  invalidates 98.1% of the old body's bytes",
+        "  invalidates 98.7% of the old body's prefix (6253 of 6336 bytes, cache markers aside)",
     ]
     assert run(capsys, str(old), str(new), "--allow-prefix-break")[0] == 0
 
@@ -187,6 +190,31 @@ def test_diff_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
 
 
+def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    assert len({key for key, _ in pairs}) == len(pairs), pairs
+    return dict(pairs)
+
+
+def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = write(tmp_path / "one.json", anthropic("a", "b"))
+    two = write(tmp_path / "two.json", anthropic("a", "B"))
+    code, lines = run(capsys, str(one), str(two), "--json", "--root", str(tmp_path))
+    assert code == 1
+    assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
+        "old": {"given": str(one), "kind": "file", "path": str(one)},
+        "new": {"given": str(two), "kind": "file", "path": str(two)},
+        "provider": "anthropic",
+        "verdict": "prefix break",
+        "path": "$.messages[1].content[0].text",
+        "old_value": "'b'",
+        "new_value": "'B'",
+        "source": None,
+        "invalidated": 0.5494,  # 128 of 233 bytes, as in the folder test's call 2
+        "invalidated_bytes": 128,
+        "old_bytes": 233,
+    }
+
+
 def test_diff_of_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bodies = [anthropic("a"), anthropic("a", "b"), anthropic("a", "b", "c")]
     for number, body in enumerate(bodies, start=1):
@@ -196,12 +224,24 @@ def test_diff_of_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     write(tmp_path / "new" / "case" / "anthropic" / "0004.json", anthropic("a", "B", "c", "d"))
     code, out = run(capsys, str(tmp_path / "old"), str(tmp_path / "new"), "--root", str(tmp_path))
     assert code == 1
-    assert out[0].startswith("case/anthropic  (simulated cost vs no caching ")
-    assert out[1:] == [
+    # Below Sonnet's 1,024-token minimum nothing is cached: a call costs its tokens,
+    # ceil(UTF-8 bytes / 4) per block: 19, 26, 33 (and 40 for the added fourth call).
+    # Without the 37 bytes of the top-level cache_control, call 2's old body is 233 bytes;
+    # from the differing "b" on, 128 of them no longer match (183 of 288 in call 3).
+    assert out == [
+        "case/anthropic  (simulated cost vs no caching 100.0% -> 100.0%;"
+        " cost 78.00 -> 118.00, +40.00 (+51.3%))",
         "  0002-0003: PREFIX BREAK at $.messages[1].content[0].text: old 'b' new 'B'",
-        "             invalidates 47.4% of the old body's bytes",  # 128 of 270 bytes
+        "             invalidates 54.9% of the old body's prefix (128 of 233 bytes,"
+        " cache markers aside)",
+        "             up to 63.5% in call 0003",
         "  0004: added",
-        "compared 4 calls: 1 identical, 2 prefix break, 1 added",
+        "",
+        f"old: {tmp_path / 'old'}",
+        f"new: {tmp_path / 'new'}",
+        "case  provider    calls  unchanged  tail-only  breaks  invalidated       cost delta",
+        "case  anthropic  3 -> 4          1          0       2        63.5%  +40.00 (+51.3%)",
+        "compared 4 calls: 1 unchanged, 2 prefix break, 1 added",
     ]
 
 
@@ -214,3 +254,294 @@ def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "compare two files or two folders" in capsys.readouterr().err
     assert main(["diff", str(tmp_path / "missing.json"), str(good)]) == 2
     assert "cannot read" in capsys.readouterr().err
+    broken = write(tmp_path / "new" / "case" / "anthropic" / "0001.json", b"{not json")
+    write(tmp_path / "old" / "case" / "anthropic" / "0001.json", anthropic("a"))
+    assert main(["diff", str(tmp_path / "old"), str(tmp_path / "new")]) == 2
+    assert capsys.readouterr().err.startswith(f"prefixlock diff: {broken}: not JSON (")
+
+
+# --- git revisions and the working tree ---------------------------------------------------
+
+#: A system text whose block is exactly 4,096 estimated tokens: the block's canonical JSON
+#: {"text":"s…s","type":"text"} is 25 + 16,359 = 16,384 bytes.
+BIG = "s" * 16_359
+LONG = "b" * 16_359  # likewise a 4,096-token message block
+
+
+def wire(*texts: str, system: str = BIG) -> bytes:
+    """An Anthropic body in the wire's key order (model, max_tokens, system, messages,
+    cache_control), so byte prefixes mean what they mean on the wire."""
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": t}]}
+        for i, t in enumerate(texts)
+    ]
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "system": [{"type": "text", "text": system}],
+        "messages": messages,
+        "cache_control": CC,
+    }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    identity = ("-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false")
+    git(repo, *identity, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def put(repo: Path, files: dict[str, bytes | None]) -> None:
+    """Write (or, for None, delete) files below ``repo``."""
+    for name, data in files.items():
+        if data is None:
+            (repo / name).unlink()
+        else:
+            write(repo / name, data)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty git repository, the current directory."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_two_revisions_tail_only_and_a_break(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(repo, {"golden/case/anthropic/0001.json": wire("a")})
+    put(repo, {"golden/case/anthropic/0002.json": wire("a", LONG)})
+    old = commit(repo, "old")
+    put(repo, {"golden/case/anthropic/0001.json": wire("a", "z")})  # extends call 1
+    put(repo, {"golden/case/anthropic/0002.json": wire("a", "B" + LONG[1:])})  # rewrites
+    new = commit(repo, "new")
+    code, out = run(capsys, "HEAD~1", "HEAD", "--golden", "golden")
+    assert code == 1
+    # Blocks: system 4,096 tokens, "a" and "z" 7 each ({"text":"a","type":"text"} is 26
+    # bytes), the long message 4,096. Writes cost 1.25, reads 0.1 (claude-sonnet-4-5).
+    # old: call 1 writes 4,103 (5,128.75); call 2 reads those 4,103 (410.3) and writes
+    #      4,096 (5,120): 10,659.05 for 4,103 + 8,199 input tokens (86.6% of no caching).
+    # new: call 1 writes 4,110 (5,137.5); call 2 shares no cached prefix with call 1 and
+    #      writes all 8,199 (10,248.75): 15,386.25 (125.0%): +4,727.20, +44.3%.
+    # Call 2's old body, cache marker aside, is 32,927 bytes: 16,562 before the long
+    # text, its 16,359 bytes, then '"}]}]}'. From the rewritten first "b" on, 16,365 bytes
+    # no longer match: 49.7%.
+    assert out == [
+        "case/anthropic  (simulated cost vs no caching 86.6% -> 125.0%;"
+        " cost 10659.05 -> 15386.25, +4727.20 (+44.3%))",
+        "  0001: tail append (+1 item)",
+        "  0002: PREFIX BREAK at $.messages[1].content[0].text: old 'bbbbbbbbbbbbbbbbbbbb"
+        "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb…' new 'Bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+        "bbbbbbbbbbbbbbbbbbbbbbbb…'",
+        "        invalidates 49.7% of the old body's prefix (16365 of 32927 bytes,"
+        " cache markers aside)",
+        "",
+        f"old: golden/ at HEAD~1 ({old[:12]})",
+        f"new: golden/ at HEAD ({new[:12]})",
+        "case  provider   calls  unchanged  tail-only  breaks  invalidated         cost delta",
+        "case  anthropic      2          0          1       1        49.7%  +4727.20 (+44.3%)",
+        "compared 2 calls: 1 tail-only, 1 prefix break",
+    ]
+    assert run(capsys, "HEAD~1", "HEAD", "--allow-prefix-break")[0] == 0
+    assert run(capsys, "HEAD", "HEAD")[1][-1] == "compared 2 calls: 2 unchanged"
+
+    code, lines = run(capsys, old, new, "--json")  # shas work too
+    assert code == 1 and len(lines) == 1
+    report = canonical.loads(lines[0])
+    assert canonical.dumps(report) == lines[0]
+    assert report["old"] == {"commit": old, "given": old, "golden": "golden", "kind": "revision"}
+    assert (report["prefix_stable"], report["tail_only"], report["prefix_breaks"]) == (False, 1, 1)
+    (result,) = report["results"]
+    assert (result["case"], result["provider"]) == ("case", "anthropic")
+    assert (result["old_cost"], result["new_cost"], result["cost_delta"]) == (
+        10659.05,
+        15386.25,
+        4727.2,
+    )
+    assert (result["cost_delta_share"], result["invalidated_max"]) == (0.4435, 0.497)
+    assert result["calls"][0] == {
+        "appended": 1,
+        "call": 1,
+        "new_cost": 5137.5,
+        "old_cost": 5128.75,
+        "verdict": "tail-only",
+    }
+    assert {k: result["calls"][1][k] for k in ("path", "invalidated_bytes", "old_bytes")} == {
+        "path": "$.messages[1].content[0].text",
+        "invalidated_bytes": 16365,
+        "old_bytes": 32927,
+    }
+
+
+def test_a_revision_against_the_working_tree(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The project's spec, so that a break is explained by its file:line.
+    shutil.copytree(REPO / "prompt", repo / "prompt")
+    shutil.copytree(REPO / "rules", repo / "rules")
+    lines = INSTRUCTIONS.split("\n")
+    lines[3] = lines[3].replace("fixed", "frozen")
+    changed = "\n".join(lines)
+    put(repo, {"golden/case/anthropic/0001.json": wire("a", system=INSTRUCTIONS)})
+    commit(repo, "old")
+    assert run(capsys, "HEAD", "WORKTREE") == (
+        0,
+        [
+            "old: golden/ at HEAD (" + git(repo, "rev-parse", "HEAD")[:12] + ")",
+            "new: golden/ in the working tree",
+            "case  provider   calls  unchanged  tail-only  breaks  invalidated  cost delta",
+            "case  anthropic      1          1          0       0            -           0",
+            "compared 1 call: 1 unchanged",
+        ],
+    )
+    # Uncommitted: the spec and the regenerated body change.
+    put(repo, {"prompt/cursor/instructions.md": changed.encode("utf-8")})
+    put(repo, {"golden/case/anthropic/0001.json": wire("a", system=changed)})
+    for new in ("WORKTREE", "."):
+        code, out = run(capsys, "HEAD", new)
+        assert code == 1
+        assert out[1:3] == [
+            "  0001: PREFIX BREAK at $.system[0].text: old '… system message is fixed for the"
+            " whole conversation.\\n- A req…' new '… system message is frozen for the whole"
+            " conversation.\\n- A re…'",
+            "        caused by prompt/cursor/instructions.md:4",
+        ]
+    # Committed: NEW is a revision, explained by the spec as of that revision.
+    commit(repo, "new")
+    code, out = run(capsys, "HEAD~1", "HEAD")
+    assert (code, out[2]) == (1, "        caused by HEAD:prompt/cursor/instructions.md:4")
+    # A path still wins over a revision: a folder called HEAD is a folder.
+    write(repo / "HEAD" / "case" / "anthropic" / "0001.json", wire("a", system=changed))
+    code, out = run(capsys, "HEAD", "HEAD~1")
+    assert code == 1 and out[-1] == "compared 1 call: 1 prefix break"
+    assert "old: HEAD" in out and "new: golden/ at HEAD~1 (" in out[-4]
+
+
+def test_added_and_removed_cases_and_calls(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    put(
+        repo,
+        {
+            "golden/gone/anthropic/0001.json": anthropic("a"),
+            "golden/kept/anthropic/0001.json": anthropic("a"),
+            "golden/kept/anthropic/0002.json": anthropic("a", "b"),
+        },
+    )
+    commit(repo, "old")
+    put(
+        repo,
+        {
+            "golden/gone/anthropic/0001.json": None,
+            "golden/kept/anthropic/0002.json": None,
+            "golden/kept/openai-chat/0001.json": b'{"model":"gpt-4.1","messages":[]}',
+            "golden/fresh/anthropic/0001.json": anthropic("x"),
+            "golden/fresh/gemini/0001.json": b'{"contents":[]}',
+        },
+    )
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 0
+    assert out[:5] == [
+        "fresh: case only in NEW (2 providers, 2 calls)",
+        "gone: case only in OLD (1 provider, 1 call)",
+        "kept/anthropic  (simulated cost vs no caching 100.0% -> 100.0%;"
+        " cost 45.00 -> 19.00, -26.00 (-57.8%))",
+        "  0002: removed",
+        "kept/openai-chat: only in NEW (1 call)",
+    ]
+    # Nothing here is cacheable: a call costs its tokens (the empty bodies none).
+    assert out[-7:] == [
+        "case   provider      calls  unchanged  tail-only  breaks  invalidated        cost delta",
+        "fresh  anthropic    0 -> 1          0          0       0            -      +19.00 (new)",
+        "fresh  gemini       0 -> 1          0          0       0            -       +0.00 (new)",
+        "gone   anthropic    1 -> 0          0          0       0            -  -19.00 (removed)",
+        "kept   anthropic    2 -> 1          1          0       0            -   -26.00 (-57.8%)",
+        "kept   openai-chat  0 -> 1          0          0       0            -       +0.00 (new)",
+        "compared 6 calls: 1 unchanged, 3 added, 2 removed; 1 case added; 1 case removed",
+    ]
+    report = canonical.loads(main_json(capsys, "HEAD", "WORKTREE"))
+    assert (report["cases_added"], report["cases_removed"]) == (["fresh"], ["gone"])
+    assert (report["added"], report["removed"]) == (3, 2)
+
+
+def main_json(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    _code, lines = run(capsys, *argv, "--json")
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_bad_revisions_and_folders_exit_2(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(repo, {"golden/case/anthropic/0001.json": anthropic("a")})
+    commit(repo, "one")
+    cases = [
+        (
+            ["nope", "HEAD"],
+            "prefixlock diff: cannot read OLD 'nope': no such file or folder, nor a git revision",
+        ),
+        (
+            ["HEAD", "HEAD~5"],
+            "prefixlock diff: cannot read NEW 'HEAD~5': no such file or folder, nor a git revision",
+        ),
+        (
+            ["HEAD", "WORKTREE", "--golden", "elsewhere"],
+            "prefixlock diff: no <provider>/NNNN.json bodies below elsewhere/ at HEAD ("
+            + git(repo, "rev-parse", "HEAD")[:12]
+            + ") or elsewhere/ in the working tree",
+        ),
+        (
+            ["HEAD", "WORKTREE", "--golden", "../golden"],
+            "prefixlock diff: --golden '../golden': give a folder relative to the repository root",
+        ),
+        (
+            ["HEAD", "golden/case/anthropic/0001.json"],
+            "prefixlock diff: compare two files or two folders, not golden/ at HEAD ("
+            + git(repo, "rev-parse", "HEAD")[:12]
+            + ") and golden/case/anthropic/0001.json",
+        ),
+    ]
+    for argv, message in cases:
+        assert main(["diff", *argv]) == 2, argv
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", message + "\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert main(["diff", "main", "WORKTREE"]) == 2
+    assert capsys.readouterr().err == (
+        "prefixlock diff: cannot read OLD 'main': no such file or folder (and not in a git"
+        " repository, so not a revision either)\n"
+    )
+    assert main(["diff", str(repo / "golden"), "WORKTREE"]) == 2
+    assert capsys.readouterr().err == "prefixlock diff: NEW WORKTREE: not in a git repository\n"
+
+
+def test_extract_writes_blobs_without_a_checkout(repo: Path, tmp_path: Path) -> None:
+    put(repo, {"golden/a/x.json": b"same", "golden/b/y.json": b"same", "other/z": b"no"})
+    (repo / "golden" / "link").symlink_to("a/x.json")
+    sha = commit(repo, "one")
+    put(repo, {"golden/a/x.json": b"changed later"})
+    top = revisions.toplevel()
+    assert top is not None and top.resolve() == repo.resolve()
+    assert revisions.resolve("HEAD", top) == sha
+    assert revisions.resolve("--all", top) is None
+    out = tmp_path / "out"
+    assert revisions.extract(top, sha, ["golden", "missing"], out) == 2
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "golden/a/x.json",
+        "golden/b/y.json",
+    ]
+    assert (out / "golden/a/x.json").read_bytes() == b"same"
+    assert git(repo, "status", "--porcelain") == "M golden/a/x.json"  # untouched

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
+import compiler.replay as replay_module
 import providers
 from compiler import canonical
 from compiler.cli import main
 from compiler.conversation import Conversation
 from compiler.errors import PrefixlockError, SerializationError, SpecErrors
 from compiler.messages import MessageKind
+from compiler.model import ModelRequest
 from compiler.render import fold, render_calls
 from compiler.replay import (
     STORE_FILE,
@@ -126,6 +129,44 @@ def test_bodies_are_exactly_what_the_provider_serializes(scenario: Scenario) -> 
             fresh = providers.get(name)  # no incremental cache
             assert data == fresh.serialize(call.request)
             assert data == canonical.dumpb(fresh.wire_body(call.request))
+
+
+def test_calls_are_frozen_when_made(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later in-place rewrite of the history list must not reach calls already made:
+    it then shows as a prefix break instead of rewriting every earlier call too."""
+    live: list[ModelRequest] = []
+    real_run = replay_module._run
+
+    def spying_run(*args: Any) -> tuple[str, str, ModelRequest] | None:
+        made = real_run(*args)
+        if made is not None:
+            live.append(made[2])  # the request as the conversation returned it
+        return made
+
+    monkeypatch.setattr(replay_module, "_run", spying_run)
+    calls = replay(scenario)
+    sent = serialize_calls(calls, NAMES)
+    first, second = calls[0].request, calls[1].request
+    assert isinstance(first.messages, tuple) and isinstance(second.messages, tuple)
+    assert [m.id for m in first.messages] == ["request-context:u1", "runtime:u1"]
+
+    # Simulate a bug: rewrite the first message of the underlying append-only list.
+    history = live[0].messages._items  # type: ignore[attr-defined]
+    assert history is live[1].messages._items  # type: ignore[attr-defined]
+    original = history[0]
+    history[0] = history[1]
+    assert live[0].messages[0] is history[1]  # the live view changed with the list ...
+    assert first.messages[0] is original  # ... the frozen calls did not
+    assert second.messages[0] is original
+    assert serialize_calls(calls, NAMES) == sent
+
+    # The frozen first call against the second call built from the rewritten history is
+    # a prefix break; two live views would both carry the rewrite and hide it.
+    for name in NAMES:
+        old = providers.get(name).serialize(first)
+        new = providers.get(name).serialize(live[1])
+        assert divergence(name, old, new) is not None, name
+        assert divergence(name, providers.get(name).serialize(live[0]), new) is None, name
 
 
 def test_restart_hydrates_from_the_sqlite_store(
@@ -359,7 +400,7 @@ def test_cli_replay_refuses_an_unknown_provider(
 def test_golden_scenarios_hold_each_kind_of_message() -> None:
     # A smoke check that replay sees every canonical message kind somewhere.
     root = Path(__file__).resolve().parents[1] / "golden"
-    kinds = set()
+    kinds: set[MessageKind] = set()
     for name in ("long-session", "manual-compaction"):
         for call in replay(load_scenario(root / name / "scenario.yaml")):
             kinds.update(m.kind for m in call.request.messages)

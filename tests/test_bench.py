@@ -1,0 +1,211 @@
+"""``prefixlock bench``: the report's shape, the synthetic conversations, the target checks.
+
+No timing is asserted here (times vary between machines and runs); the figures' shape,
+the determinism of the generated conversations and the derivation of the target flags
+are.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from conv_helpers import example_bundle
+
+import providers
+from compiler import bench, canonical
+from compiler.checkpoint import _decode_record_checked, _scan_record
+from compiler.cli import main
+from compiler.conversation import Conversation
+from compiler.store import MemoryStore
+
+CALLS = [20, 40]
+STATS = {"median", "p95", "mean"}
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["bench", "--calls", "20,40", "--json", *args]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    assert out == canonical.dumps_pretty(report)  # canonical JSON
+    assert isinstance(report, dict)
+    return report
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    return bench.bench(CALLS, providers.NAMES, seed=1)
+
+
+def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_cli(capsys, "--provider", "anthropic,gemini", "--seed", "3")
+    assert report["calls"] == CALLS
+    assert report["seed"] == 3
+    assert report["providers"] == ["anthropic", "gemini"]
+    assert report["window"] == 10
+    assert {"python", "cpus", "cpu_model", "sqlite"} <= report["machine"].keys()
+    assert {"timer", "gc", "memory", "handling", "hydration"} <= report["method"].keys()
+    assert [run["calls"] for run in report["runs"]] == CALLS
+    for run in report["runs"]:
+        for key in (
+            "handle_ns",
+            "handle_cpu_ns",
+            "handle_with_serialize_ns",
+            "record_bytes",
+            "hydrate_ns",
+            "json_loads_ns",
+            "store_load_ns",
+        ):
+            assert run[key].keys() == STATS, key
+            assert 0 < run[key]["median"] <= run[key]["p95"], key
+        for key in ("serialize_ns", "naive_ns", "naive_encode_ns"):
+            assert run[key].keys() == {"anthropic", "gemini"}
+            assert all(v.keys() == STATS for v in run[key].values())
+        assert run["naive_bytes_equal"] == {"anthropic": True, "gemini": True}
+        assert run["hydrated_equal"] is True
+        assert run["rss_peak_kib"] > 0
+        assert 0 < run["hydrated_retained_bytes"] <= run["hydrated_peak_bytes"]
+        assert run["stored_bytes"] > 0
+        assert run["body_bytes"]["anthropic"] > 0
+    assert [t["name"] for t in report["targets"]] == [
+        "handling_flat",
+        "serialization_speedup",
+        "record_bytes_flat",
+        "hydration_vs_json_loads",
+    ]
+    assert report["all_met"] == all(t["met"] for t in report["targets"])
+
+
+def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--calls", "4,6", "--provider", "openai-chat"]) == 0
+    out = capsys.readouterr().out
+    assert "history length (calls)" in out
+    assert "ours / json.loads" in out
+    assert out.count("[met ]") + out.count("[MISS]") == 4
+
+
+def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--calls", "1,100"]) == 2
+    assert "at least 2" in capsys.readouterr().err
+    assert main(["bench", "--calls", "ten"]) == 2
+    assert main(["bench", "--calls", "4", "--provider", "antropic"]) == 1
+    assert "did you mean 'anthropic'" in capsys.readouterr().err
+
+
+def test_same_seed_same_conversation(capsys: pytest.CaptureFixture[str]) -> None:
+    first = run_cli(capsys, "--provider", "anthropic")
+    again = run_cli(capsys, "--provider", "anthropic")
+    other = run_cli(capsys, "--provider", "anthropic", "--seed", "2")
+    digests = [run["digest"] for run in first["runs"]]
+    assert digests == [run["digest"] for run in again["runs"]]
+    assert len(set(digests)) == len(digests)
+    assert not set(digests) & {run["digest"] for run in other["runs"]}
+    for run, same in zip(first["runs"], again["runs"], strict=True):
+        for key in ("records", "epochs", "live_messages", "stored_bytes", "body_bytes"):
+            assert run[key] == same[key], key
+        assert run["record_bytes"] == same["record_bytes"]
+
+
+def test_generated_conversation_shape() -> None:
+    calls = bench.generate(600, 5, compact=True, tail=50)
+    assert calls == bench.generate(600, 5, compact=True, tail=50)
+    assert calls != bench.generate(600, 6, compact=True, tail=50)
+    assert calls[0].kind == "user" and calls[0].output is None
+    kinds = {c.kind for c in calls}
+    assert kinds == {"user", "background", "tool_results"}
+    outputs = [len(r.output) for c in calls for r in c.results]
+    assert min(outputs) >= 2048 and max(outputs) <= 8192
+    assert any(len(c.results) > 1 for c in calls)  # parallel tool calls
+    compacted = [c for c in calls if c.request is not None and c.request.compact_summary]
+    assert len(compacted) == 1
+    contexts = {c.request.context for c in calls if c.kind == "user" and c.request is not None}
+    assert len(contexts) >= 600 // bench.CONTEXT_EVERY - 2  # a change every ~50 calls
+
+
+def test_every_run_ends_with_the_same_script() -> None:
+    short = bench.generate(60, 1, tail=25)
+    long = bench.generate(300, 1, compact=True, tail=25)
+    assert short[-25:] == long[-25:]
+    assert short[:-25] == long[: len(short) - 25]  # the same seed: the same start, too
+    assert bench.generate(60, 1) != short
+
+
+def test_the_conversation_plays_and_its_records_take_the_fast_path() -> None:
+    """Every record a writer produces decodes on the fast path, to the same record."""
+    store = MemoryStore()
+    conv = Conversation.open(store, example_bundle(), "bench")
+    for call in bench.generate(120, 2, compact=True, tail=20):
+        bench._play(conv, call)
+    stored = store.load("bench")
+    assert stored is not None
+    prev = canonical.sha256_hex(stored.root)
+    for seq, data in enumerate(stored.records, start=1):
+        fast = _scan_record(data, "bench", seq, prev)
+        assert fast is not None, seq
+        assert fast == _decode_record_checked(data, "bench", seq, prev)
+        assert _scan_record(data, "bench", seq + 1, prev) is None  # wrong seq: checked path
+        assert _scan_record(data, "other", seq, prev) is None
+        assert _scan_record(data[:-1], "bench", seq, prev) is None
+        prev = canonical.sha256_hex(data)
+
+
+def test_target_flags_follow_the_figures(report: dict[str, Any]) -> None:
+    runs = report["runs"]
+    short, long = runs[0], runs[-1]
+    targets = {t["name"]: t for t in report["targets"]}
+    assert targets == {t["name"]: t for t in bench.targets(runs)}
+    handling = long["handle_ns"]["median"] / short["handle_ns"]["median"]
+    assert targets["handling_flat"]["value"] == pytest.approx(handling, abs=1e-3)
+    speedup = min(
+        long["naive_ns"][n]["median"] / long["serialize_ns"][n]["median"] for n in providers.NAMES
+    )
+    assert targets["serialization_speedup"]["value"] == pytest.approx(speedup, abs=1e-3)
+    deviation = max(
+        abs(run["record_bytes"]["mean"] / short["record_bytes"]["mean"] - 1) for run in runs
+    )
+    assert targets["record_bytes_flat"]["value"] == pytest.approx(deviation, abs=1e-3)
+    hydration = max(run["hydrate_ns"]["median"] / run["json_loads_ns"]["median"] for run in runs)
+    assert targets["hydration_vs_json_loads"]["value"] == pytest.approx(hydration, abs=1e-3)
+    for target in targets.values():
+        if target["op"] == "<=":
+            assert target["met"] == (target["value"] <= target["limit"])
+        else:
+            assert target["met"] == (target["value"] >= target["limit"])
+
+
+def _set(runs: list[dict[str, Any]], index: int, path: str, value: int) -> None:
+    *keys, last = path.split(".")
+    node = runs[index]
+    for key in keys:
+        node = node[key]
+    node[last] = value
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "path", "good", "bad"),
+    [
+        ("handling_flat", -1, "handle_ns.median", 1_400, 1_600),
+        ("serialization_speedup", -1, "naive_ns.gemini.median", 10_000, 9_000),
+        ("record_bytes_flat", -1, "record_bytes.mean", 1_150, 1_250),
+        ("hydration_vs_json_loads", 0, "hydrate_ns.median", 2_900, 3_100),
+    ],
+)
+def test_target_flags_flip_with_the_figures(
+    report: dict[str, Any], name: str, index: int, path: str, good: int, bad: int
+) -> None:
+    runs = copy.deepcopy(report["runs"])
+    for run in runs:  # round numbers: every ratio is exactly the one set below
+        run["handle_ns"]["median"] = 1_000
+        run["record_bytes"]["mean"] = 1_000
+        run["hydrate_ns"]["median"] = 2_000
+        run["json_loads_ns"]["median"] = 1_000
+        for provider in providers.NAMES:
+            run["serialize_ns"][provider]["median"] = 1_000
+            run["naive_ns"][provider]["median"] = 20_000
+    assert all(t["met"] for t in bench.targets(runs))
+    for value, met in ((good, True), (bad, False)):
+        _set(runs, index, path, value)
+        target = {t["name"]: t for t in bench.targets(runs)}[name]
+        assert target["met"] is met, (value, target)
