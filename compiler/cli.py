@@ -342,7 +342,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "diff",
-        "explain a body change as tail append or prefix break",
+        "compare two bodies, golden folders or git revisions: unchanged, tail-only or prefix break",
         diff.arguments,
         diff.run,
     ),
