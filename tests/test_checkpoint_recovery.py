@@ -168,3 +168,41 @@ def test_runtime_messages_keep_their_exact_text_through_hydration(tmp_path: Path
     assert again.request().messages[-1].text == text
     assert again.request().messages[-1].kind is MessageKind.RUNTIME
     assert isinstance(again.request().messages[-1].parts[0], TextPart)
+
+
+def _deliver_all(db: str, order: list[int]) -> None:
+    """A server process: opens the conversation and delivers user events in ``order``."""
+    with SQLiteStore(db) as store:
+        conv = Conversation.open(store, example_bundle(), "conv-1")
+        for i in order:
+            context = CONTEXT_A if i % 3 else context_b()
+            conv.handle(user(f"u{i}", f"query {i}", context=context))
+
+
+def test_two_processes_delivering_the_same_events_store_each_once(tmp_path: Path) -> None:
+    """Two server processes receive the same events (a retrying load balancer)."""
+    import multiprocessing
+
+    db = str(tmp_path / "s.db")
+    Conversation.open(SQLiteStore(db), example_bundle(), "conv-1").store.close()
+    ctx = multiprocessing.get_context("fork")
+    events = list(range(1, 25))
+    workers = [
+        ctx.Process(target=_deliver_all, args=(db, events)),
+        ctx.Process(target=_deliver_all, args=(db, events)),
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    with SQLiteStore(db) as store:
+        stored = store.load("conv-1")
+        assert stored is not None and len(stored.records) == len(events)
+        assert store.integrity_check() == []
+        merged = Conversation.open(store, example_bundle(), "conv-1").request()
+    single = tmp_path / "single.db"
+    _deliver_all(str(single), events)
+    with SQLiteStore(single) as store:
+        expected = Conversation.open(store, example_bundle(), "conv-1").request()
+    assert merged.same_as(expected)
