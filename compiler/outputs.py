@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compiler import canonical
 from compiler.errors import BuildError
 
 if TYPE_CHECKING:
@@ -125,6 +126,25 @@ def _umask() -> int:
     return mask
 
 
+def _lock_changes(lock: bytes, bundle: Bundle) -> str:
+    """Which parts a stale lock file disagrees on, e.g. ``tools.json changed``."""
+    try:
+        old = canonical.loads(lock)
+        old_parts = {p["name"]: p["sha256"] for p in old["parts"]}
+    except (ValueError, TypeError, KeyError, canonical.CanonicalJSONError):
+        return "it is not a lock file prefixlock can read"
+    new_parts = {p.name: p.sha256 for p in bundle.parts}
+    changes = []
+    for name in sorted(old_parts.keys() | new_parts.keys()):
+        if name not in old_parts:
+            changes.append(f"{name} added")
+        elif name not in new_parts:
+            changes.append(f"{name} removed")
+        elif old_parts[name] != new_parts[name]:
+            changes.append(f"{name} changed")
+    return ", ".join(changes) or "its layout (re-run prefixlock build)"
+
+
 def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
     """What differs from ``bundle`` on disk, one line per problem, sorted; empty if none.
 
@@ -138,7 +158,7 @@ def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
     if not lock.is_file():
         problems.append(f"{LOCK_FILE} is missing")
     elif lock.read_bytes() != bundle.manifest_bytes():
-        problems.append(f"{LOCK_FILE} differs")
+        problems.append(f"{LOCK_FILE} differs: {_lock_changes(lock.read_bytes(), bundle)}")
     if out is None:
         return problems
     out = Path(out)

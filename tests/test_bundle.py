@@ -550,16 +550,16 @@ def test_check_outputs_names_what_differs(tmp_path: Path) -> None:
     (root / "build" / "instructions.md").unlink()
     (root / "build" / "extra.json").write_text("{}")
     bundle = build_bundle(root)
-    assert check_outputs(bundle, root, None) == ["prefixlock.lock differs"]
+    assert check_outputs(bundle, root, None) == ["prefixlock.lock differs: tools.json changed"]
     assert check_outputs(bundle, root, root / "build") == [
-        "prefixlock.lock differs",
+        "prefixlock.lock differs: tools.json changed",
         "extra.json is not part of the bundle",
         "instructions.md is missing",
         "manifest.json differs",
         "tools.json differs",
     ]
     assert check_outputs(bundle, root, tmp_path / "elsewhere") == [
-        "prefixlock.lock differs",
+        "prefixlock.lock differs: tools.json changed",
         "elsewhere/ is missing",
     ]
     (root / LOCK_FILE).unlink()

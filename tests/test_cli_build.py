@@ -196,7 +196,7 @@ def test_check_detects_drift_and_writes_nothing(
     code, out, err = run(capsys, "build", "--root", str(root), "--check")
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        "prefixlock.lock differs",
+        "prefixlock.lock differs: tools.json changed",
         "prefixlock build --check: out of date; run `prefixlock build` to update",
     ]
     code, _, err = run(
@@ -204,7 +204,7 @@ def test_check_detects_drift_and_writes_nothing(
     )
     assert code == 1
     assert err.splitlines()[:-1] == [
-        "prefixlock.lock differs",
+        "prefixlock.lock differs: tools.json changed",
         "manifest.json differs",
         "tools.json differs",
     ]
