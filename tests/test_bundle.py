@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -659,3 +660,20 @@ def test_example_root_prefers_the_wheel_copy(
     shutil.rmtree(package / "_example")
     with pytest.raises(BuildError, match="the bundled example spec root is not installed"):
         find_example_root()
+
+
+def test_check_names_parts_added_and_removed_and_unreadable_locks(tmp_path: Path) -> None:
+    root = spec_root(tmp_path)
+    bundle = build_bundle(root)
+    write_outputs(bundle, root, root / "build")
+    lock = json.loads((root / LOCK_FILE).read_text(encoding="utf-8"))
+    lock["parts"] = [p for p in lock["parts"] if p["name"] != "settings.json"]
+    lock["parts"].append({"name": "old.json", "sha256": "0" * 64, "size": 1})
+    (root / LOCK_FILE).write_text(json.dumps(lock), encoding="utf-8")
+    assert check_outputs(bundle, root, None) == [
+        "prefixlock.lock differs: old.json removed, settings.json added"
+    ]
+    (root / LOCK_FILE).write_text("not json", encoding="utf-8")
+    assert check_outputs(bundle, root, None) == [
+        "prefixlock.lock differs: it is not a lock file prefixlock can read"
+    ]
