@@ -15,21 +15,26 @@ Handlers (looked up by name on the subclass):
   :class:`SerializationError` naming provider, message id and part index.
 
 Body layout (fixed, canonical): ``{<head keys>, <MESSAGES_KEY>: [<preamble items>,
-<message items>...], <trail keys>, <options sorted>}``. Head, preamble and trail form
-the *frame*; it depends only on instructions, tools, settings, cache key and the
+<message items>...], <trail keys>, <top-level options sorted>}``. The head is
+``<MODEL_KEY>, <max tokens>, <instructions_fields>, <tools_fields>``; max tokens is a
+top-level key, or the first member of the ``CONFIG_KEY`` object that also holds the
+options :meth:`Provider.split_options` nests, sorted. Head, preamble and trail form the
+*frame*; it depends only on instructions, tools, settings, cache key and the
 frame-level cache positions, and is encoded once per distinct frame.
 
 Incremental encoding: each canonical message's wire bytes are cached by
-``(message id, digest, cache positions on that message)``; :meth:`Provider.serialize`
-joins cached fragments and encodes only messages it has not seen. The result is
-byte-identical to ``canonical.dumpb(provider.body(request))`` (tested).
+``(message id, digest, cache positions on that message, fragment key)``;
+:meth:`Provider.serialize` joins cached fragments and encodes only messages it has not
+seen. The fragment key is ``()`` unless the wire writes into a message something only
+an earlier message holds (:meth:`Provider.fragment_key`, :mod:`providers.scan`). The
+result is byte-identical to ``canonical.dumpb(provider.wire_body(request))`` (tested).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, ClassVar, NoReturn
 
 import attrs
@@ -48,6 +53,8 @@ from compiler.messages import (
     part_to_json,
 )
 from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from providers.frame import Frame, join_body
+from providers.scan import KeyScan
 
 #: Part class -> handler stem (``text`` -> ``text_part``).
 PART_NAMES: Mapping[type[Any], str] = {
@@ -75,6 +82,10 @@ class MessageAt:
     index: int
     #: Cache positions this provider expresses on this message (see MESSAGE_MARKERS).
     markers: Markers
+    #: This message's :meth:`Provider.fragment_key` (``()`` by default): what else its
+    #: bytes may depend on. Handlers read earlier messages' data from here only, so the
+    #: bytes never depend on anything the fragment cache key does not hold.
+    key: Any = ()
 
     def fail(self, text: str) -> NoReturn:
         raise SerializationError(f"{self.provider}: message {self.message.id!r}: {text}")
@@ -100,35 +111,6 @@ class PartAt:
         )
 
 
-def join_body(frame: Frame, fragments: list[bytes]) -> bytes:
-    """``open + b",".join(fragments) + close``, copying the bulk of the bytes once.
-
-    The concatenation of the joined fragments would copy the whole body twice more;
-    bodies of long conversations are megabytes, so the copy is most of what
-    :meth:`Provider.serialize` costs. ``fragments`` (built fresh by the caller) is
-    modified.
-    """
-    if not fragments:
-        return frame.open_bytes + frame.close_bytes
-    fragments[0] = frame.open_bytes + fragments[0]
-    fragments[-1] = fragments[-1] + frame.close_bytes
-    return b",".join(fragments)
-
-
-@attrs.frozen
-class Frame:
-    """Everything around the history list, encoded once per distinct frame."""
-
-    head: Ordered
-    preamble: tuple[Any, ...]
-    trail: Ordered
-    #: ``{<head>,"<messages key>":[`` and, when present, the preamble items.
-    open_bytes: bytes
-    preamble_bytes: bytes
-    #: ``]<,trail>}``
-    close_bytes: bytes
-
-
 class Provider:
     """One wire format. Subclasses set the flags below and define handlers.
 
@@ -141,10 +123,18 @@ class Provider:
 
     #: Key of the history list in the body (``messages``, ``input``, ``contents``).
     MESSAGES_KEY: ClassVar[str] = "messages"
-    #: Key of the max-tokens setting in the default head.
+    #: Key of the model in the head; None when the model travels in the URL instead.
+    MODEL_KEY: ClassVar[str | None] = "model"
+    #: Key of the max-tokens setting (in the head, or first in the ``CONFIG_KEY`` object).
     MAX_TOKENS_KEY: ClassVar[str] = "max_tokens"
-    #: Key of the tool list in the default head.
+    #: Head key of an object holding max tokens and the options :meth:`split_options`
+    #: nests (Gemini's ``generationConfig``); None: max tokens is a head key, no nesting.
+    CONFIG_KEY: ClassVar[str | None] = None
+    #: Key of the tool list in the default :meth:`tools_fields`.
     TOOLS_KEY: ClassVar[str] = "tools"
+    #: Members of :meth:`body` that travel in the URL, not in the POSTed JSON
+    #: (:meth:`wire_body` and :meth:`serialize` leave them out).
+    URI_MEMBERS: ClassVar[tuple[str, ...]] = ()
     #: Tool / function names this wire accepts, and how to say so in an error.
     TOOL_NAME_PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"[a-zA-Z0-9_-]{1,64}")
     TOOL_NAME_RULE: ClassVar[str] = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
@@ -153,13 +143,16 @@ class Provider:
     MESSAGE_MARKERS: ClassVar[Markers] = _NO_MARKERS
     #: Cache positions this provider expresses at all; hints for others are ignored.
     CACHE_POSITIONS: ClassVar[Markers] = _NO_MARKERS
-    #: Option keys refused even when this call does not emit them (aliases, keys the
-    #: frame emits only sometimes).
+    #: Top-level option keys refused even when this call does not emit them (aliases,
+    #: keys the frame emits only sometimes).
     RESERVED_OPTIONS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
-        self._fragments: dict[tuple[str, str, Markers], bytes] = {}
+        self._fragments: dict[tuple[str, str, Markers, Hashable], bytes] = {}
         self._frames: dict[tuple[Any, ...], Frame] = {}
+        #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
+        self._keyed = type(self).fragment_key is not Provider.fragment_key
+        self._scan = KeyScan()
 
     # ------------------------------------------------------------------ public API
 
@@ -168,7 +161,7 @@ class Provider:
 
         Equal to ``canonical.dumpb(self.wire_body(request))``; only new messages are encoded.
         """
-        frame, message_markers = self._prepare(request)
+        frame, message_markers, keys = self._prepare(request)
         fragments: list[bytes] = []
         if frame.preamble_bytes:
             fragments.append(frame.preamble_bytes)
@@ -177,23 +170,27 @@ class Provider:
             cache.clear()
         for index, message in enumerate(request.messages):
             markers = message_markers.get(index, _NO_MARKERS)
-            key = (message.id, message.digest, markers)
+            extra = () if keys is None else keys[index]
+            key = (message.id, message.digest, markers, extra)
             fragment = cache.get(key)
             if fragment is None:
-                items = self._message_items(message, index, markers)
+                items = self._message_items(message, index, markers, extra)
                 fragment = b",".join(self._encode_item(message, item) for item in items)
                 cache[key] = fragment
             fragments.append(fragment)
         return join_body(frame, fragments)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The same body as a dict (``Ordered`` objects, so ``canonical.dumpb`` of it
-        gives the :meth:`serialize` bytes). Built fresh, without the fragment cache."""
-        frame, message_markers = self._prepare(request)
+        """The same body as a dict (``Ordered`` objects), plus the :attr:`URI_MEMBERS` a
+        subclass adds. Built fresh, without the fragment cache."""
+        frame, message_markers, keys = self._prepare(request)
         # Copies: the frame is cached and shared; a caller may mutate what we return.
         history: list[Any] = copy.deepcopy(list(frame.preamble))
         for index, message in enumerate(request.messages):
-            items = self._message_items(message, index, message_markers.get(index, _NO_MARKERS))
+            extra = () if keys is None else keys[index]
+            items = self._message_items(
+                message, index, message_markers.get(index, _NO_MARKERS), extra
+            )
             for item in items:
                 self._encode_item(message, item)  # same refusals as serialize()
             history.extend(items)
@@ -203,10 +200,12 @@ class Provider:
         return out
 
     def wire_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body exactly as POSTed: ``canonical.dumpb(wire_body(r)) ==
-        serialize(r)``. Equal to :meth:`body` unless a subclass's :meth:`body` adds
-        members that travel elsewhere (Bedrock's ``modelId`` goes in the URI)."""
-        return self.body(request)
+        """The JSON body exactly as POSTed: :meth:`body` without the :attr:`URI_MEMBERS`;
+        ``canonical.dumpb(wire_body(r)) == serialize(r)``."""
+        out = self.body(request)
+        for member in self.URI_MEMBERS:
+            out.pop(member, None)
+        return out
 
     def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of ``body`` without this provider's cache markers, and nothing else
@@ -216,18 +215,42 @@ class Provider:
 
     # ------------------------------------------------------------ frame (overridable)
 
-    def head(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
-        """Keys before the history list. Default: model, max tokens, instructions, tools."""
-        out = Ordered(model=settings.model)
-        out[self.MAX_TOKENS_KEY] = settings.max_tokens
+    def head(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        markers: Markers,
+        nested: Mapping[str, Any],
+    ) -> Ordered:
+        """Keys before the history list: the model (``MODEL_KEY``), max tokens (alone, or
+        in the ``CONFIG_KEY`` object followed by the ``nested`` options, sorted), then
+        :meth:`instructions_fields` and :meth:`tools_fields`."""
+        out = Ordered()
+        if self.MODEL_KEY is not None:
+            out[self.MODEL_KEY] = settings.model
+        if self.CONFIG_KEY is None:
+            out[self.MAX_TOKENS_KEY] = settings.max_tokens
+        else:
+            config = Ordered()
+            config[self.MAX_TOKENS_KEY] = settings.max_tokens
+            for key in sorted(nested):
+                config[key] = nested[key]
+            out[self.CONFIG_KEY] = config
         out.update(self.instructions_fields(request.instructions, markers))
         if request.tools:
             last = len(request.tools) - 1
-            out[self.TOOLS_KEY] = [
+            tools = [
                 self.tool(spec, self.check_tool_spec(spec, i), i == last, markers)
                 for i, spec in enumerate(request.tools)
             ]
+            out.update(self.tools_fields(tools, markers))
         return out
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The settings options as ``(nested, top_level)``. Nested ones go into the
+        ``CONFIG_KEY`` object after max tokens; top-level ones after the trail. Each
+        part is sorted on the wire. Default: every option is top-level."""
+        return {}, options
 
     def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
         """Head keys carrying the instructions (none by default)."""
@@ -246,6 +269,31 @@ class Provider:
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
         """One tool definition of the head."""
         raise NotImplementedError(f"{self.name}: tool definitions")
+
+    def tools_fields(self, tools: list[Any], markers: Markers) -> Ordered:
+        """Head keys carrying the (non-empty) list of :meth:`tool` definitions."""
+        out = Ordered()
+        out[self.TOOLS_KEY] = tools
+        return out
+
+    # ------------------------------------------------------------ messages (overridable)
+
+    def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
+        """What ``message``'s bytes depend on besides its own content and cache markers:
+        for a wire that writes into a message something only an earlier message holds.
+
+        ``earlier`` holds what this hook noted about the request's messages before this
+        one (empty at the first); note there what later messages will need from this
+        one (set keys; never mutate a value). The key joins the message's fragment-cache
+        key and reaches its handlers as :attr:`MessageAt.key`: handlers take what they
+        need of earlier messages from it, never from the messages themselves.
+
+        It must depend only on ``message`` and ``earlier``: it runs once per message of
+        a history, in order, and a request whose messages extend an earlier request's
+        reuses that request's keys (:class:`~providers.scan.KeyScan`). Not overridden
+        (the default): every key is ``()`` and nothing is scanned.
+        """
+        return ()
 
     # ------------------------------------------------------------- helpers for handlers
 
@@ -309,8 +357,10 @@ class Provider:
 
     # ----------------------------------------------------------------------- internals
 
-    def _message_items(self, message: CanonicalMessage, index: int, markers: Markers) -> list[Any]:
-        at = MessageAt(self.name, message, index, markers)
+    def _message_items(
+        self, message: CanonicalMessage, index: int, markers: Markers, key: Any
+    ) -> list[Any]:
+        at = MessageAt(self.name, message, index, markers, key)
         if not message.parts:
             at.fail("message has no parts")
         handler: Callable[[CanonicalMessage, MessageAt], list[Any]] | None = getattr(
@@ -364,7 +414,11 @@ class Provider:
             frame.add(hint.position)
         return frozenset(frame), {i: frozenset(p) for i, p in per_message.items()}
 
-    def _prepare(self, request: ModelRequest) -> tuple[Frame, dict[int, Markers]]:
+    def _prepare(
+        self, request: ModelRequest
+    ) -> tuple[Frame, dict[int, Markers], tuple[Hashable, ...] | None]:
+        """The frame, the cache positions per message index, and the fragment keys (None
+        when this wire has no :meth:`fragment_key`)."""
         settings = self._settings(request)
         frame_markers, message_markers = self._markers(request)
         key = (request.instructions, request.tools, settings, request.cache_key, frame_markers)
@@ -374,14 +428,12 @@ class Provider:
                 self._frames.clear()
             frame = self._build_frame(request, settings, frame_markers)
             self._frames[key] = frame
-        return frame, message_markers
+        if not self._keyed:
+            return frame, message_markers, None
+        self._scan, keys = self._scan.keys_for(request.messages, self.fragment_key)
+        return frame, message_markers, keys
 
-    def _build_frame(
-        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
-    ) -> Frame:
-        head = self.head(request, settings, markers)
-        preamble = tuple(self.preamble(request, settings, markers))
-        trail = Ordered(self.trail(request, settings, markers))
+    def _options(self, settings: ProviderSettings) -> dict[str, Any]:
         try:
             options = canonical.loads(settings.options)
         except (CanonicalJSONError, ValueError) as err:
@@ -390,30 +442,28 @@ class Provider:
             ) from None
         if not isinstance(options, dict):
             raise SerializationError(f"{self.name}: settings options must be a JSON object")
+        return options
+
+    def _build_frame(
+        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
+    ) -> Frame:
+        nested, top_level = self.split_options(self._options(settings))
+        if nested and self.CONFIG_KEY is None:
+            raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")
+        if self.MAX_TOKENS_KEY in nested:
+            raise SerializationError(
+                f"{self.name}: settings options may not set reserved key(s) "
+                f"[{self.MAX_TOKENS_KEY!r}] (max tokens come from the settings)"
+            )
+        head = self.head(request, settings, markers, nested)
+        preamble = tuple(self.preamble(request, settings, markers))
+        trail = Ordered(self.trail(request, settings, markers))
         reserved = set(head) | set(trail) | {self.MESSAGES_KEY} | self.RESERVED_OPTIONS
-        clash = sorted(set(options) & reserved)
+        clash = sorted(set(top_level) & reserved)
         if clash:
             raise SerializationError(
                 f"{self.name}: settings options may not set reserved key(s) {clash}"
             )
-        for key in sorted(options):
-            trail[key] = options[key]
-        try:
-            head_bytes = canonical.dumpb(head)
-            trail_bytes = canonical.dumpb(trail)
-            preamble_bytes = b",".join(canonical.dumpb(item) for item in preamble)
-        except CanonicalJSONError as err:
-            raise SerializationError(
-                f"{self.name}: instructions, tools or settings: {err}"
-            ) from None
-        head_inner = head_bytes[1:-1]
-        open_bytes = (
-            b"{"
-            + head_inner
-            + (b"," if head_inner else b"")
-            + canonical.dumpb(self.MESSAGES_KEY)
-            + b":["
-        )
-        trail_inner = trail_bytes[1:-1]
-        close_bytes = b"]" + (b"," + trail_inner if trail_inner else b"") + b"}"
-        return Frame(head, preamble, trail, open_bytes, preamble_bytes, close_bytes)
+        for key in sorted(top_level):
+            trail[key] = top_level[key]
+        return Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)

@@ -5,11 +5,11 @@ Fields from the official API reference and botocore's ``bedrock-runtime`` servic
 ``ToolConfiguration``, ``ToolSpecification``, ``ToolUseBlock``, ``ToolResultBlock``,
 ``CachePointBlock``, ``InferenceConfiguration``):
 
-* ``modelId`` is a URI member (``/model/{modelId}/converse``), not part of the JSON
-  body. :meth:`serialize` returns exactly the POSTed JSON body, *without* ``modelId``;
-  :meth:`body` returns the full Converse params, ``modelId`` first, as an SDK call takes
-  them (the SDK judge validates those). :meth:`wire_body` is the body without the URI
-  members, so ``canonical.dumpb(wire_body(r)) == serialize(r)``.
+* ``modelId`` is a URI member (``/model/{modelId}/converse``, :attr:`URI_MEMBERS`),
+  not part of the JSON body. :meth:`serialize` returns exactly the POSTed JSON body,
+  *without* ``modelId``; :meth:`body` returns the full Converse params, ``modelId``
+  first, as an SDK call takes them (the SDK judge validates those). :meth:`wire_body` is
+  the body without the URI members, so ``canonical.dumpb(wire_body(r)) == serialize(r)``.
 * Body, in this order: ``inferenceConfig`` (``maxTokens`` = the settings' max tokens,
   then the options that are ``InferenceConfiguration`` members -- ``temperature``,
   ``topP``, ``stopSequences`` -- sorted), ``system`` (``[{"text": instructions},
@@ -18,7 +18,8 @@ Fields from the official API reference and botocore's ``bedrock-runtime`` servic
   inputSchema: {"json": schema}}}..., cachePoint?]}``; ``description`` is omitted when
   empty for the same reason; no ``toolConfig`` without tools: ``tools`` needs at least
   one element), ``messages``, then the remaining options, sorted, as top-level
-  Converse fields (``additionalModelRequestFields``, ``performanceConfig`` ...).
+  Converse fields (``additionalModelRequestFields``, ``performanceConfig`` ...):
+  :meth:`split_options` nests the ``InferenceConfiguration`` members.
 * Tool names (``ToolName``): 1-64 characters matching ``[a-zA-Z0-9_-]+``; tool use
   ids (``ToolUseId``): 1-64 characters matching ``[a-zA-Z0-9_.:-]+``.
 
@@ -68,11 +69,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import attrs
-
-from compiler import canonical
-from compiler.canonical import CanonicalJSONError, Ordered
-from compiler.errors import SerializationError
+from compiler.canonical import Ordered
 from compiler.messages import (
     CanonicalMessage,
     ImagePart,
@@ -81,8 +78,8 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers.base import Frame, Markers, MessageAt, PartAt, Provider
+from compiler.model import CachePosition, ModelRequest, ToolSpec
+from providers.base import Markers, MessageAt, PartAt, Provider
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
 
@@ -91,6 +88,10 @@ class BedrockConverse(Provider):
     name: ClassVar[str] = "bedrock-converse"
 
     MESSAGES_KEY = "messages"
+    MODEL_KEY = None  # a URI member: see URI_MEMBERS and body()
+    #: InferenceConfiguration: maxTokens first, then the INFERENCE_KEYS options.
+    CONFIG_KEY = "inferenceConfig"
+    MAX_TOKENS_KEY = "maxTokens"
     TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
     TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
     #: ``ToolUseId``: min 1, max 64, pattern ``[a-zA-Z0-9_.:-]+``.
@@ -98,11 +99,11 @@ class BedrockConverse(Provider):
     MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TAIL})
     CACHE_POSITIONS = _ALL_POSITIONS
     RESERVED_OPTIONS = frozenset({"modelId", "messages", "system", "toolConfig", "inferenceConfig"})
-    #: Members of the body that travel in the URL instead (``body()`` includes them).
-    URI_MEMBERS: ClassVar[tuple[str, ...]] = ("modelId",)
+    URI_MEMBERS = ("modelId",)
     #: Wire role of each canonical role.
     ROLES: ClassVar[dict[str, str]] = {"user": "user", "assistant": "assistant", "tool": "user"}
-    #: ``InferenceConfiguration`` members; options with these keys go into it.
+    #: ``InferenceConfiguration`` members; options with these keys go into it
+    #: (``maxTokens`` is refused: max tokens come from the settings).
     INFERENCE_KEYS: ClassVar[frozenset[str]] = frozenset(
         {"maxTokens", "temperature", "topP", "stopSequences"}
     )
@@ -123,10 +124,6 @@ class BedrockConverse(Provider):
         out.update(super().body(request))
         return out
 
-    def wire_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body as POSTed (no URI members): ``dumpb`` of it is :meth:`serialize`."""
-        return super().body(request)
-
     def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
         out = super().strip_cache_markers(body)
         if isinstance(out.get("system"), list):
@@ -141,40 +138,22 @@ class BedrockConverse(Provider):
 
     # ------------------------------------------------------------------------ frame
 
-    def _build_frame(
-        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
-    ) -> Frame:
-        # Inference options go into inferenceConfig (see head); the rest stay top-level.
-        rest = {k: v for k, v in self._options(request).items() if k not in self.INFERENCE_KEYS}
-        evolved = attrs.evolve(settings, options=canonical.dumps(rest))
-        return super()._build_frame(request, evolved, markers)
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        nested = {k: v for k, v in options.items() if k in self.INFERENCE_KEYS}
+        return nested, {k: v for k, v in options.items() if k not in self.INFERENCE_KEYS}
 
-    def head(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
-        inference = Ordered(maxTokens=settings.max_tokens)
-        options = self._options(request)
-        if "maxTokens" in options:
-            raise SerializationError(
-                f"{self.name}: settings options may not set reserved key(s) ['maxTokens'] "
-                "(max tokens come from the settings)"
-            )
-        for key in sorted(self.INFERENCE_KEYS & set(options)):
-            inference[key] = options[key]
-        out = Ordered(inferenceConfig=inference)
-        if request.instructions:
-            system: list[Any] = [Ordered(text=request.instructions)]
-            if CachePosition.INSTRUCTIONS in markers:
-                system.append(self._cache_point())
-            out["system"] = system
-        if request.tools:
-            last = len(request.tools) - 1
-            tools = [
-                self.tool(spec, self.check_tool_spec(spec, i), i == last, markers)
-                for i, spec in enumerate(request.tools)
-            ]
-            if CachePosition.TOOLS in markers:
-                tools.append(self._cache_point())
-            out["toolConfig"] = Ordered(tools=tools)
-        return out
+    def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
+        if not instructions:  # SystemContentBlock text has a minimum length of 1
+            return Ordered()
+        system: list[Any] = [Ordered(text=instructions)]
+        if CachePosition.INSTRUCTIONS in markers:
+            system.append(self._cache_point())
+        return Ordered(system=system)
+
+    def tools_fields(self, tools: list[Any], markers: Markers) -> Ordered:
+        if CachePosition.TOOLS in markers:
+            tools = [*tools, self._cache_point()]
+        return Ordered(toolConfig=Ordered(tools=tools))
 
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
         tool_spec = Ordered(name=name)
@@ -182,18 +161,6 @@ class BedrockConverse(Provider):
             tool_spec["description"] = spec.description
         tool_spec["inputSchema"] = Ordered(json=spec.parameters_value)
         return Ordered(toolSpec=tool_spec)
-
-    def _options(self, request: ModelRequest) -> dict[str, Any]:
-        raw = self._settings(request).options
-        try:
-            options = canonical.loads(raw)
-        except (CanonicalJSONError, ValueError) as err:
-            raise SerializationError(
-                f"{self.name}: settings options are not JSON ({err})"
-            ) from None
-        if not isinstance(options, dict):
-            raise SerializationError(f"{self.name}: settings options must be a JSON object")
-        return options
 
     def _cache_point(self) -> Any:
         return copy.deepcopy(self.CACHE_POINT)

@@ -40,10 +40,12 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
   it (for example a ``thought`` part); it is emitted verbatim as a part. Opaque parts
   of other providers are refused.
 * ``functionResponse.name`` is required by the API but a canonical tool result carries
-  only its call id: the name is looked up from the matching tool call in an *earlier*
-  message of the same request (a lookup, never a reorder). Because a tool-result
-  message's bytes therefore depend on that earlier call, the fragment cache key of a
-  tool-result message includes the resolved names.
+  only its call id: the name is that of the latest tool call with that id in an
+  *earlier* assistant message of the same request (a lookup, never a reorder). A
+  tool-result message's bytes therefore depend on earlier messages: :meth:`fragment_key`
+  resolves its names (one dict lookup each; each message is scanned once per history,
+  see :mod:`providers.scan`) into its fragment-cache key, and
+  :meth:`tool_result_part` writes the name it finds there.
 * Refused: images outside user-role messages, anything but tool results (and own
   opaque parts) in a tool-result message, tool calls outside assistant messages, tool
   results whose call is not in the request.
@@ -54,14 +56,10 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
-import attrs
-
-from compiler import canonical
-from compiler.canonical import CanonicalJSONError, Ordered
-from compiler.errors import SerializationError
+from compiler.canonical import Ordered
 from compiler.messages import (
     CanonicalMessage,
     ImagePart,
@@ -71,104 +69,37 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import ModelRequest, ProviderSettings, ToolSpec
-from providers.base import (
-    CACHE_LIMIT,
-    Frame,
-    Markers,
-    MessageAt,
-    PartAt,
-    Provider,
-    join_body,
-)
-
-_NO_MARKERS: Markers = frozenset()
+from compiler.model import ToolSpec
+from providers.base import Markers, MessageAt, PartAt, Provider
 
 
 class Gemini(Provider):
     name: ClassVar[str] = "gemini"
 
     MESSAGES_KEY = "contents"
+    MODEL_KEY = None  # a path parameter
+    #: Every settings option goes into generationConfig, after maxOutputTokens.
+    CONFIG_KEY = "generationConfig"
+    MAX_TOKENS_KEY = "maxOutputTokens"
     TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}")
     TOOL_NAME_RULE = (
         "1-128 characters of a-z, A-Z, 0-9, '_', '.', ':' and '-', starting with a letter or '_'"
     )
     #: Wire role of each canonical role.
     ROLES: ClassVar[dict[str, str]] = {"user": "user", "assistant": "model", "tool": "user"}
-    #: Object the settings options are merged into, and its max-tokens key.
-    CONFIG_KEY: ClassVar[str] = "generationConfig"
-    CONFIG_MAX_TOKENS_KEY: ClassVar[str] = "maxOutputTokens"
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: The messages of the request being encoded (tool-result name lookup).
-        self._messages: Sequence[CanonicalMessage] = ()
-        #: Fragment cache keyed by (id, digest, markers, resolved call names).
-        self._named_fragments: dict[tuple[Any, ...], bytes] = {}
-
-    # ------------------------------------------------------------------ public API
-
-    def serialize(self, request: ModelRequest) -> bytes:
-        """As :meth:`Provider.serialize`, with the call names of a tool-result message
-        in its fragment cache key (its bytes depend on them)."""
-        frame, message_markers = self._prepare(request)
-        self._messages = request.messages
-        try:
-            fragments: list[bytes] = [frame.preamble_bytes] if frame.preamble_bytes else []
-            cache = self._named_fragments
-            if len(cache) > CACHE_LIMIT:
-                cache.clear()
-            for index, message in enumerate(request.messages):
-                markers = message_markers.get(index, _NO_MARKERS)
-                names = self._result_names(message, index)
-                key = (message.id, message.digest, markers, names)
-                fragment = cache.get(key)
-                if fragment is None:
-                    items = self._message_items(message, index, markers)
-                    fragment = b",".join(self._encode_item(message, item) for item in items)
-                    cache[key] = fragment
-                fragments.append(fragment)
-            return join_body(frame, fragments)
-        finally:
-            self._messages = ()
-
-    def body(self, request: ModelRequest) -> dict[str, Any]:
-        self._messages = request.messages
-        try:
-            return super().body(request)
-        finally:
-            self._messages = ()
 
     # ------------------------------------------------------------------------ frame
 
-    def _build_frame(
-        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
-    ) -> Frame:
-        # Every option goes into generationConfig (see head); none at the top level.
-        return super()._build_frame(request, attrs.evolve(settings, options="{}"), markers)
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return options, {}
 
-    def head(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
-        config = Ordered()
-        config[self.CONFIG_MAX_TOKENS_KEY] = settings.max_tokens
-        options = self._options(request)
-        if self.CONFIG_MAX_TOKENS_KEY in options:
-            raise SerializationError(
-                f"{self.name}: settings options may not set reserved key(s) "
-                f"[{self.CONFIG_MAX_TOKENS_KEY!r}] (max tokens come from the settings)"
-            )
-        for key in sorted(options):
-            config[key] = options[key]
-        out = Ordered()
-        out[self.CONFIG_KEY] = config
-        if request.instructions:
-            out["systemInstruction"] = Ordered(parts=[Ordered(text=request.instructions)])
-        if request.tools:
-            declarations = [
-                self.tool(spec, self.check_tool_spec(spec, i), i == len(request.tools) - 1, markers)
-                for i, spec in enumerate(request.tools)
-            ]
-            out["tools"] = [Ordered(functionDeclarations=declarations)]
-        return out
+    def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
+        if not instructions:
+            return Ordered()
+        return Ordered(systemInstruction=Ordered(parts=[Ordered(text=instructions)]))
+
+    def tools_fields(self, tools: list[Any], markers: Markers) -> Ordered:
+        return Ordered(tools=[Ordered(functionDeclarations=tools)])
 
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
         return Ordered(
@@ -177,20 +108,23 @@ class Gemini(Provider):
             parametersJsonSchema=spec.parameters_value,
         )
 
-    def _options(self, request: ModelRequest) -> dict[str, Any]:
-        """The original settings options (the frame builder sees them emptied)."""
-        raw = self._settings(request).options
-        try:
-            options = canonical.loads(raw)
-        except (CanonicalJSONError, ValueError) as err:
-            raise SerializationError(
-                f"{self.name}: settings options are not JSON ({err})"
-            ) from None
-        if not isinstance(options, dict):
-            raise SerializationError(f"{self.name}: settings options must be a JSON object")
-        return options
-
     # --------------------------------------------------------------------- messages
+
+    def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
+        """Per part, the function name of the call a tool result answers (None for other
+        parts, and for a result with no earlier call); ``()`` for a message without
+        results. Notes an assistant message's calls (call id -> name) for later ones."""
+        key: tuple[str | None, ...] = ()
+        if any(isinstance(part, ToolResultPart) for part in message.parts):
+            key = tuple(
+                earlier.get(part.call_id) if isinstance(part, ToolResultPart) else None
+                for part in message.parts
+            )
+        if message.kind is MessageKind.ASSISTANT:
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    earlier[part.call_id] = part.name
+        return key
 
     def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         return [self._content(message, at)]
@@ -209,10 +143,7 @@ class Gemini(Provider):
     def text_part(self, part: TextPart, at: PartAt) -> Any:
         if at.message.role == "tool":
             at.fail("gemini cannot express a text part in a tool_result message")
-        out = Ordered(text=part.text)
-        if part.thought_signature is not None:
-            out["thoughtSignature"] = part.thought_signature
-        return out
+        return _signed(Ordered(text=part.text), part.thought_signature)
 
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
@@ -227,15 +158,12 @@ class Gemini(Provider):
             name=self.tool_name(part.name, at),
             args=self.arguments_object(part, at),
         )
-        out = Ordered(functionCall=call)
-        if part.thought_signature is not None:
-            out["thoughtSignature"] = part.thought_signature
-        return out
+        return _signed(Ordered(functionCall=call), part.thought_signature)
 
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
-        name = self._call_name(part.call_id, at.at.index)
+        name: str | None = at.at.key[at.index]  # see fragment_key
         if name is None:
             at.fail(
                 f"no earlier tool call with id {part.call_id!r} in this request "
@@ -254,24 +182,9 @@ class Gemini(Provider):
             at.fail("a gemini opaque part must be one Part object as received")
         return value
 
-    # --------------------------------------------------------------- name lookup
 
-    def _call_name(self, call_id: str, before: int) -> str | None:
-        """The name of the latest tool call ``call_id`` in messages before ``before``."""
-        for index in range(before - 1, -1, -1):
-            message = self._messages[index]
-            if message.kind is not MessageKind.ASSISTANT:
-                continue
-            for part in message.parts:
-                if isinstance(part, ToolCallPart) and part.call_id == call_id:
-                    return part.name
-        return None
-
-    def _result_names(self, message: CanonicalMessage, index: int) -> tuple[str | None, ...]:
-        if message.kind is not MessageKind.TOOL_RESULT:
-            return ()
-        return tuple(
-            self._call_name(part.call_id, index)
-            for part in message.parts
-            if isinstance(part, ToolResultPart)
-        )
+def _signed(wire_part: Ordered, signature: str | None) -> Ordered:
+    """``wire_part`` with the part's ``thoughtSignature`` sent back, when it has one."""
+    if signature is not None:
+        wire_part["thoughtSignature"] = signature
+    return wire_part

@@ -1,14 +1,17 @@
-"""Shared canonical inputs for the provider tests (not a test module).
+"""Shared canonical inputs and checks for the provider tests (not a test module).
 
 Every case is a :class:`ModelRequest` built directly from ``compiler.model`` /
 ``compiler.messages`` values, so provider tests need no history machinery. Provider
 test files pair these inputs with their exact expected bodies (sqlglot's
-``validate_all``).
+``validate_all``). Also here: each provider's own opaque block (:data:`OWN_OPAQUE`),
+seeded random histories (:func:`random_history`) and the checks every body must pass
+(:func:`produce`, :func:`refused`, :func:`replay_prefixes`).
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,6 +90,24 @@ RESPONSES_REASONING = canonical.dumps(
         "encrypted_content": "gAAAAABo-encrypted",
     }
 )
+#: A Gemini thought-summary part, exactly as the model sent it.
+GEMINI_THOUGHT = canonical.dumps(
+    {"text": "Considering app.py first.", "thought": True, "thoughtSignature": "CiQBcsjafA=="}
+)
+#: Bedrock Converse reasoning ContentBlocks, as the model returned them.
+BEDROCK_REASONING = canonical.dumps(
+    {"reasoningContent": {"reasoningText": {"text": "Check app.py.", "signature": "EqQBCkYI"}}}
+)
+BEDROCK_REDACTED = canonical.dumps({"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}})
+
+#: Each provider's own opaque block, for the providers that take one back as an
+#: ``OpaquePart`` in an assistant message.
+OWN_OPAQUE = {
+    "anthropic": ANTHROPIC_THINKING,
+    "bedrock-converse": BEDROCK_REASONING,
+    "gemini": GEMINI_THOUGHT,
+    "openai-responses": RESPONSES_REASONING,
+}
 
 
 def msg(kind: MessageKind, id: str, *parts: Part) -> CanonicalMessage:
@@ -261,16 +282,22 @@ def bad_tool_name_chars() -> ModelRequest:
 
 def produce(name: str, req: ModelRequest) -> dict[str, Any]:
     """Serialize ``req`` for ``name`` and check what every body must satisfy: the bytes are
-    the canonical encoding of :meth:`body`, a second call (cached) gives the same bytes,
-    and the strict SDK judge finds no problem. Returns the body."""
+    the canonical encoding of :meth:`wire_body` (the POSTed JSON), :meth:`body` is that
+    plus the provider's ``URI_MEMBERS`` first (Bedrock's ``modelId``; none elsewhere), a
+    second call (cached) gives the same bytes, and the strict SDK judge accepts
+    :meth:`body` (the params as an SDK call takes them). Returns :meth:`body`."""
     provider = get(name)
     data = provider.serialize(req)
-    body = provider.body(req)
-    assert data == canonical.dumpb(body)
+    wire = provider.wire_body(req)
+    full = provider.body(req)
+    assert data == canonical.dumpb(wire)
     assert provider.serialize(req) == data  # from the fragment cache
-    assert canonical.loads(data) == body
-    assert_valid(name, body)
-    return body
+    assert canonical.loads(data) == wire
+    uri = type(provider).URI_MEMBERS
+    assert list(full) == [*uri, *wire]
+    assert {k: v for k, v in full.items() if k not in uri} == wire
+    assert_valid(name, full)
+    return full
 
 
 def refused(name: str, req: ModelRequest, *fragments: str) -> str:
@@ -292,3 +319,84 @@ def assert_wire(body: dict[str, Any], expected: dict[str, Any]) -> None:
     in wire order; JSON-Schema objects in canonical, sorted order)."""
     assert body == expected
     assert json.dumps(body, ensure_ascii=False) == json.dumps(expected, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------- random histories
+
+#: Texts the random histories draw from (unicode, NUL, whitespace, empty, long).
+TEXTS = ("ok", "", "  spaced\n", UNICODE_TEXT, "漢字かな", "שלום", "🧪👩‍💻", "nul \x00", "x" * 5000)
+
+
+def random_history(seed: int, length: int, provider: str) -> list[CanonicalMessage]:
+    """A valid canonical history of ``length`` messages: user turns (with or without a new
+    request context, sometimes an image), background events, assistant turns with text,
+    thought signatures, ``provider``'s own opaque parts and parallel tool calls, each call
+    answered by the next message (results in a random order, some errors)."""
+    rng = random.Random(seed)
+    out: list[CanonicalMessage] = []
+    pending: list[tuple[str, str]] = []
+    n = 0
+    while len(out) < length:
+        n += 1
+        if pending:
+            rng.shuffle(pending)
+            parts = [ToolResultPart(c, rng.choice(TEXTS), rng.random() < 0.2) for c, _ in pending]
+            out.append(results(*parts))
+            pending = []
+            continue
+        kind = rng.choice(("user", "user", "event", "assistant", "assistant"))
+        if kind == "user":
+            if rng.random() < 0.4 or not out:
+                out.append(context(f"u{n}", f"<rules>{rng.choice(TEXTS)}</rules>"))
+            user_parts: list[Part] = [TextPart(rng.choice(TEXTS))]
+            if rng.random() < 0.1:
+                user_parts.append(ImagePart("image/png", PNG_B64))
+            out.append(msg(MessageKind.RUNTIME, f"runtime:u{n}", *user_parts))
+        elif kind == "event":
+            out.append(event(f"b{n}", rng.choice(TEXTS)))
+        else:
+            turn: list[Part] = []
+            if rng.random() < 0.3:
+                turn.append(OpaquePart(provider, OWN_OPAQUE[provider]))
+            if rng.random() < 0.8:
+                signature = "c2ln" if rng.random() < 0.3 else None
+                turn.append(TextPart(rng.choice(TEXTS), thought_signature=signature))
+            for i in range(rng.choice((0, 0, 1, 2, 3))):
+                call_id = f"call_{n}_{i}"
+                name = rng.choice(("grep", "read_file"))
+                signature = "Y2FsbA==" if rng.random() < 0.3 else None
+                arguments = canonical.dumps({"q": rng.choice(TEXTS), "n": i, "f": 0.5})
+                turn.append(ToolCallPart(call_id, name, arguments, thought_signature=signature))
+                pending.append((call_id, name))
+            out.append(assistant(n, *(turn or [TextPart("ok")])))
+    return out[:length]
+
+
+def replay_prefixes(name: str, history: Sequence[CanonicalMessage]) -> list[dict[str, Any]]:
+    """Serialize ``request(*history[:k])`` for every k through one long-lived instance and
+    check each call: the bytes equal a fresh full encode (a new instance, and
+    ``canonical.dumpb(wire_body)``); with cache markers stripped, each history list is a
+    structural prefix of the next and every other field is equal; one wire item per
+    message; the strict SDK judge accepts the last body. Returns every :meth:`body`."""
+    live = get(name)
+    key = type(live).MESSAGES_KEY
+    bodies: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for k in range(1, len(history) + 1):
+        req = request(*history[:k])
+        data = live.serialize(req)
+        fresh = get(name)
+        assert data == canonical.dumpb(fresh.wire_body(req)) == fresh.serialize(req)
+        full = fresh.body(req)
+        stripped = fresh.strip_cache_markers(full)
+        if previous is not None:
+            assert stripped[key][: len(previous[key])] == previous[key]
+            assert {k: v for k, v in stripped.items() if k != key} == {
+                k: v for k, v in previous.items() if k != key
+            }
+        assert len(full[key]) == k  # 1:1
+        bodies.append(full)
+        previous = stripped
+    if bodies:
+        assert_valid(name, bodies[-1])
+    return bodies

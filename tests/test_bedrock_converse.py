@@ -10,7 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from provider_cases import (
     ANTHROPIC_THINKING,
+    BEDROCK_REASONING,
+    BEDROCK_REDACTED,
     CTX,
+    GEMINI_THOUGHT,
     INSTRUCTIONS,
     LONG_TEXT,
     PNG_B64,
@@ -32,7 +35,10 @@ from provider_cases import (
     long_tool_name,
     msg,
     opaque,
+    produce,
+    random_history,
     refused,
+    replay_prefixes,
     request,
     results,
     runtime,
@@ -40,8 +46,6 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-from sdk_judge import assert_valid
-from test_gemini import GEMINI_THOUGHT, random_history
 
 from compiler import canonical
 from compiler.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
@@ -52,11 +56,6 @@ from providers.bedrock_converse import BedrockConverse
 NAME = "bedrock-converse"
 MODEL = "anthropic.claude-sonnet-4-5-v1:0"
 CP = {"cachePoint": {"type": "default"}}
-
-REASONING = canonical.dumps(
-    {"reasoningContent": {"reasoningText": {"text": "Check app.py.", "signature": "EqQBCkYI"}}}
-)
-REDACTED = canonical.dumps({"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}})
 
 TOOLS_WIRE: dict[str, Any] = {
     "tools": [
@@ -128,24 +127,12 @@ def tool_result(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
     return {"toolResult": result}
 
 
-def produce(req: ModelRequest) -> dict[str, Any]:
-    """Serialize and check what every Bedrock body must satisfy: the bytes are the
-    canonical encoding of :meth:`wire_body` (no ``modelId``: it travels in the URL),
-    :meth:`body` is ``modelId`` + that, a cached second call gives the same bytes, at
-    most 4 cachePoints, and botocore's validator (via the strict judge) accepts the
-    params. Returns the full params."""
-    provider = get(NAME)
-    data = provider.serialize(req)
-    wire = provider.wire_body(req)
-    full = provider.body(req)
-    assert data == canonical.dumpb(wire)
-    assert "modelId" not in wire
-    assert list(full) == ["modelId", *wire]
-    assert {k: v for k, v in full.items() if k != "modelId"} == wire
-    assert provider.serialize(req) == data
-    assert canonical.loads(data) == wire
+def params(req: ModelRequest) -> dict[str, Any]:
+    """:func:`produce` (bytes == ``wire_body``, ``body`` == ``modelId`` + that, cached
+    call == first, strict judge) plus Bedrock's limit of 4 cachePoints per request.
+    Returns the full params."""
+    full = produce(NAME, req)
     assert count_cache_points(full) <= 4
-    assert_valid(NAME, full)
     return full
 
 
@@ -191,7 +178,7 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
         ),
     ),
     "reasoning_verbatim": (
-        lambda: opaque(NAME, REASONING),
+        lambda: opaque(NAME, BEDROCK_REASONING),
         body(
             CTX_WIRE,
             RT_WIRE,
@@ -209,7 +196,7 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
         ),
     ),
     "redacted_reasoning_verbatim": (
-        lambda: opaque(NAME, REDACTED),
+        lambda: opaque(NAME, BEDROCK_REDACTED),
         body(
             CTX_WIRE,
             RT_WIRE,
@@ -258,7 +245,7 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_validate_all(case: str) -> None:
     build, expected = CASES[case]
-    assert_wire(produce(build()), expected)
+    assert_wire(params(build()), expected)
 
 
 def test_exact_bytes_simple_without_model_id() -> None:
@@ -289,7 +276,7 @@ def test_one_message_per_canonical_message_never_merged() -> None:
     req = request(
         CTX, RT, event("b1", "x"), assistant(1, TextPart("a")), assistant(2, TextPart("b"))
     )
-    messages = produce(req)["messages"]
+    messages = params(req)["messages"]
     assert [m["role"] for m in messages] == ["user", "user", "user", "assistant", "assistant"]
 
 
@@ -299,24 +286,24 @@ def test_results_keep_their_order_in_one_user_message() -> None:
         assistant(1, call("c2", "grep", pattern="a"), call("c1", "grep", pattern="b")),
         results(ToolResultPart("c2", "two"), ToolResultPart("c1", "one")),
     )
-    last = produce(req)["messages"][-1]
+    last = params(req)["messages"][-1]
     assert last == tail(user(tool_result("c2", "two"), tool_result("c1", "one")))
 
 
 def test_whitespace_kept_byte_for_byte() -> None:
     text = "  leading\n\n\ttrailing  \n"
-    first = produce(request(runtime("u1", text)))["messages"][0]
+    first = params(request(runtime("u1", text)))["messages"][0]
     assert first["content"][0]["text"] == text
 
 
 def test_no_instructions_no_tools_no_keys() -> None:
-    b = produce(request(RT, instructions="", tools=()))
+    b = params(request(RT, instructions="", tools=()))
     assert list(b) == ["modelId", "inferenceConfig", "messages"]
 
 
 def test_empty_tool_description_omitted() -> None:
     spec = ToolSpec("grep", "", '{"type":"object"}')
-    b = produce(request(RT, tools=(spec,)))
+    b = params(request(RT, tools=(spec,)))
     assert b["toolConfig"]["tools"][0] == {
         "toolSpec": {"name": "grep", "inputSchema": {"json": {"type": "object"}}}
     }
@@ -334,7 +321,7 @@ def test_options_split_into_inference_config_and_top_level() -> None:
         }
     )
     settings = (ProviderSettings(NAME, MODEL, 100, options),)
-    b = produce(request(RT, settings=settings))
+    b = params(request(RT, settings=settings))
     assert list(b) == [
         "modelId",
         "inferenceConfig",
@@ -383,7 +370,7 @@ def test_tables_match_the_botocore_service_model() -> None:
 
 
 def test_four_cache_points_tools_system_context_tail() -> None:
-    b = produce(tool_loop())
+    b = params(tool_loop())
     assert b["toolConfig"]["tools"][-1] == CP
     assert b["system"][-1] == CP
     marked = [i for i, m in enumerate(b["messages"]) if m["content"][-1] == CP]
@@ -392,24 +379,24 @@ def test_four_cache_points_tools_system_context_tail() -> None:
 
 
 def test_context_and_tail_on_one_message_get_one_cache_point() -> None:
-    b = produce(request(RT, context("u2", "ctx")))
+    b = params(request(RT, context("u2", "ctx")))
     assert b["messages"][-1]["content"] == [{"text": "ctx"}, CP]
     assert count_cache_points(b) == 3
 
 
 def test_context_point_sits_on_the_latest_request_context_only() -> None:
     req = request(context("u1", "A"), runtime("u1", "q"), context("u2", "B"), runtime("u2", "r"))
-    messages = produce(req)["messages"]
+    messages = params(req)["messages"]
     assert [CP in m["content"] for m in messages] == [False, False, True, True]
 
 
 def test_no_hints_no_cache_points() -> None:
-    b = produce(request(*tool_loop().messages, hints=()))
+    b = params(request(*tool_loop().messages, hints=()))
     assert count_cache_points(b) == 0
 
 
 def test_positions_that_do_not_exist_get_no_cache_point() -> None:
-    b = produce(request(RT, instructions="", tools=()))
+    b = params(request(RT, instructions="", tools=()))
     assert count_cache_points(b) == 1  # the tail only
 
 
@@ -434,10 +421,10 @@ def test_tail_point_moves_and_strip_makes_the_prefix_exact() -> None:
 
 def test_strip_removes_only_cache_points() -> None:
     provider = get(NAME)
-    b = provider.body(opaque(NAME, REASONING))
+    b = provider.body(opaque(NAME, BEDROCK_REASONING))
     stripped = provider.strip_cache_markers(b)
     assert count_cache_points(stripped) == 0
-    assert stripped["messages"][2]["content"][0] == canonical.loads(REASONING)
+    assert stripped["messages"][2]["content"][0] == canonical.loads(BEDROCK_REASONING)
     assert stripped["system"] == [{"text": INSTRUCTIONS}]
     assert stripped["toolConfig"]["tools"] == TOOLS_WIRE["tools"][:-1]
     assert list(stripped) == list(b)
@@ -489,7 +476,7 @@ def test_text_in_tool_result_refused() -> None:
 def test_tool_name_limits() -> None:
     refused(NAME, long_tool_name(), NAME, "'assistant:1'", "part 0", "1-64")
     refused(NAME, bad_tool_name_chars(), NAME, "'read.file'")
-    produce(request(RT, assistant(1, call("c", "t" * 64))))
+    params(request(RT, assistant(1, call("c", "t" * 64))))
     spec = ToolSpec("x" * 65, "d", '{"type":"object"}')
     refused(NAME, request(RT, tools=(spec,)), NAME, "tool 0", "1-64")
 
@@ -501,7 +488,7 @@ def test_tool_use_id_limits() -> None:
         assistant(1, call("call a", "grep")),
     )
     refused(NAME, bad, NAME, "'assistant:1'", "'call a'")
-    produce(request(RT, assistant(1, call("toolu_01.A:b-c", "grep"))))
+    params(request(RT, assistant(1, call("toolu_01.A:b-c", "grep"))))
 
 
 def test_parts_in_the_wrong_message_refused() -> None:
@@ -519,10 +506,10 @@ def test_settings_missing_refused() -> None:
 def test_opaque_part_may_sit_among_parts_in_order() -> None:
     req = request(
         RT,
-        assistant(1, TextPart("a"), OpaquePart(NAME, REASONING), TextPart("b")),
+        assistant(1, TextPart("a"), OpaquePart(NAME, BEDROCK_REASONING), TextPart("b")),
     )
-    content = produce(req)["messages"][-1]["content"]
-    assert content[:3] == [{"text": "a"}, canonical.loads(REASONING), {"text": "b"}]
+    content = params(req)["messages"][-1]["content"]
+    assert content[:3] == [{"text": "a"}, canonical.loads(BEDROCK_REASONING), {"text": "b"}]
 
 
 # ------------------------------------------------------------- random histories
@@ -530,22 +517,5 @@ def test_opaque_part_may_sit_among_parts_in_order() -> None:
 
 @given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 40))
 def test_random_histories_assembled_equals_fresh_and_judge_accepts(seed: int, length: int) -> None:
-    history = random_history(seed, length, NAME)
-    live = get(NAME)
-    previous: dict[str, Any] | None = None
-    for k in range(1, len(history) + 1):
-        req = request(*history[:k])
-        data = live.serialize(req)
-        fresh = get(NAME)
-        full = fresh.body(req)
-        assert data == canonical.dumpb(fresh.wire_body(req)) == fresh.serialize(req)
-        assert count_cache_points(full) <= 4
-        stripped = fresh.strip_cache_markers(full)
-        if previous is not None:
-            assert stripped["messages"][: len(previous["messages"])] == previous["messages"]
-            assert {k: v for k, v in stripped.items() if k != "messages"} == {
-                k: v for k, v in previous.items() if k != "messages"
-            }
-        assert len(full["messages"]) == k  # 1:1
-        previous = stripped
-    assert_valid(NAME, get(NAME).body(request(*history)))
+    bodies = replay_prefixes(NAME, random_history(seed, length, NAME))
+    assert all(count_cache_points(full) <= 4 for full in bodies)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from provider_cases import (
     ANTHROPIC_THINKING,
+    BEDROCK_REASONING,
     CTX,
+    GEMINI_THOUGHT,
     INSTRUCTIONS,
     LONG_TEXT,
     PNG_B64,
@@ -22,7 +23,6 @@ from provider_cases import (
     assistant,
     bad_tool_name_chars,
     call,
-    context,
     empty_text,
     event,
     image,
@@ -34,7 +34,9 @@ from provider_cases import (
     msg,
     opaque,
     produce,
+    random_history,
     refused,
+    replay_prefixes,
     request,
     results,
     runtime,
@@ -42,13 +44,12 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-from sdk_judge import assert_valid
 
 from compiler import canonical
 from compiler.messages import (
+    CanonicalMessage,
     ImagePart,
     MessageKind,
-    OpaquePart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -86,11 +87,6 @@ SYSTEM_WIRE = {"parts": [{"text": INSTRUCTIONS}]}
 CONFIG_WIRE = {"maxOutputTokens": 4096}
 CTX_WIRE = {"role": "user", "parts": [{"text": "<rules>use tabs</rules>"}]}
 RT_WIRE = {"role": "user", "parts": [{"text": "Fix the bug in app.py"}]}
-
-#: A Gemini thought-summary part, exactly as the model sent it.
-GEMINI_THOUGHT = canonical.dumps(
-    {"text": "Considering app.py first.", "thought": True, "thoughtSignature": "CiQBcsjafA=="}
-)
 SIGNATURE = "CiQBcsjafE7vN3mG+Zq0zQ=="
 
 
@@ -302,6 +298,56 @@ def test_fragment_cache_keys_on_the_resolved_function_name() -> None:
         assert canonical.loads(data)["contents"][-1]["parts"][0]["functionResponse"]["name"] == name
 
 
+def test_names_are_resolved_once_per_message_of_a_history() -> None:
+    """A growing history through one instance: only the new messages are scanned for
+    call names; a retry's older (shorter) request scans nothing; a new epoch (a new list
+    of messages) is scanned from its start."""
+    live = get(NAME)
+    scanned: list[str] = []
+    fold = live.fragment_key
+
+    def counting(message: CanonicalMessage, earlier: dict[str, Any]) -> Any:
+        scanned.append(message.id)
+        return fold(message, earlier)
+
+    live.fragment_key = counting  # type: ignore[method-assign]
+    history = [CTX, RT]
+    live.serialize(request(*history))
+    assert scanned == [CTX.id, RT.id]
+    for n in range(1, 30):
+        history += [
+            assistant(n, call(f"c{n}", ("grep", "read_file")[n % 2], x="1")),
+            results(ToolResultPart(f"c{n}", "out")),
+        ]
+        scanned.clear()
+        data = live.serialize(request(*history))
+        assert data == get(NAME).serialize(request(*history))
+        assert scanned == [history[-2].id, history[-1].id]
+    scanned.clear()
+    assert live.serialize(request(*history[:7])) == get(NAME).serialize(request(*history[:7]))
+    assert scanned == []
+    compacted = [runtime("u2", "summary"), *history[-2:]]
+    live.serialize(request(*compacted, epoch=1))
+    assert scanned == [m.id for m in compacted]
+
+
+def test_one_instance_reused_across_conversations_names_each_ones_calls() -> None:
+    """Two histories share the tool-result message (same id and digest) after calls of
+    different names; interleaved through one instance, with shorter requests between,
+    each body names its own history's call."""
+    shared = results(ToolResultPart("c1", "out"))
+    a = [RT, assistant(1, call("c1", "grep", x="1")), shared, event("b1", "x")]
+    b = [RT, assistant(1, call("c1", "read_file", x="1")), shared, event("b1", "x")]
+    live = get(NAME)
+    for history, k in [(a, 3), (b, 3), (a, 4), (b, 2), (b, 4), (a, 3), (b, 3)]:
+        req = request(*history[:k])
+        assert live.serialize(req) == get(NAME).serialize(req)
+        if k >= 3:
+            name = history[1].parts[0].name
+            response = canonical.loads(live.serialize(req))["contents"][2]["parts"][0]
+            assert response["functionResponse"]["name"] == name
+
+
 def test_whitespace_kept_byte_for_byte() -> None:
     text = "  leading\n\n\ttrailing  \n"
     assert produce(NAME, request(runtime("u1", text)))["contents"][0]["parts"][0]["text"] == text
@@ -375,7 +421,7 @@ def test_foreign_opaque_refused() -> None:
     for data, provider in [
         (ANTHROPIC_THINKING, "anthropic"),
         (RESPONSES_REASONING, "openai-responses"),
-        ('{"reasoningContent":{"reasoningText":{"text":"t"}}}', "bedrock-converse"),
+        (BEDROCK_REASONING, "bedrock-converse"),
     ]:
         refused(NAME, opaque(provider, data), "gemini", "'assistant:1'", "part 0", provider)
 
@@ -435,80 +481,7 @@ def test_settings_missing_refused() -> None:
 
 # ------------------------------------------------------------- random histories
 
-#: Texts the random histories draw from (unicode, NUL, whitespace, empty, long).
-TEXTS = ("ok", "", "  spaced\n", UNICODE_TEXT, "漢字かな", "שלום", "🧪👩‍💻", "nul \x00", "x" * 5000)
-#: Each provider's own opaque block, as its model returned it.
-OPAQUE_BLOCKS = {
-    "gemini": GEMINI_THOUGHT,
-    "bedrock-converse": canonical.dumps(
-        {"reasoningContent": {"reasoningText": {"text": "Think.", "signature": "sig=="}}}
-    ),
-}
-
-
-def random_history(seed: int, length: int, provider: str) -> list[Any]:
-    """A valid canonical history of ``length`` messages: user turns (with or without a new
-    request context, sometimes an image), background events, assistant turns with text,
-    thought signatures, own opaque parts and parallel tool calls, each call answered by
-    the next message (results in a random order, some errors)."""
-    rng = random.Random(seed)
-    out: list[Any] = []
-    pending: list[tuple[str, str]] = []
-    n = 0
-    while len(out) < length:
-        n += 1
-        if pending:
-            rng.shuffle(pending)
-            parts = [ToolResultPart(c, rng.choice(TEXTS), rng.random() < 0.2) for c, _ in pending]
-            out.append(results(*parts))
-            pending = []
-            continue
-        kind = rng.choice(("user", "user", "event", "assistant", "assistant"))
-        if kind == "user":
-            if rng.random() < 0.4 or not out:
-                out.append(context(f"u{n}", f"<rules>{rng.choice(TEXTS)}</rules>"))
-            parts: list[Any] = [TextPart(rng.choice(TEXTS))]
-            if rng.random() < 0.1:
-                parts.append(ImagePart("image/png", PNG_B64))
-            out.append(msg(MessageKind.RUNTIME, f"runtime:u{n}", *parts))
-        elif kind == "event":
-            out.append(event(f"b{n}", rng.choice(TEXTS)))
-        else:
-            parts = []
-            if rng.random() < 0.3:
-                parts.append(OpaquePart(provider, OPAQUE_BLOCKS[provider]))
-            if rng.random() < 0.8:
-                signature = "c2ln" if rng.random() < 0.3 else None
-                parts.append(TextPart(rng.choice(TEXTS), thought_signature=signature))
-            for i in range(rng.choice((0, 0, 1, 2, 3))):
-                call_id = f"call_{n}_{i}"
-                name = rng.choice(("grep", "read_file"))
-                signature = "Y2FsbA==" if rng.random() < 0.3 else None
-                arguments = canonical.dumps({"q": rng.choice(TEXTS), "n": i, "f": 0.5})
-                parts.append(ToolCallPart(call_id, name, arguments, thought_signature=signature))
-                pending.append((call_id, name))
-            out.append(assistant(n, *(parts or [TextPart("ok")])))
-    return out[:length]
-
 
 @given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 40))
 def test_random_histories_assembled_equals_fresh_and_judge_accepts(seed: int, length: int) -> None:
-    history = random_history(seed, length, NAME)
-    live = get(NAME)
-    previous: dict[str, Any] | None = None
-    for k in range(1, len(history) + 1):
-        req = request(*history[:k])
-        data = live.serialize(req)
-        fresh = get(NAME)
-        body = fresh.body(req)
-        assert data == canonical.dumpb(body) == fresh.serialize(req)
-        stripped = fresh.strip_cache_markers(body)
-        if previous is not None:
-            assert stripped["contents"][: len(previous["contents"])] == previous["contents"]
-            assert {k: v for k, v in stripped.items() if k != "contents"} == {
-                k: v for k, v in previous.items() if k != "contents"
-            }
-        assert len(body["contents"]) == k  # 1:1
-        previous = stripped
-    assert previous is not None
-    assert_valid(NAME, previous)
+    replay_prefixes(NAME, random_history(seed, length, NAME))

@@ -1,8 +1,11 @@
 """Incremental encoding and cross-provider prefix properties, over random histories.
 
 * A long-lived provider instance assembles each body from cached message fragments; the
-  bytes must equal a fresh full encode (a new instance, and ``canonical.dumpb(body)``)
-  on every call, across compaction epochs and cache-marker moves.
+  bytes must equal a fresh full encode (a new instance, and
+  ``canonical.dumpb(wire_body)``) on every call, across compaction epochs and
+  cache-marker moves. Assistant turns carry the provider's own opaque block
+  (``OWN_OPAQUE``: Anthropic thinking, Responses reasoning, a Gemini thought part, a
+  Bedrock reasoning block) where the wire takes one back.
 * Within an epoch, the body for ``history[:k]`` is a structural prefix of the body for
   the full history once cache markers are stripped, with every other field equal.
 * Only new messages (and a message whose cache marker moved) are encoded again.
@@ -18,8 +21,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 from provider_cases import (
-    ANTHROPIC_THINKING,
-    RESPONSES_REASONING,
+    OWN_OPAQUE,
     assistant,
     call,
     context,
@@ -35,9 +37,6 @@ from compiler import canonical
 from compiler.messages import CanonicalMessage, MessageKind, OpaquePart, TextPart, ToolResultPart
 from compiler.model import CachePosition, ModelRequest
 from providers import NAMES, get
-
-#: Each provider's own opaque block, for the providers that take one as an OpaquePart.
-OPAQUE = {"anthropic": ANTHROPIC_THINKING, "openai-responses": RESPONSES_REASONING}
 
 # Text every provider accepts: not blank (Anthropic refuses blank text blocks).
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=40).map(
@@ -101,8 +100,8 @@ class Script:
                 if self.pending or not self.history:
                     continue
                 parts: list[Any] = []
-                if step[3] and self.provider in OPAQUE:
-                    parts.append(OpaquePart(self.provider, OPAQUE[self.provider]))
+                if step[3] and self.provider in OWN_OPAQUE:
+                    parts.append(OpaquePart(self.provider, OWN_OPAQUE[self.provider]))
                 parts.extend(TextPart(t) for t in step[1])
                 for _ in range(step[2]):
                     call_id = self.fresh("call_")
@@ -187,9 +186,9 @@ class Counting:
         self.original = self.provider._message_items
         self.provider._message_items = self  # type: ignore[method-assign]
 
-    def __call__(self, message: CanonicalMessage, index: int, markers: Any) -> list[Any]:
+    def __call__(self, message: CanonicalMessage, *where: Any) -> list[Any]:
         self.encoded.append(message.id)
-        return self.original(message, index, markers)
+        return self.original(message, *where)
 
 
 def test_only_new_messages_are_encoded() -> None:
