@@ -53,6 +53,9 @@ T = TypeVar("T")
 #: How often an operation is retried after losing a race to another writer.
 RACE_RETRIES = 5
 
+#: Event ids prefixlock gives its own records; a client's event id may not start so.
+RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
+
 
 @attrs.frozen
 class ToolCall:
@@ -153,6 +156,11 @@ class Conversation:
             raise HistoryError(
                 f"event {request.event_id!r} is for conversation "
                 f"{request.conversation_id!r}, not {self.id!r}"
+            )
+        if request.event_id.startswith(RESERVED_EVENT_PREFIXES):
+            raise HistoryError(
+                f"event id {request.event_id!r} is reserved: ids starting with "
+                f"{', '.join(RESERVED_EVENT_PREFIXES)} name prefixlock's own records"
             )
         retried = self._retried(request.event_id, request.digest)
         if retried is not None:

@@ -220,3 +220,14 @@ def test_request_for_another_conversation_is_refused() -> None:
     conv = open_conv()
     with pytest.raises(HistoryError, match="is for conversation 'other', not 'conv-1'"):
         conv.handle(user("u1", conversation="other"))
+
+
+def test_client_event_ids_cannot_take_prefixlock_record_ids() -> None:
+    conv = open_conv()
+    with pytest.raises(HistoryError) as err:
+        conv.handle(user("assistant:1"))
+    assert str(err.value) == (
+        "event id 'assistant:1' is reserved: ids starting with assistant:, tool-results:, "
+        "compact: name prefixlock's own records"
+    )
+    assert len(conv.request().messages) == 0
