@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from compiler import canonical
-from compiler.diff import PREFIX_BREAK, compare_bodies, history_key
+from compiler.comparison import PREFIX_BREAK, compare_bodies, history_key
 from compiler.jsondiff import Difference, describe, first_difference, first_differing_char
 from compiler.messages import CanonicalMessage, MessageKind
 from compiler.model import ModelRequest

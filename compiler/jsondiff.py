@@ -1,6 +1,6 @@
 """JSON value comparison for request bodies: the first divergent path, and short renderings.
 
-Provider-independent helpers shared by :mod:`compiler.diff` (which knows the wire
+Provider-independent helpers shared by :mod:`compiler.comparison` (which knows the wire
 formats), :mod:`compiler.sources` and :mod:`compiler.invariants`.
 """
 

@@ -40,6 +40,7 @@ from compiler.messages import MessageKind
 from compiler.replay import Call, provider_names, replay, replay_bodies, serialize_calls
 from compiler.scenario import Scenario, load_scenario
 from compiler.sources import SourceIndex
+from compiler.tables import align
 from compiler.tokens import NAMES as TOKENIZERS
 from compiler.tokens import get_tokenizer
 
@@ -121,13 +122,7 @@ class Report:
             )
             for row in self.rows
         ]
-        widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
-        lines = []
-        for cells in (header, *body):
-            left = [c.ljust(w) for c, w in zip(cells[:2], widths[:2], strict=True)]
-            right = [c.rjust(w) for c, w in zip(cells[2:], widths[2:], strict=True)]
-            lines.append("  ".join(left + right).rstrip())
-        return "\n".join(lines)
+        return "\n".join(align((header, *body)))
 
 
 # --- scenarios -------------------------------------------------------------------------

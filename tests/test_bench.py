@@ -15,7 +15,7 @@ import pytest
 from conv_helpers import example_bundle
 
 import providers
-from compiler import bench, canonical
+from compiler import bench, bench_report, bench_workload, canonical
 from compiler.checkpoint import _decode_record_checked, _scan_record
 from compiler.cli import main
 from compiler.conversation import Conversation
@@ -109,9 +109,9 @@ def test_same_seed_same_conversation(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_generated_conversation_shape() -> None:
-    calls = bench.generate(600, 5, compact=True, tail=50)
-    assert calls == bench.generate(600, 5, compact=True, tail=50)
-    assert calls != bench.generate(600, 6, compact=True, tail=50)
+    calls = bench_workload.generate(600, 5, compact=True, tail=50)
+    assert calls == bench_workload.generate(600, 5, compact=True, tail=50)
+    assert calls != bench_workload.generate(600, 6, compact=True, tail=50)
     assert calls[0].kind == "user" and calls[0].output is None
     kinds = {c.kind for c in calls}
     assert kinds == {"user", "background", "tool_results"}
@@ -121,23 +121,23 @@ def test_generated_conversation_shape() -> None:
     compacted = [c for c in calls if c.request is not None and c.request.compact_summary]
     assert len(compacted) == 1
     contexts = {c.request.context for c in calls if c.kind == "user" and c.request is not None}
-    assert len(contexts) >= 600 // bench.CONTEXT_EVERY - 2  # a change every ~50 calls
+    assert len(contexts) >= 600 // bench_workload.CONTEXT_EVERY - 2  # a change every ~50 calls
 
 
 def test_every_run_ends_with_the_same_script() -> None:
-    short = bench.generate(60, 1, tail=25)
-    long = bench.generate(300, 1, compact=True, tail=25)
+    short = bench_workload.generate(60, 1, tail=25)
+    long = bench_workload.generate(300, 1, compact=True, tail=25)
     assert short[-25:] == long[-25:]
     assert short[:-25] == long[: len(short) - 25]  # the same seed: the same start, too
-    assert bench.generate(60, 1) != short
+    assert bench_workload.generate(60, 1) != short
 
 
 def test_the_conversation_plays_and_its_records_take_the_fast_path() -> None:
     """Every record a writer produces decodes on the fast path, to the same record."""
     store = MemoryStore()
     conv = Conversation.open(store, example_bundle(), "bench")
-    for call in bench.generate(120, 2, compact=True, tail=20):
-        bench._play(conv, call)
+    for call in bench_workload.generate(120, 2, compact=True, tail=20):
+        bench_workload.play(conv, call)
     stored = store.load("bench")
     assert stored is not None
     prev = canonical.sha256_hex(stored.root)
@@ -155,7 +155,7 @@ def test_target_flags_follow_the_figures(report: dict[str, Any]) -> None:
     runs = report["runs"]
     short, long = runs[0], runs[-1]
     targets = {t["name"]: t for t in report["targets"]}
-    assert targets == {t["name"]: t for t in bench.targets(runs)}
+    assert targets == {t["name"]: t for t in bench_report.targets(runs)}
     handling = long["handle_ns"]["median"] / short["handle_ns"]["median"]
     assert targets["handling_flat"]["value"] == pytest.approx(handling, abs=1e-3)
     speedup = min(
@@ -204,8 +204,8 @@ def test_target_flags_flip_with_the_figures(
         for provider in providers.NAMES:
             run["serialize_ns"][provider]["median"] = 1_000
             run["naive_ns"][provider]["median"] = 20_000
-    assert all(t["met"] for t in bench.targets(runs))
+    assert all(t["met"] for t in bench_report.targets(runs))
     for value, met in ((good, True), (bad, False)):
         _set(runs, index, path, value)
-        target = {t["name"]: t for t in bench.targets(runs)}[name]
+        target = {t["name"]: t for t in bench_report.targets(runs)}[name]
         assert target["met"] is met, (value, target)

@@ -12,7 +12,13 @@ import pytest
 
 from compiler import canonical, revisions
 from compiler.cli import main
-from compiler.diff import IDENTICAL, PREFIX_BREAK, TAIL_APPEND, compare_bodies, guess_provider
+from compiler.comparison import (
+    IDENTICAL,
+    PREFIX_BREAK,
+    TAIL_APPEND,
+    compare_bodies,
+    guess_provider,
+)
 from compiler.jsondiff import MISSING, Difference, first_difference
 from compiler.loader import load_yaml_file
 from compiler.sources import SourceIndex

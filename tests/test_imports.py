@@ -33,7 +33,9 @@ PROVIDER_API = frozenset(
 EDGE_MODULES: frozenset[str] = frozenset(
     {
         "compiler.replay",  # replays scenarios and serializes each call per provider
-        "compiler.diff",  # compares bodies through a provider's strip_cache_markers
+        # compares bodies through a provider's strip_cache_markers and names the
+        # providers for the rest of `prefixlock diff` (diff, diff_sides, folderdiff)
+        "compiler.comparison",
         "compiler.bench",  # times each provider's serialize against a naive re-encode
     }
 )
