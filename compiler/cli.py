@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -145,12 +146,19 @@ def _schema_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_schema(args: argparse.Namespace) -> int:
-    out: Path = args.out
+def _write_schemas(out: Path) -> list[Path]:
+    """Write every schema into ``out``, side by side: their relative ``$ref``s resolve there."""
     out.mkdir(parents=True, exist_ok=True)
+    written = []
     for name in sorted(SCHEMA_NAMES):
         path = out / f"{name}.schema.json"
         path.write_bytes(schema_text(name).encode("utf-8"))
+        written.append(path)
+    return written
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    for path in _write_schemas(args.out):
         _out(f"wrote {path}")
     return 0
 
@@ -160,6 +168,27 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 def _init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, metavar="DIR", help="new spec root (absent or empty)")
+
+
+#: Where ``init`` writes the schemas, and how a ``rules/*.yaml`` file reaches them.
+_INIT_SCHEMAS = "schemas"
+_HEADER = re.compile(rb"# yaml-language-server: \$schema=(?:\S*/)?(?P<kind>[a-z_]+)\.schema\.json")
+
+
+def _point_headers_at_schemas(rules: Path) -> None:
+    """Rewrite each YAML file's ``$schema`` first line to ``../schemas/<kind>.schema.json``.
+
+    Only a first line naming a shipped schema changes; every other byte is kept.
+    """
+    for path in sorted(rules.glob("*.yaml")):
+        data = path.read_bytes()
+        first, newline, rest = data.partition(b"\n")
+        match = _HEADER.fullmatch(first)
+        kind = match["kind"].decode() if match is not None else ""
+        if kind not in SCHEMA_NAMES:
+            continue
+        header = f"# yaml-language-server: $schema=../{_INIT_SCHEMAS}/{kind}.schema.json"
+        path.write_bytes(header.encode() + newline + rest)
 
 
 def _run_init(args: argparse.Namespace) -> int:
@@ -174,6 +203,8 @@ def _run_init(args: argparse.Namespace) -> int:
         ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")
         for folder in ("prompt", "rules"):
             shutil.copytree(example / folder, staging / folder, ignore=ignore)
+        _write_schemas(staging / _INIT_SCHEMAS)
+        _point_headers_at_schemas(staging / "rules")
         bundle = build_bundle(staging)
         write_lock(bundle, staging)
         if target.exists():
@@ -188,11 +219,14 @@ def _run_init(args: argparse.Namespace) -> int:
         f" {len(bundle.tools)} tools, modes {', '.join(m.name for m in bundle.modes)}"
     )
     _out(f"wrote {target / LOCK_FILE} (bundle {bundle.digest})")
+    _out(
+        f"wrote {target / _INIT_SCHEMAS}/ ({len(SCHEMA_NAMES)} JSON Schemas; the first line of"
+        f" each {target / 'rules'}/*.yaml points at one, for editor autocompletion)"
+    )
     _out("")
     _out("next steps:")
     steps = [
         (f"edit {target / 'rules'}/*.yaml and {agent_dir}/", ""),
-        (f"prefixlock schema --out {target / 'schemas'}", "JSON Schemas for your editor"),
         (f"prefixlock build --root {target}", f"compile; updates {LOCK_FILE}"),
         (f"prefixlock build --root {target} --check", "in CI and pre-commit"),
     ]

@@ -3,8 +3,12 @@
 This is the only module that imports :mod:`jsonschema` (and :mod:`referencing`). The
 schemas live in ``compiler/schemas/<name>.schema.json`` (draft 2020-12); shared
 definitions (rule, skill, subagent, MCP server and tool, environment, Git) live once, in
-``context.schema.json`` ``$defs``, and the others reference them through an offline
-:class:`referencing.Registry` that holds exactly these files: nothing is fetched.
+``context.schema.json`` ``$defs``, and the others reference them by relative URI
+(``"context.schema.json#/$defs/rules"``). The schemas have no ``$id``: a reference resolves
+against the file's own location, so an editor finds the sibling file on disk wherever the
+schemas are copied (``prefixlock schema``, ``prefixlock init``). Here an offline
+:class:`referencing.Registry` holds exactly these files under those same relative URIs:
+nothing is fetched.
 
 Every schema violation becomes a :class:`~compiler.errors.SpecError` with its JSON path,
 its ``file:line:col`` and a message saying what was expected::
@@ -118,9 +122,13 @@ def _check_name(name: str) -> None:
         raise ValueError(f"unknown schema {name!r} (expected one of: {', '.join(SCHEMA_NAMES)})")
 
 
+def _file_name(name: str) -> str:
+    return f"{name}.schema.json"
+
+
 @functools.cache
 def _text(name: str) -> str:
-    resource = importlib.resources.files("compiler").joinpath("schemas", f"{name}.schema.json")
+    resource = importlib.resources.files("compiler").joinpath("schemas", _file_name(name))
     return resource.read_text(encoding="utf-8")
 
 
@@ -145,10 +153,19 @@ def schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _registry() -> Registry[Any]:
-    """Every shipped schema under its ``$id``; there is no retrieval: nothing is fetched."""
-    resources = [
-        (_parsed(name)["$id"], DRAFT202012.create_resource(_parsed(name))) for name in SCHEMA_NAMES
-    ]
+    """Every shipped schema under its file name; there is no retrieval: nothing is fetched.
+
+    A schema has no ``$id``, so a validator's base URI is empty and a reference such as
+    ``context.schema.json#/$defs/rules`` resolves to the key ``context.schema.json``,
+    exactly as it resolves to the sibling file for an editor. A reference to anything
+    else raises :class:`referencing.exceptions.Unresolvable` (the registry cannot retrieve).
+    """
+    resources = []
+    for name in SCHEMA_NAMES:
+        parsed = _parsed(name)
+        if "$id" in parsed:  # it would move the base URI away from the file's location
+            raise ValueError(f"{_file_name(name)}: a shipped schema must not have an $id")
+        resources.append((_file_name(name), DRAFT202012.create_resource(parsed)))
     return Registry().with_resources(resources)
 
 

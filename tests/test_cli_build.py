@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from schema_links import editor_errors, header_schema, ref_problems
 from test_bundle import BROKEN, Mutation
 
-from compiler import canonical
-from compiler.bundle import LOCK_FILE, MANIFEST, build_bundle
+from compiler import canonical, cli
+from compiler.bundle import LOCK_FILE, MANIFEST, build_bundle, find_example_root
 from compiler.cli import COMMANDS, main
 from compiler.validate import SCHEMA_NAMES, schema_text
 
@@ -273,6 +274,7 @@ def test_schema_writes_every_schema(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert written == schema_text(name)
         assert isinstance(canonical.loads(written), dict)
     assert len(out.splitlines()) == len(SCHEMA_NAMES)
+    assert ref_problems(out_dir) == []  # side by side, every $ref resolves among the copies
 
 
 def test_init_scaffolds_a_spec_root_that_builds(
@@ -281,13 +283,56 @@ def test_init_scaffolds_a_spec_root_that_builds(
     target = tmp_path / "my-agent"
     code, out, err = run(capsys, "init", str(target))
     assert (code, err) == (0, "")
-    assert sorted(p.name for p in target.iterdir()) == [LOCK_FILE, "prompt", "rules"]
+    assert sorted(p.name for p in target.iterdir()) == [LOCK_FILE, "prompt", "rules", "schemas"]
     assert out.splitlines()[0].startswith(f"created {target}/ from the bundled example")
     assert "next steps:" in out
     # the scaffold is the example, and its lock file is current
     assert run(capsys, "build", "--root", str(target), "--check")[0] == 0
     assert run(capsys, "build", "--root", str(target))[0] == 0
     assert (target / "build" / "tools.json").is_file()
+
+
+def test_init_writes_the_schemas_and_points_the_yaml_headers_at_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "my-agent"
+    code, out, _ = run(capsys, "init", str(target))
+    assert code == 0
+    assert f"wrote {target / 'schemas'}/ ({len(SCHEMA_NAMES)} JSON Schemas;" in out
+    schemas = target / "schemas"
+    assert tree(schemas) == {
+        f"{name}.schema.json": schema_text(name).encode("utf-8") for name in SCHEMA_NAMES
+    }
+    assert ref_problems(schemas) == []
+    example = find_example_root() / "rules"
+    yaml_files = sorted((target / "rules").glob("*.yaml"))
+    assert [p.name for p in yaml_files] == sorted(p.name for p in example.glob("*.yaml"))
+    for path in yaml_files:
+        first, _, rest = path.read_bytes().partition(b"\n")
+        kind = path.stem
+        assert first == f"# yaml-language-server: $schema=../schemas/{kind}.schema.json".encode()
+        # only the first line is rewritten
+        assert rest == (example / path.name).read_bytes().partition(b"\n")[2]
+        assert header_schema(path) == (schemas / f"{kind}.schema.json").resolve()
+        assert editor_errors(path) == []
+
+
+def test_init_rewrites_only_headers_naming_a_shipped_schema(tmp_path: Path) -> None:
+    files = {
+        "a.yaml": b"# yaml-language-server: $schema=https://x.test/s/tools.schema.json\na: 1\n",
+        "b.yaml": b"# yaml-language-server: $schema=nope.schema.json\nb: 1\n",
+        "c.yaml": b"# just a comment\n# yaml-language-server: $schema=tools.schema.json\n",
+        "d.yaml": b"# yaml-language-server: $schema=mcp.schema.json",
+        "e.txt": b"# yaml-language-server: $schema=tools.schema.json\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    cli._point_headers_at_schemas(tmp_path)
+    assert tree(tmp_path) == {
+        **files,
+        "a.yaml": b"# yaml-language-server: $schema=../schemas/tools.schema.json\na: 1\n",
+        "d.yaml": b"# yaml-language-server: $schema=../schemas/mcp.schema.json",
+    }
 
 
 def test_init_into_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

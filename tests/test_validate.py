@@ -8,10 +8,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urljoin
 
 import pytest
 from jsonschema import Draft202012Validator
+from referencing.exceptions import NoSuchResource
+from schema_links import editor_errors, header_schema, ref_problems, walk
 
 from compiler import validate
 from compiler.errors import Location, SpecError, SpecErrors
@@ -27,7 +28,6 @@ from compiler.validate import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "compiler" / "schemas"
-BASE = "https://prefixlock.dev/schemas/"
 
 
 def problems(text: str, schema_name: str, file: str = "x.yaml") -> list[str]:
@@ -735,11 +735,12 @@ def test_every_schema_is_a_valid_draft_2020_12_schema(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
-def test_schema_text_and_id(name: str) -> None:
+def test_schema_text_and_no_id(name: str) -> None:
     text = schema_text(name)
     assert text == (SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8")
     assert json.loads(text) == schema(name)
-    assert schema(name)["$id"] == f"{BASE}{name}.schema.json"
+    # no $id: every relative $ref resolves against the file's own location
+    assert "$id" not in schema(name)
     assert text.endswith("}\n")
 
 
@@ -755,31 +756,43 @@ def test_unknown_schema_name() -> None:
         validate_value({}, "nope")
 
 
-def _walk(
-    value: Any, path: tuple[str | int, ...] = ()
-) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _walk(item, (*path, index))
+def test_every_ref_resolves_to_a_sibling_file_and_pointer() -> None:
+    assert ref_problems(SCHEMA_DIR) == []
+    refs = [
+        node["$ref"]
+        for name in SCHEMA_NAMES
+        for _, node in walk(schema(name))
+        if isinstance(node, dict) and "$ref" in node
+    ]
+    assert any(ref.startswith("context.schema.json#") for ref in refs)  # cross-file refs exist
+    assert not [ref for ref in refs if "http" in ref or "://" in ref]
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
-def test_refs_stay_inside_the_shipped_schemas(name: str) -> None:
-    parsed = schema(name)
-    ids = {f"{BASE}{n}.schema.json": schema(n) for n in SCHEMA_NAMES}
-    refs = [v["$ref"] for _, v in _walk(parsed) if isinstance(v, dict) and "$ref" in v]
-    assert refs
-    for ref in refs:
-        url, fragment = urldefrag(urljoin(parsed["$id"], ref))
-        assert url in ids, ref
-        target: Any = ids[url]
-        for part in fragment.strip("/").split("/") if fragment else []:
-            target = target[part]
-        assert isinstance(target, dict), ref
+def test_ref_problems_finds_what_an_editor_could_not_resolve(tmp_path: Path) -> None:
+    (tmp_path / "a.schema.json").write_text(
+        json.dumps(
+            {
+                "$id": "https://example.com/a.schema.json",
+                "properties": {
+                    "ok": {"$ref": "#/$defs/x"},
+                    "self": {"$ref": "#/$defs/nope"},
+                    "gone": {"$ref": "b.schema.json#/$defs/x"},
+                    "far": {"$ref": "https://example.com/c.schema.json"},
+                    "up": {"$ref": "../a.schema.json"},
+                },
+                "$defs": {"x": {}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert ref_problems(tmp_path) == [
+        "a.schema.json#: has an $id 'https://example.com/a.schema.json'",
+        "a.schema.json#/properties/self: $ref '#/$defs/nope': no schema at #/$defs/nope",
+        "a.schema.json#/properties/gone: $ref 'b.schema.json#/$defs/x': no file b.schema.json",
+        "a.schema.json#/properties/far: $ref 'https://example.com/c.schema.json' is not a"
+        " sibling file",
+        "a.schema.json#/properties/up: $ref '../a.schema.json' is not a sibling file",
+    ]
 
 
 def _property_schemas(value: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -848,6 +861,38 @@ def test_validation_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     validate._registry.cache_clear()
     for name in SCHEMA_NAMES:
         assert validate_document(load_yaml_text(VALID[name], "v.yaml"), name) == []
+
+
+def test_the_registry_holds_the_schemas_under_their_file_names_and_retrieves_nothing() -> None:
+    registry = validate._registry()
+    for name in SCHEMA_NAMES:
+        assert registry.contents(f"{name}.schema.json") == schema(name)
+    for uri in ("https://prefixlock.dev/schemas/context.schema.json", "nope.schema.json"):
+        with pytest.raises(NoSuchResource):
+            registry.get_or_retrieve(uri)
+
+
+# --------------------------------------------------------------------------- editor headers
+
+SPEC_YAML = sorted((ROOT / "rules").glob("*.yaml"))
+SCENARIO_YAML = sorted((ROOT / "golden").glob("*/scenario.yaml"))
+
+
+def test_the_example_has_spec_files() -> None:
+    assert len(SPEC_YAML) == 7 and SCENARIO_YAML
+
+
+@pytest.mark.parametrize(
+    "path", SPEC_YAML + SCENARIO_YAML, ids=lambda p: p.relative_to(ROOT).as_posix()
+)
+def test_yaml_first_line_points_at_a_local_schema(path: Path) -> None:
+    schema_file = header_schema(path)
+    assert schema_file is not None, "no relative `# yaml-language-server: $schema=` first line"
+    assert schema_file.is_file()
+    assert schema_file.parent == SCHEMA_DIR
+    assert schema_file.name == f"{path.stem}.schema.json"  # rules/tools.yaml -> tools, ...
+    # what an editor reports: refs resolved from the schema file's folder, nothing fetched
+    assert editor_errors(path) == []
 
 
 # --------------------------------------------------------------------------- house rules
