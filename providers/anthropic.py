@@ -55,10 +55,10 @@ class Anthropic(Provider):
 
     MESSAGES_KEY = "messages"
     MAX_TOKENS_KEY = "max_tokens"
-    # Messages API tool names: ^[a-zA-Z0-9_-]{1,128}$ (tool use reference; the SDK type
-    # does not encode it).
-    TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-    TOOL_NAME_RULE = "1-128 characters of a-z, A-Z, 0-9, '_' and '-'"
+    # Tool definition ``name``: "Must match the regex ^[a-zA-Z0-9_-]{1,64}$" (Claude tool
+    # use guide, "Specifying client tools"; the SDK type does not encode it).
+    TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+    TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
     CACHE_POSITIONS = frozenset(CachePosition)
     MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT})
     RESERVED_OPTIONS = frozenset({"system", "tools", CACHE_CONTROL_KEY})

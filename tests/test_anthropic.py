@@ -398,8 +398,8 @@ def test_image_refusals() -> None:
 
 def test_tool_name_limits() -> None:
     refused(NAME, bad_tool_name_chars(), "'assistant:1'", "part 0", "'read.file'")
-    produce(NAME, request(RT, assistant(1, call("c", "t" * 128))))
-    refused(NAME, request(RT, assistant(1, call("c", "t" * 129))), "part 0", "1-128")
+    produce(NAME, request(RT, assistant(1, call("c", "t" * 64))))
+    refused(NAME, request(RT, assistant(1, call("c", "t" * 65))), "part 0", "1-64")
 
 
 def test_tool_call_arguments_must_be_an_object() -> None:
