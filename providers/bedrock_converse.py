@@ -187,6 +187,12 @@ class BedrockConverse(Provider):
     def text_part(self, part: TextPart, at: PartAt) -> Any:
         if at.message.role == "tool":
             at.fail("bedrock-converse cannot express a text part in a tool_result message")
+        if not part.text.strip():
+            # "text content blocks must contain non-whitespace text" (a ValidationException).
+            at.fail(
+                "bedrock-converse rejects empty or whitespace-only text blocks "
+                f"(text is {part.text!r})"
+            )
         return Ordered(text=part.text)
 
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
@@ -213,6 +219,11 @@ class BedrockConverse(Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
+        if not part.output.strip():
+            at.fail(
+                "bedrock-converse rejects a tool result whose text is empty or whitespace-only "
+                f"(output is {part.output!r}); send a non-empty output such as the error text"
+            )
         result = Ordered(
             toolUseId=self._tool_use_id(part.call_id, at),
             content=[Ordered(text=part.output)],

@@ -325,6 +325,8 @@ def assert_wire(body: dict[str, Any], expected: dict[str, Any]) -> None:
 
 #: Texts the random histories draw from (unicode, NUL, whitespace, empty, long).
 TEXTS = ("ok", "", "  spaced\n", UNICODE_TEXT, "漢字かな", "שלום", "🧪👩‍💻", "nul \x00", "x" * 5000)
+#: Providers whose API rejects blank text blocks: their random histories never hold one.
+REFUSE_BLANK_TEXT = frozenset({"anthropic", "bedrock-converse"})
 
 
 def random_history(seed: int, length: int, provider: str) -> list[CanonicalMessage]:
@@ -333,6 +335,7 @@ def random_history(seed: int, length: int, provider: str) -> list[CanonicalMessa
     thought signatures, ``provider``'s own opaque parts and parallel tool calls, each call
     answered by the next message (results in a random order, some errors)."""
     rng = random.Random(seed)
+    texts = tuple(t for t in TEXTS if t.strip()) if provider in REFUSE_BLANK_TEXT else TEXTS
     out: list[CanonicalMessage] = []
     pending: list[tuple[str, str]] = []
     n = 0
@@ -340,32 +343,32 @@ def random_history(seed: int, length: int, provider: str) -> list[CanonicalMessa
         n += 1
         if pending:
             rng.shuffle(pending)
-            parts = [ToolResultPart(c, rng.choice(TEXTS), rng.random() < 0.2) for c, _ in pending]
+            parts = [ToolResultPart(c, rng.choice(texts), rng.random() < 0.2) for c, _ in pending]
             out.append(results(*parts))
             pending = []
             continue
         kind = rng.choice(("user", "user", "event", "assistant", "assistant"))
         if kind == "user":
             if rng.random() < 0.4 or not out:
-                out.append(context(f"u{n}", f"<rules>{rng.choice(TEXTS)}</rules>"))
-            user_parts: list[Part] = [TextPart(rng.choice(TEXTS))]
+                out.append(context(f"u{n}", f"<rules>{rng.choice(texts)}</rules>"))
+            user_parts: list[Part] = [TextPart(rng.choice(texts))]
             if rng.random() < 0.1:
                 user_parts.append(ImagePart("image/png", PNG_B64))
             out.append(msg(MessageKind.RUNTIME, f"runtime:u{n}", *user_parts))
         elif kind == "event":
-            out.append(event(f"b{n}", rng.choice(TEXTS)))
+            out.append(event(f"b{n}", rng.choice(texts)))
         else:
             turn: list[Part] = []
             if rng.random() < 0.3:
                 turn.append(OpaquePart(provider, OWN_OPAQUE[provider]))
             if rng.random() < 0.8:
                 signature = "c2ln" if rng.random() < 0.3 else None
-                turn.append(TextPart(rng.choice(TEXTS), thought_signature=signature))
+                turn.append(TextPart(rng.choice(texts), thought_signature=signature))
             for i in range(rng.choice((0, 0, 1, 2, 3))):
                 call_id = f"call_{n}_{i}"
                 name = rng.choice(("grep", "read_file"))
                 signature = "Y2FsbA==" if rng.random() < 0.3 else None
-                arguments = canonical.dumps({"q": rng.choice(TEXTS), "n": i, "f": 0.5})
+                arguments = canonical.dumps({"q": rng.choice(texts), "n": i, "f": 0.5})
                 turn.append(ToolCallPart(call_id, name, arguments, thought_signature=signature))
                 pending.append((call_id, name))
             out.append(assistant(n, *(turn or [TextPart("ok")])))

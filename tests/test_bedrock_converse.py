@@ -234,7 +234,6 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
             ),
         ),
     ),
-    "empty_text_is_sent_as_given": (empty_text, body(CTX_WIRE, tail(user({"text": ""})))),
     "refusal": (
         lambda: request(CTX, RT, assistant(1, TextPart("I can't help with that."))),
         body(CTX_WIRE, RT_WIRE, tail(bot({"text": "I can't help with that."}))),
@@ -462,6 +461,16 @@ def test_image_refusals() -> None:
     refused(NAME, in_assistant, NAME, "'assistant:1'", "part 0", "image")
     svg = request(msg(MessageKind.RUNTIME, "runtime:u1", ImagePart("image/svg+xml", "PHN2Zz4=")))
     refused(NAME, svg, NAME, "'runtime:u1'", "part 0", "image/svg+xml")
+
+
+def test_blank_text_and_blank_tool_output_are_refused() -> None:
+    # Converse answers "text content blocks must contain non-whitespace text".
+    refused(NAME, empty_text(), NAME, "'runtime:u1'", "part 0", "empty or whitespace-only")
+    refused(NAME, request(runtime("u1", " \n\t")), NAME, "whitespace-only", "' \\n\\t'")
+    req = request(
+        RT, assistant(1, call("c", "grep", pattern="x")), results(ToolResultPart("c", "", True))
+    )
+    refused(NAME, req, NAME, "'tool-results:c'", "part 0", "tool result whose text is empty")
 
 
 def test_text_in_tool_result_refused() -> None:
