@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from compiler import canonical
-from compiler.bundle import Bundle
+from compiler.bundle import Bundle, Mode
 from compiler.redact import redact_mapping, redact_url
 from compiler.request import AgentRunRequest
 
@@ -90,9 +90,8 @@ def render_request_context(bundle: Bundle, request: AgentRunRequest) -> str:
     return bundle.context_template.render(conversation_context(bundle, request.context_value))
 
 
-def turn_variables(bundle: Bundle, request: AgentRunRequest) -> dict[str, Any]:
+def turn_variables(mode: Mode, request: AgentRunRequest) -> dict[str, Any]:
     """The only variables a runtime template ever sees."""
-    mode = bundle.mode(request.mode or bundle.default_mode)
     return {
         "query": request.query or "",
         "selected_context": canonical.loads(request.selected_context),
@@ -105,4 +104,4 @@ def turn_variables(bundle: Bundle, request: AgentRunRequest) -> dict[str, Any]:
 
 def render_runtime(bundle: Bundle, request: AgentRunRequest) -> str:
     mode = bundle.mode(request.mode or bundle.default_mode)
-    return mode.runtime.render(turn_variables(bundle, request))
+    return mode.runtime.render(turn_variables(mode, request))
