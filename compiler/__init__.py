@@ -1,1 +1,92 @@
-"""prefixlock's provider-independent pipeline: specs, bundle, history, checkpoints."""
+"""prefixlock: compile coding-agent prompts into an append-only, byte-exact history.
+
+The public API: what an agent server and a build script use. Everything else may move
+between releases; ``tests/test_public_api.py`` pins this list.
+
+::
+
+    import prefixlock
+
+    bundle = prefixlock.build_bundle("specs/")
+    store = prefixlock.SQLiteStore("conversations.db")
+    conv = prefixlock.Conversation.open(store, bundle, "conv-1")
+    request = conv.handle(prefixlock.AgentRunRequest.from_value({...}))
+    body = prefixlock.providers.get("anthropic").serialize(request)
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from . import providers
+from .core.errors import (
+    BuildError,
+    CacheSimulationError,
+    CheckpointError,
+    CheckpointRaceError,
+    ConflictError,
+    HistoryError,
+    InputError,
+    Location,
+    PrefixlockError,
+    SerializationError,
+    SpecError,
+    SpecErrors,
+    UnknownCallError,
+    UnknownNameError,
+    UsageError,
+)
+from .core.messages import CanonicalMessage, MessageKind, Role
+from .core.model import ModelRequest
+from .providers import Provider
+from .runtime.conversation import Conversation
+from .runtime.request import AgentRunRequest, RequestKind
+from .runtime.tools import ToolCall, ToolResult
+from .spec.build import build_bundle, check_outputs, find_example_root, write_lock, write_outputs
+from .spec.bundle import Bundle
+from .store.contract import MemoryStore, Store
+from .store.sqlite import SQLiteStore
+
+__all__ = [
+    "AgentRunRequest",
+    "BuildError",
+    "Bundle",
+    "CacheSimulationError",
+    "CanonicalMessage",
+    "CheckpointError",
+    "CheckpointRaceError",
+    "ConflictError",
+    "Conversation",
+    "HistoryError",
+    "InputError",
+    "Location",
+    "MemoryStore",
+    "MessageKind",
+    "ModelRequest",
+    "PrefixlockError",
+    "Provider",
+    "RequestKind",
+    "Role",
+    "SQLiteStore",
+    "SerializationError",
+    "SpecError",
+    "SpecErrors",
+    "Store",
+    "ToolCall",
+    "ToolResult",
+    "UnknownCallError",
+    "UnknownNameError",
+    "UsageError",
+    "__version__",
+    "build_bundle",
+    "check_outputs",
+    "find_example_root",
+    "providers",
+    "write_lock",
+    "write_outputs",
+]
+
+try:
+    __version__ = _metadata.version(__name__)
+except _metadata.PackageNotFoundError:  # pragma: no cover - run from an unbuilt tree
+    __version__ = "0+unknown"

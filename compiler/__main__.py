@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from compiler.cli import main
+from .cli import main
 
 raise SystemExit(main())

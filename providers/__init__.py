@@ -3,10 +3,10 @@
 The registry maps a provider name to its module lazily, so a wire format is imported
 only when used (and modules may land independently)::
 
-    from providers import get
+    from . import get
     body_bytes = get("anthropic").serialize(request)
 
-Each :func:`get` returns a new :class:`~providers.base.Provider` instance; keep one per
+Each :func:`get` returns a new :class:`~prefixlock.providers.base.Provider` instance; keep one per
 conversation (or per process) to profit from its incremental encoding cache.
 """
 
@@ -15,18 +15,18 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from compiler.errors import SerializationError
-from providers.base import Provider
+from ..core.errors import SerializationError
+from .base import Provider
 
 __all__ = ["MODULES", "NAMES", "Provider", "get"]
 
 #: Provider name -> ``"module:Class"``, imported on first use.
 MODULES: dict[str, str] = {
-    "anthropic": "providers.anthropic:Anthropic",
-    "bedrock-converse": "providers.bedrock_converse:BedrockConverse",
-    "gemini": "providers.gemini:Gemini",
-    "openai-chat": "providers.openai_chat:OpenAIChat",
-    "openai-responses": "providers.openai_responses:OpenAIResponses",
+    "anthropic": ".anthropic:Anthropic",
+    "bedrock-converse": ".bedrock_converse:BedrockConverse",
+    "gemini": ".gemini:Gemini",
+    "openai-chat": ".openai_chat:OpenAIChat",
+    "openai-responses": ".openai_responses:OpenAIResponses",
 }
 
 NAMES: tuple[str, ...] = (
@@ -46,7 +46,7 @@ def get(name: str) -> Provider:
         hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(NAMES)})"
         raise SerializationError(f"unknown provider {name!r}{hint}")
     module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls = getattr(importlib.import_module(module_name, __name__), class_name)
     instance = cls()
     assert isinstance(instance, Provider)
     return instance

@@ -30,8 +30,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from compiler.canonical import Ordered
-from compiler.messages import (
+from ..core.canonical import Ordered
+from ..core.messages import (
     CanonicalMessage,
     ImagePart,
     OpaquePart,
@@ -39,8 +39,8 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers.base import Markers, MessageAt, PartAt, Provider
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from .base import Markers, MessageAt, PartAt, Provider
 
 #: The one cache marker this module writes.
 CACHE_CONTROL_KEY = "cache_control"

@@ -26,7 +26,7 @@ Incremental encoding: each canonical message's wire bytes are cached by
 ``(message id, digest, cache positions on that message, fragment key)``;
 :meth:`Provider.serialize` joins cached fragments and encodes only messages it has not
 seen. The fragment key is ``()`` unless the wire writes into a message something only
-an earlier message holds (:meth:`Provider.fragment_key`, :mod:`providers.scan`). The
+an earlier message holds (:meth:`Provider.fragment_key`, :mod:`prefixlock.providers.scan`). The
 result is byte-identical to ``canonical.dumpb(provider.wire_body(request))`` (tested).
 """
 
@@ -39,10 +39,10 @@ from typing import Any, ClassVar, NoReturn
 
 import attrs
 
-from compiler import canonical
-from compiler.canonical import CanonicalJSONError, Ordered
-from compiler.errors import SerializationError
-from compiler.messages import (
+from ..core import canonical
+from ..core.canonical import CanonicalJSONError, Ordered
+from ..core.errors import SerializationError
+from ..core.messages import (
     CanonicalMessage,
     ImagePart,
     OpaquePart,
@@ -52,9 +52,9 @@ from compiler.messages import (
     ToolResultPart,
     part_to_json,
 )
-from compiler.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers.frame import Frame, join_body
-from providers.scan import KeyScan
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from .frame import Frame, join_body
+from .scan import KeyScan
 
 #: Part class -> handler stem (``text`` -> ``text_part``).
 PART_NAMES: Mapping[type[Any], str] = {
@@ -290,7 +290,7 @@ class Provider:
 
         It must depend only on ``message`` and ``earlier``: it runs once per message of
         a history, in order, and a request whose messages extend an earlier request's
-        reuses that request's keys (:class:`~providers.scan.KeyScan`). Not overridden
+        reuses that request's keys (:class:`~prefixlock.providers.scan.KeyScan`). Not overridden
         (the default): every key is ``()`` and nothing is scanned.
         """
         return ()

@@ -69,8 +69,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from compiler.canonical import Ordered
-from compiler.messages import (
+from ..core.canonical import Ordered
+from ..core.messages import (
     CanonicalMessage,
     ImagePart,
     OpaquePart,
@@ -78,8 +78,8 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import CachePosition, ModelRequest, ToolSpec
-from providers.base import Markers, MessageAt, PartAt, Provider
+from ..core.model import CachePosition, ModelRequest, ToolSpec
+from .base import Markers, MessageAt, PartAt, Provider
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
 

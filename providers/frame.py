@@ -2,7 +2,7 @@
 
 A body is ``{<head>,"<messages key>":[<preamble>,<message items>...]<,trail>}``. The
 frame (head, preamble, trail) depends only on instructions, tools, settings, cache key
-and the frame-level cache positions, so :class:`~providers.base.Provider` encodes it once
+and the frame-level cache positions, so :class:`~prefixlock.providers.base.Provider` encodes it once
 per distinct frame and :func:`join_body` puts the cached message fragments inside it.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from compiler import canonical
-from compiler.canonical import CanonicalJSONError, Ordered
-from compiler.errors import SerializationError
+from ..core import canonical
+from ..core.canonical import CanonicalJSONError, Ordered
+from ..core.errors import SerializationError
 
 
 @attrs.frozen
@@ -67,7 +67,7 @@ def join_body(frame: Frame, fragments: list[bytes]) -> bytes:
 
     The concatenation of the joined fragments would copy the whole body twice more;
     bodies of long conversations are megabytes, so the copy is most of what
-    :meth:`Provider.serialize <providers.base.Provider.serialize>` costs. ``fragments``
+    :meth:`Provider.serialize <prefixlock.providers.base.Provider.serialize>` costs. ``fragments``
     (built fresh by the caller) is modified.
     """
     if not fragments:

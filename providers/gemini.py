@@ -44,7 +44,7 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
   *earlier* assistant message of the same request (a lookup, never a reorder). A
   tool-result message's bytes therefore depend on earlier messages: :meth:`fragment_key`
   resolves its names (one dict lookup each; each message is scanned once per history,
-  see :mod:`providers.scan`) into its fragment-cache key, and
+  see :mod:`prefixlock.providers.scan`) into its fragment-cache key, and
   :meth:`tool_result_part` writes the name it finds there.
 * Refused: images outside user-role messages, anything but tool results (and own
   opaque parts) in a tool-result message, tool calls outside assistant messages, tool
@@ -59,8 +59,8 @@ import re
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
-from compiler.canonical import Ordered
-from compiler.messages import (
+from ..core.canonical import Ordered
+from ..core.messages import (
     CanonicalMessage,
     ImagePart,
     MessageKind,
@@ -69,8 +69,8 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import ToolSpec
-from providers.base import Markers, MessageAt, PartAt, Provider
+from ..core.model import ToolSpec
+from .base import Markers, MessageAt, PartAt, Provider
 
 
 class Gemini(Provider):

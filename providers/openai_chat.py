@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from compiler.canonical import Ordered
-from compiler.messages import (
+from ..core.canonical import Ordered
+from ..core.messages import (
     CanonicalMessage,
     ImagePart,
     OpaquePart,
@@ -30,8 +30,8 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import ModelRequest, ProviderSettings, ToolSpec
-from providers.base import Markers, MessageAt, PartAt, Provider
+from ..core.model import ModelRequest, ProviderSettings, ToolSpec
+from .base import Markers, MessageAt, PartAt, Provider
 
 
 class OpenAIChat(Provider):

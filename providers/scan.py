@@ -4,7 +4,7 @@ Some wires write, into one message's items, something only an earlier message ho
 (Gemini's ``functionResponse.name`` is the name of the call the result answers). Such a
 message's bytes depend on more than its own content and cache markers, so its
 fragment-cache key must say what else: :meth:`Provider.fragment_key
-<providers.base.Provider.fragment_key>` folds over a request's messages in order, noting
+<prefixlock.providers.base.Provider.fragment_key>` folds over a request's messages in order, noting
 what later messages will need and returning each message's key.
 
 :class:`KeyScan` holds the keys of one history prefix and the notes after it. Within an
@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from compiler.messages import CanonicalMessage
+from ..core.messages import CanonicalMessage
 
 #: ``(message, earlier notes) -> key``: the fold (see ``Provider.fragment_key``).
 KeyFold = Callable[[CanonicalMessage, dict[str, Any]], Hashable]

@@ -7,12 +7,13 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from compiler.bundle import Bundle, build_bundle
-from compiler.conversation import Conversation
-from compiler.messages import MessageKind
-from compiler.model import ModelRequest
-from compiler.request import AgentRunRequest
-from compiler.store import MemoryStore, Store
+from prefixlock.core.messages import MessageKind
+from prefixlock.core.model import ModelRequest
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.request import AgentRunRequest
+from prefixlock.spec.build import build_bundle
+from prefixlock.spec.bundle import Bundle
+from prefixlock.store.contract import MemoryStore, Store
 
 REPO = Path(__file__).resolve().parents[1]
 CONV = "conv-1"

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from compiler import canonical
-from compiler.canonical import Ordered
-from compiler.loader import json_path
+from prefixlock.core import canonical
+from prefixlock.core.canonical import Ordered
+from prefixlock.core.jsonpath import json_path
 
 #: At most this many lines of unified diff per differing file.
 MAX_DIFF_LINES = 40

@@ -19,10 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from compiler import canonical
-from compiler.checkpoint import Record, RecordType, Root
-from compiler.errors import CheckpointRaceError
-from compiler.messages import (
+from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointRaceError
+from prefixlock.core.messages import (
     CanonicalMessage,
     ImagePart,
     MessageKind,
@@ -32,8 +31,9 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import ProviderSettings, ToolSpec
-from compiler.store import Store
+from prefixlock.core.model import ProviderSettings, ToolSpec
+from prefixlock.store.contract import Store
+from prefixlock.store.records import Record, RecordType, Root
 
 
 def make_root(conversation_id: str = "conv-1", instructions: str = "You are careful.") -> Root:
@@ -179,7 +179,7 @@ def _wait_for(go: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from compiler.sqlite_store import SQLiteStore
+    from prefixlock.store.sqlite import SQLiteStore
 
     mode, db, cid = argv[0], argv[1], argv[2]
     if mode == "loop":

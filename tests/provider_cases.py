@@ -1,7 +1,7 @@
 """Shared canonical inputs and checks for the provider tests (not a test module).
 
-Every case is a :class:`ModelRequest` built directly from ``compiler.model`` /
-``compiler.messages`` values, so provider tests need no history machinery. Provider
+Every case is a :class:`ModelRequest` built directly from ``prefixlock.core.model`` /
+``prefixlock.core.messages`` values, so provider tests need no history machinery. Provider
 test files pair these inputs with their exact expected bodies (sqlglot's
 ``validate_all``). Also here: each provider's own opaque block (:data:`OWN_OPAQUE`),
 seeded random histories (:func:`random_history`) and the checks every body must pass
@@ -16,11 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from sdk_judge import assert_valid
-
-from compiler import canonical
-from compiler.errors import SerializationError
-from compiler.messages import (
+from prefixlock.core import canonical
+from prefixlock.core.errors import SerializationError
+from prefixlock.core.messages import (
     CanonicalMessage,
     ImagePart,
     MessageKind,
@@ -31,8 +29,9 @@ from compiler.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from compiler.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers import get
+from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from prefixlock.providers import get
+from sdk_judge import assert_valid
 
 CONVERSATION = "conv-1"
 CACHE_KEY = "prefixlock:conv-1"

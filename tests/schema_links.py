@@ -16,10 +16,9 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from jsonschema import Draft202012Validator
+from prefixlock.spec.loader import load_yaml_file
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
-
-from compiler.loader import load_yaml_file
 
 HEADER = re.compile(r"# yaml-language-server: \$schema=(?P<path>\S+)")
 

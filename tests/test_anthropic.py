@@ -7,6 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from prefixlock.core import canonical
+from prefixlock.core.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
+from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings
+from prefixlock.providers import get
 from provider_cases import (
     ANTHROPIC_REDACTED,
     ANTHROPIC_THINKING,
@@ -40,11 +44,6 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-
-from compiler import canonical
-from compiler.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
-from compiler.model import CacheHint, CachePosition, ModelRequest, ProviderSettings
-from providers import get
 
 NAME = "anthropic"
 EPHEMERAL = {"type": "ephemeral"}
@@ -403,7 +402,7 @@ def test_tool_name_limits() -> None:
 
 
 def test_tool_call_arguments_must_be_an_object() -> None:
-    from compiler.messages import ToolCallPart
+    from prefixlock.core.messages import ToolCallPart
 
     req = request(RT, assistant(1, ToolCallPart("c", "grep", "[1,2]")))
     refused(NAME, req, "'assistant:1'", "part 0", "object")

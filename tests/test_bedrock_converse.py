@@ -8,6 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prefixlock.core import canonical
+from prefixlock.core.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
+from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from prefixlock.providers import get
+from prefixlock.providers.bedrock_converse import BedrockConverse
 from provider_cases import (
     ANTHROPIC_THINKING,
     BEDROCK_REASONING,
@@ -46,12 +51,6 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-
-from compiler import canonical
-from compiler.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
-from compiler.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers import get
-from providers.bedrock_converse import BedrockConverse
 
 NAME = "bedrock-converse"
 MODEL = "anthropic.claude-sonnet-4-5-v1:0"

@@ -11,15 +11,17 @@ import copy
 import json
 from typing import Any
 
+import prefixlock.providers as providers
 import pytest
 from conv_helpers import example_bundle
-
-import providers
-from compiler import bench, bench_report, bench_workload, canonical
-from compiler.checkpoint import _decode_record_checked, _scan_record
-from compiler.cli import main
-from compiler.conversation import Conversation
-from compiler.store import MemoryStore
+from prefixlock.bench import report as bench_report
+from prefixlock.bench import run as bench
+from prefixlock.bench import workload as bench_workload
+from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.store.contract import MemoryStore
+from prefixlock.store.records import _decode_record_checked, _scan_record
 
 CALLS = [20, 40]
 STATS = {"median", "p95", "mean"}
@@ -90,7 +92,7 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--calls", "1,100"]) == 2
     assert "at least 2" in capsys.readouterr().err
     assert main(["bench", "--calls", "ten"]) == 2
-    assert main(["bench", "--calls", "4", "--provider", "antropic"]) == 1
+    assert main(["bench", "--calls", "4", "--provider", "antropic"]) == 2
     assert "did you mean 'anthropic'" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""Building the bundle (compiler.bundle): validation of a whole spec root, parts, digests."""
+"""Building the bundle (prefixlock.spec.bundle): validation of a whole spec root, parts, digests."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compiler import canonical
-from compiler.bundle import (
+from prefixlock.core import canonical
+from prefixlock.core.errors import BuildError, Location, PrefixlockError, SpecErrors
+from prefixlock.spec.build import (
     LOCK_FILE,
     MANIFEST,
-    Bundle,
     build_bundle,
     check_outputs,
     find_example_root,
     write_outputs,
 )
-from compiler.errors import BuildError, Location, PrefixlockError, SpecErrors
+from prefixlock.spec.bundle import Bundle
 
 DATA = Path(__file__).resolve().parent / "data" / "specs"
 MINIMAL = DATA / "minimal"
@@ -33,7 +32,7 @@ Mutation = Callable[[Path], None]
 
 
 def at(name: str, line: int) -> str:
-    """How a template location prints (the format belongs to compiler.errors.Location)."""
+    """How a template location prints (the format belongs to prefixlock.core.errors.Location)."""
     return str(Location(name, line))
 
 
@@ -431,9 +430,9 @@ def test_modes_part(bundle: Bundle) -> None:
 
 def test_every_mode_sees_the_same_tool_prefix(bundle: Bundle) -> None:
     """Tools are mode-independent: a mode switch never changes the tool list."""
-    from compiler.conversation import Conversation
-    from compiler.request import AgentRunRequest
-    from compiler.store import MemoryStore
+    from prefixlock.runtime.conversation import Conversation
+    from prefixlock.runtime.request import AgentRunRequest
+    from prefixlock.store.contract import MemoryStore
 
     conv = Conversation.open(MemoryStore(), bundle, "conv-modes")
     requests = [
@@ -570,7 +569,7 @@ def test_check_outputs_names_what_differs(tmp_path: Path) -> None:
 def test_failed_write_keeps_the_earlier_outputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import compiler.outputs
+    import prefixlock.spec.outputs
 
     root = spec_root(tmp_path)
     write_outputs(build_bundle(root), root, root / "build")
@@ -587,7 +586,7 @@ def test_failed_write_keeps_the_earlier_outputs(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
 
-    monkeypatch.setattr(compiler.outputs, "_write_file", failing_write)
+    monkeypatch.setattr(prefixlock.spec.outputs, "_write_file", failing_write)
     with pytest.raises(OSError, match="No space left"):
         write_outputs(bundle, root, root / "build")
     assert tree(root / "build") == before_out
@@ -646,20 +645,24 @@ def test_project_lock_file_is_up_to_date() -> None:
     assert check_outputs(build_bundle(REPO), REPO, None) == []
 
 
-def test_example_root_prefers_the_wheel_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import compiler
+def test_example_root_is_the_package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import prefixlock
 
-    package = tmp_path / "site-packages" / "compiler"
+    package = tmp_path / "site-packages" / "prefixlock"
     (package / "_example" / "rules").mkdir(parents=True)
     (package / "_example" / "prompt").mkdir()
     (package / "_example" / "rules" / "agent.yaml").write_text("name: x\n")
-    monkeypatch.setattr(compiler, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(prefixlock, "__file__", str(package / "__init__.py"))
     assert find_example_root() == (package / "_example").resolve()
     shutil.rmtree(package / "_example")
     with pytest.raises(BuildError, match="the bundled example spec root is not installed"):
         find_example_root()
+
+
+def test_checkout_example_links_to_the_top_level_spec_root() -> None:
+    assert find_example_root() == REPO
+    assert (REPO / "compiler" / "_example" / "rules").resolve() == REPO / "rules"
+    assert (REPO / "compiler" / "_example" / "prompt").resolve() == REPO / "prompt"
 
 
 def test_check_names_parts_added_and_removed_and_unreadable_locks(tmp_path: Path) -> None:

@@ -13,11 +13,10 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-
-from compiler import canonical
-from compiler.cachesim import LOOKBACK_BLOCKS, rules_for, simulate
-from compiler.errors import PrefixlockError
-from compiler.tokens import ByteEstimate, get_tokenizer
+from prefixlock.cache.simulator import LOOKBACK_BLOCKS, rules_for, simulate
+from prefixlock.cache.tokens import ByteEstimate, get_tokenizer
+from prefixlock.core import canonical
+from prefixlock.core.errors import PrefixlockError
 
 SONNET = "claude-sonnet-4-5"
 CC = {"type": "ephemeral"}

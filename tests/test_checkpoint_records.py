@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 from helpers_store import build_chain, fill, make_record, make_root, rich_messages
-
-from compiler import canonical
-from compiler.checkpoint import (
+from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError
+from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
+from prefixlock.store.contract import MemoryStore, Store
+from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
+from prefixlock.store.records import (
     FORMAT,
     Record,
     RecordType,
@@ -18,11 +21,7 @@ from compiler.checkpoint import (
     decode_chain,
     decode_record,
 )
-from compiler.errors import CheckpointError
-from compiler.jsonl import export_jsonl, import_jsonl, read_jsonl
-from compiler.messages import OpaquePart, TextPart, ToolCallPart
-from compiler.sqlite_store import SQLiteStore
-from compiler.store import MemoryStore, Store
+from prefixlock.store.sqlite import SQLiteStore
 
 
 def rich_chain(cid: str = "conv-1") -> tuple[Root, list[Record], bytes, list[bytes]]:

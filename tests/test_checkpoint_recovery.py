@@ -15,12 +15,12 @@ from conv_helpers import (
     open_conv,
     user,
 )
-
-from compiler.conversation import Conversation, ToolCall, ToolResult
-from compiler.errors import CheckpointError, ConflictError
-from compiler.messages import MessageKind, OpaquePart, TextPart
-from compiler.sqlite_store import SQLiteStore
-from compiler.store import MemoryStore, Store
+from prefixlock.core.errors import CheckpointError, ConflictError
+from prefixlock.core.messages import MessageKind, OpaquePart, TextPart
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.store.contract import MemoryStore, Store
+from prefixlock.store.sqlite import SQLiteStore
 
 Step = Callable[[Conversation], object]
 
@@ -60,7 +60,7 @@ def _run(store_factory: Callable[[], Store], restart_every_step: bool) -> list[b
             store.close()
             store = store_factory()
             conv = Conversation.open(store, example_bundle(), "conv-1")
-        from compiler import canonical
+        from prefixlock.core import canonical
 
         out.append(canonical.dumpb(conv.request().to_json()))
     store.close()
@@ -125,8 +125,7 @@ def test_retry_stays_idempotent_across_two_processes_on_one_store(tmp_path: Path
 
 def test_conversation_keeps_its_root_when_a_new_bundle_is_deployed(tmp_path: Path) -> None:
     import attrs
-
-    from compiler.model import ToolSpec
+    from prefixlock.core.model import ToolSpec
 
     store = MemoryStore()
     old = Conversation.open(store, example_bundle(), "conv-1")

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefixlock.cli.commands import COMMANDS, main
+from prefixlock.core import canonical
+from prefixlock.spec.build import LOCK_FILE, MANIFEST, build_bundle, find_example_root
+from prefixlock.spec.scaffold import point_headers_at_schemas
+from prefixlock.spec.validate import SCHEMA_NAMES, schema_text
 from schema_links import editor_errors, header_schema, ref_problems
 from test_bundle import BROKEN, Mutation
-
-from compiler import canonical, cli
-from compiler.bundle import LOCK_FILE, MANIFEST, build_bundle, find_example_root
-from compiler.cli import COMMANDS, main
-from compiler.validate import SCHEMA_NAMES, schema_text
 
 DATA = Path(__file__).resolve().parent / "data" / "specs"
 MINIMAL = DATA / "minimal"
@@ -95,7 +95,7 @@ def test_build_with_explicit_out(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (root / LOCK_FILE).is_file()
 
 
-def test_build_error_prints_every_error_exits_1_and_writes_nothing(
+def test_build_error_prints_every_error_exits_2_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = spec_root(tmp_path)
@@ -104,7 +104,7 @@ def test_build_error_prints_every_error_exits_1_and_writes_nothing(
     tools.write_text(tools.read_text("utf-8").replace("    description: Read a file.\n", ""))
     before = tree(root)
     code, out, err = run(capsys, "build", "--root", str(root))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err.splitlines() == [
         "rules/agent.yaml:3:15: $.instructions: file 'prompt/mini/instructions.md' does not exist",
         "rules/tools.yaml:2:5: $.tools[0]: missing required key 'description'",
@@ -118,14 +118,14 @@ def test_build_error_prints_every_error_exits_1_and_writes_nothing(
 @pytest.mark.parametrize(
     ("mutation", "expected"), [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN]
 )
-def test_every_error_class_exits_1_with_its_message_and_writes_nothing(
+def test_every_error_class_exits_2_with_its_message_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], mutation: Mutation, expected: list[str]
 ) -> None:
     root = spec_root(tmp_path)
     mutation(root)
     before = tree(root)
     code, out, err = run(capsys, "build", "--root", str(root))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     count = len(expected)
     assert err.splitlines() == [*expected, f"prefixlock build: {count} error{'s' * (count > 1)}"]
     assert tree(root) == before
@@ -143,7 +143,7 @@ def test_build_error_leaves_earlier_outputs_unchanged(
     runtime = root / "prompt/mini/agent/runtime.md.j2"
     runtime.write_text("{{ query }\n", "utf-8")
     code, _, err = run(capsys, "build", "--root", str(root))
-    assert code == 1
+    assert code == 2
     assert "prompt/mini/agent/runtime.md.j2:1" in err
     assert "template syntax error: unexpected '}'" in err
     after = tree(root)
@@ -154,7 +154,7 @@ def test_build_error_leaves_earlier_outputs_unchanged(
 
 def test_missing_root_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "build", "--root", str(tmp_path / "nope"))
-    assert code == 1
+    assert code == 2
     assert err == f"prefixlock build: spec root {str(tmp_path / 'nope')!r} is not a folder\n"
 
 
@@ -163,7 +163,7 @@ def test_foreign_out_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("keep me")
     code, _, err = run(capsys, "build", "--root", str(root), "--out", str(tmp_path / "docs"))
-    assert code == 1
+    assert code == 2
     assert "is not empty and holds no manifest.json of an earlier build" in err
     assert (tmp_path / "docs" / "index.md").read_text() == "keep me"
     assert not (root / LOCK_FILE).exists()
@@ -239,7 +239,7 @@ def test_check_reports_spec_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     root = spec_root(tmp_path)
     (root / "rules/tools.yaml").unlink()
     code, _, err = run(capsys, "build", "--root", str(root), "--check")
-    assert code == 1
+    assert code == 2
     assert err.splitlines() == [
         "rules/tools.yaml: required file is missing",
         "prefixlock build: 1 error",
@@ -327,7 +327,7 @@ def test_init_rewrites_only_headers_naming_a_shipped_schema(tmp_path: Path) -> N
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    cli._point_headers_at_schemas(tmp_path)
+    point_headers_at_schemas(tmp_path)
     assert tree(tmp_path) == {
         **files,
         "a.yaml": b"# yaml-language-server: $schema=../schemas/tools.schema.json\na: 1\n",
@@ -349,7 +349,7 @@ def test_init_refuses_a_non_empty_folder(
     target.mkdir()
     (target / "notes.txt").write_text("mine")
     code, out, err = run(capsys, "init", str(target))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == f"prefixlock init: refusing to init {str(target)!r}: it exists and is not empty\n"
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]

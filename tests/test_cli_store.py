@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from conv_helpers import background, context_b, example_bundle, user
-
-from compiler.cli import main
-from compiler.conversation import Conversation, ToolCall, ToolResult
-from compiler.sqlite_store import SQLiteStore
+from prefixlock.cli.commands import main
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.store.sqlite import SQLiteStore
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_inspect_lists_conversations_and_refuses_unknown(
 ) -> None:
     assert main(["inspect", str(db)]) == 0
     assert capsys.readouterr().out == "conv-1\n"
-    assert main(["inspect", str(db), "nope"]) == 1
+    assert main(["inspect", str(db), "nope"]) == 2
     assert capsys.readouterr().err == (
         "prefixlock inspect: no conversation 'nope' in the store (stored: conv-1)\n"
     )
@@ -96,6 +96,6 @@ def test_import_of_a_truncated_file_creates_no_store(
     lines = out.read_bytes().splitlines(keepends=True)
     out.write_bytes(b"".join(lines[:-1]))  # drop the trailer
     target = tmp_path / "new.db"
-    assert main(["import", str(target), str(out)]) == 1
+    assert main(["import", str(target), str(out)]) == 2
     assert "prefixlock import: " in capsys.readouterr().err
     assert not target.exists()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from conv_helpers import assert_prefix, context_b, context_ids, ids, open_conv, user
-
-from compiler.conversation import ToolCall, ToolResult
-from compiler.errors import ConflictError, HistoryError
-from compiler.messages import MessageKind
+from prefixlock.core.errors import ConflictError, HistoryError
+from prefixlock.core.messages import MessageKind
+from prefixlock.runtime.tools import ToolCall, ToolResult
 
 
 def _two_turns():  # type: ignore[no-untyped-def]

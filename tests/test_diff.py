@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from compiler import canonical, revisions
-from compiler.cli import main
-from compiler.comparison import (
+from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.review.compare import (
     IDENTICAL,
     PREFIX_BREAK,
     TAIL_APPEND,
     compare_bodies,
     guess_provider,
 )
-from compiler.jsondiff import MISSING, Difference, first_difference
-from compiler.loader import load_yaml_file
-from compiler.sources import SourceIndex
+from prefixlock.review.diff import revisions
+from prefixlock.review.jsondiff import MISSING, Difference, first_difference
+from prefixlock.review.sources import SourceIndex
+from prefixlock.spec.loader import load_yaml_file
 
 REPO = Path(__file__).resolve().parents[1]
 INSTRUCTIONS = (REPO / "prompt/cursor/instructions.md").read_text(encoding="utf-8")

@@ -8,6 +8,17 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prefixlock.core import canonical
+from prefixlock.core.messages import (
+    CanonicalMessage,
+    ImagePart,
+    MessageKind,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from prefixlock.providers import get
 from provider_cases import (
     ANTHROPIC_THINKING,
     BEDROCK_REASONING,
@@ -44,18 +55,6 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-
-from compiler import canonical
-from compiler.messages import (
-    CanonicalMessage,
-    ImagePart,
-    MessageKind,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
-from compiler.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from providers import get
 
 NAME = "gemini"
 

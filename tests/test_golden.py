@@ -15,14 +15,13 @@ import attrs
 import jsonschema
 import pytest
 from golden_check import check, file_problems, folder_problems, report, write_file
+from prefixlock.core import canonical
+from prefixlock.core.messages import MessageKind
+from prefixlock.providers import NAMES
+from prefixlock.review.render import render_calls
+from prefixlock.review.replay import Call, divergence, replay, serialize_calls, write_bodies
+from prefixlock.review.scenario import AssistantStep, Scenario, load_scenario
 from sdk_judge import assert_valid
-
-from compiler import canonical
-from compiler.messages import MessageKind
-from compiler.render import render_calls
-from compiler.replay import Call, divergence, replay, serialize_calls, write_bodies
-from compiler.scenario import AssistantStep, Scenario, load_scenario
-from providers import NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "golden"

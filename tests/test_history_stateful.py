@@ -14,14 +14,14 @@ import pytest
 from conv_helpers import CONTEXT_A, background, context_b, example_bundle, user
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
-from compiler import canonical
-from compiler.conversation import Conversation, ToolCall, ToolResult
-from compiler.errors import ConflictError
-from compiler.messages import MessageKind
-from compiler.model import ModelRequest
-from compiler.request import AgentRunRequest
-from compiler.store import MemoryStore
+from prefixlock.core import canonical
+from prefixlock.core.errors import ConflictError
+from prefixlock.core.messages import MessageKind
+from prefixlock.core.model import ModelRequest
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.request import AgentRunRequest
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.store.contract import MemoryStore
 
 
 def _context_c() -> dict[str, Any]:

@@ -1,108 +1,128 @@
 """The dependency rules, checked by walking the imports of every module.
 
-* ``compiler`` never imports ``providers`` (the CLI / replay edge may, listed below);
-* each third-party library is imported by one module: yaml by the loader, jsonschema by
-  the validator, jinja2 by the template environment;
-* ``providers`` import from ``compiler`` only the provider-independent request model.
+* every import of the package's own modules is relative, so the name ``prefixlock`` is
+  written in ``pyproject.toml`` only;
+* stages import one way (:data:`LAYERS`): ``core`` <- {``spec``, ``store``, ``cache``,
+  ``providers``} <- ``runtime`` <- {``review``, ``bench``} <- ``cli``;
+* each third-party or system library in :data:`OWNERS` is imported by one module.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("compiler", "providers")
+PACKAGE = "prefixlock"
 
-#: Third-party library -> the one module that may import it.
-OWNERS = {
-    "yaml": "compiler.loader",
-    "jsonschema": "compiler.validate",
-    "jinja2": "compiler.templates",
+#: Stage -> the stages it may import (besides itself).
+LAYERS: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "spec": frozenset({"core"}),
+    "store": frozenset({"core"}),
+    "cache": frozenset({"core"}),
+    "providers": frozenset({"core"}),
+    "runtime": frozenset({"core", "spec", "store", "cache", "providers"}),
+    "review": frozenset({"core", "spec", "store", "cache", "providers", "runtime"}),
+    "bench": frozenset({"core", "spec", "store", "cache", "providers", "runtime"}),
+    "cli": frozenset({"core", "spec", "store", "cache", "providers", "runtime", "review", "bench"}),
 }
 
-#: What ``providers`` may import from ``compiler``.
-PROVIDER_API = frozenset(
-    {"compiler.model", "compiler.messages", "compiler.canonical", "compiler.errors"}
-)
-
-#: Modules of ``compiler`` at the CLI / replay edge that wire providers in.
-EDGE_MODULES: frozenset[str] = frozenset(
-    {
-        "compiler.replay",  # replays scenarios and serializes each call per provider
-        # compares bodies through a provider's strip_cache_markers and names the
-        # providers for the rest of `prefixlock diff` (diff, diff_sides, folderdiff)
-        "compiler.comparison",
-        "compiler.bench",  # times each provider's serialize against a naive re-encode
-    }
-)
+#: Library -> the one module that may import it.
+OWNERS = {
+    "yaml": "prefixlock.spec.loader",
+    "jinja2": "prefixlock.spec.templates",
+    "jsonschema": "prefixlock.spec.validate",
+    "referencing": "prefixlock.spec.validate",
+    "sqlite3": "prefixlock.store.sqlite",
+    "subprocess": "prefixlock.review.processes",
+}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def source_files() -> Iterator[tuple[str, Path]]:
+    """``(module name, path)`` of every module of the installed package ``prefixlock``:
+    ``compiler/`` is the package, ``providers/`` its subpackage ``providers`` (in the
+    checkout ``compiler/providers`` is a symlink to it)."""
+    for path in sorted((REPO / "compiler").rglob("*.py")):
+        relative = path.relative_to(REPO / "compiler")
+        if relative.parts[0] == "providers":
+            continue  # the symlink; walked below under its real path
+        yield _name(("", *relative.parts)), path
+    for path in sorted((REPO / "providers").rglob("*.py")):
+        yield _name(("", "providers", *path.relative_to(REPO / "providers").parts)), path
 
 
-def imports(source: str, module: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
-    """``(line, imported module)`` for every import; ``from a import b`` yields ``a.b``
-    (b may be a module) and relative imports are resolved against ``module``."""
+def _name(parts: tuple[str, ...]) -> str:
+    names = [PACKAGE, *parts[1:]]
+    names[-1] = names[-1].removesuffix(".py")
+    if names[-1] == "__init__":
+        names.pop()
+    return ".".join(names)
+
+
+def imports(
+    source: str, module: str, *, is_package: bool = False
+) -> Iterator[tuple[int, str, int]]:
+    """``(line, imported module, level)`` for every import; ``from a import b`` yields
+    ``a.b`` too (b may be a module); relative imports are resolved against ``module``."""
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name
+                yield node.lineno, alias.name, 0
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            yield node.lineno, base
+            yield node.lineno, base, node.level
             for alias in node.names:
-                yield node.lineno, f"{base}.{alias.name}"
+                yield node.lineno, f"{base}.{alias.name}", node.level
 
 
-def all_imports() -> Iterator[tuple[str, int, str]]:
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            if "_example" in path.parts:
-                continue
-            name = module_name(path)
-            source = path.read_text(encoding="utf-8")
-            for line, imported in imports(source, name, is_package=path.name == "__init__.py"):
-                yield name, line, imported
+def all_imports() -> Iterator[tuple[str, int, str, int]]:
+    for name, path in source_files():
+        source = path.read_text(encoding="utf-8")
+        for line, imported, level in imports(source, name, is_package=path.name == "__init__.py"):
+            yield name, line, imported, level
 
 
-def top(name: str) -> str:
-    return name.partition(".")[0]
+def stage(module: str) -> str | None:
+    """``prefixlock.spec.loader`` -> ``spec``; the package's own ``__init__``/``__main__``
+    belong to no stage (they may import every stage)."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] in ("__main__",):
+        return None
+    return parts[1] if parts[1] in LAYERS else None
 
 
-def violations() -> list[str]:
+def violations(walk: Iterable[tuple[str, int, str, int]] | None = None) -> list[str]:
     found: list[str] = []
-    for module, line, imported in all_imports():
+    for module, line, imported, level in all_imports() if walk is None else walk:
         where = f"{module}:{line}"
-        owner = OWNERS.get(top(imported))
+        head = imported.partition(".")[0]
+        if level == 0 and head in (PACKAGE, "compiler", "providers"):
+            found.append(f"{where} imports {imported} absolutely (use a relative import)")
+            continue
+        owner = OWNERS.get(head)
         if owner is not None and module != owner:
             found.append(f"{where} imports {imported} (only {owner} may)")
-        to_provider = top(module) == "compiler" and top(imported) == "providers"
-        if to_provider and module not in EDGE_MODULES:
-            found.append(f"{where} imports {imported} (compiler never imports providers)")
-        if top(module) == "providers" and top(imported) == "compiler":
-            # ``from compiler import canonical`` yields both "compiler" and
-            # "compiler.canonical"; the bare package name alone is harmless.
-            allowed = imported == "compiler" or any(
-                imported == api or imported.startswith(api + ".") for api in PROVIDER_API
+        if head != PACKAGE:
+            continue
+        mine, theirs = stage(module), stage(imported)
+        if theirs is None:
+            if imported != PACKAGE and mine is not None:
+                found.append(f"{where} imports {imported}, outside every stage")
+            continue
+        if mine is not None and theirs != mine and theirs not in LAYERS[mine]:
+            found.append(
+                f"{where} imports {imported} ({mine} may import only: "
+                f"{', '.join(sorted(LAYERS[mine])) or 'nothing'})"
             )
-            if not allowed:
-                found.append(
-                    f"{where} imports {imported}"
-                    f" (providers may import only {', '.join(sorted(PROVIDER_API))})"
-                )
     return sorted(set(found))
 
 
@@ -110,22 +130,57 @@ def test_dependency_rules_hold() -> None:
     assert violations() == []
 
 
-def test_the_walk_sees_every_module() -> None:
-    modules = {module for module, _, _ in all_imports()}
-    for expected in ("compiler.loader", "compiler.templates", "compiler.bundle", "compiler.cli"):
-        assert expected in modules
-    assert ("compiler.templates", "jinja2") in {(m, top(i)) for m, _, i in all_imports()}
+def test_the_walk_sees_every_stage_and_owner() -> None:
+    seen = list(all_imports())
+    modules = {module for module, _, _, _ in seen}
+    assert {stage(m) for m in modules} >= set(LAYERS)
+    assert "prefixlock.providers.anthropic" in modules
+    libraries = {(m, i.partition(".")[0]) for m, _, i, _ in seen}
+    for library, owner in OWNERS.items():
+        assert (owner, library) in libraries, f"{owner} no longer imports {library}"
+
+
+def test_layer_table_runs_one_way() -> None:
+    for mine, allowed in LAYERS.items():
+        for other in allowed:
+            assert mine not in LAYERS[other], f"{mine} and {other} import each other"
 
 
 @pytest.mark.parametrize(
     ("source", "module", "expected"),
     [
-        ("import yaml", "compiler.x", ["yaml"]),
-        ("from jinja2 import nodes", "compiler.x", ["jinja2", "jinja2.nodes"]),
-        ("from . import canonical", "compiler.x", ["compiler", "compiler.canonical"]),
-        ("from .. import model", "compiler.sub.x", ["compiler", "compiler.model"]),
-        ("if True:\n    import jsonschema.validators", "compiler.x", ["jsonschema.validators"]),
+        ("import yaml", "prefixlock.spec.x", ["yaml"]),
+        ("from jinja2 import nodes", "prefixlock.spec.x", ["jinja2", "jinja2.nodes"]),
+        (
+            "from . import canonical",
+            "prefixlock.core.x",
+            ["prefixlock.core", "prefixlock.core.canonical"],
+        ),
+        (
+            "from ..core import model",
+            "prefixlock.spec.x",
+            ["prefixlock.core", "prefixlock.core.model"],
+        ),
+        ("if True:\n    import jsonschema.validators", "prefixlock.x", ["jsonschema.validators"]),
     ],
 )
 def test_imports_are_resolved(source: str, module: str, expected: list[str]) -> None:
-    assert [name for _, name in imports(source, module)] == expected
+    assert [name for _, name, _ in imports(source, module)] == expected
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("prefixlock.core.x", "from ..runtime import history", "core may import only: nothing"),
+        ("prefixlock.spec.x", "from ..store import sqlite", "spec may import only: core"),
+        ("prefixlock.providers.x", "from ..runtime import conversation", "providers may import"),
+        ("prefixlock.runtime.x", "from ..review import verify", "runtime may import only"),
+        ("prefixlock.review.x", "import sqlite3", "only prefixlock.store.sqlite may"),
+        ("prefixlock.review.x", "from prefixlock.core import canonical", "absolutely"),
+        ("prefixlock.bench.x", "import providers", "absolutely"),
+    ],
+)
+def test_a_wrong_import_is_reported(module: str, source: str, expected: str) -> None:
+    walk = [(module, line, name, level) for line, name, level in imports(source, module)]
+    found = violations(walk)
+    assert found and expected in found[0], found

@@ -18,8 +18,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
+import prefixlock.providers as providers
 from hypothesis import given
 from hypothesis import strategies as st
+from prefixlock.core import canonical
+from prefixlock.core.messages import (
+    CanonicalMessage,
+    MessageKind,
+    OpaquePart,
+    TextPart,
+    ToolResultPart,
+)
+from prefixlock.core.model import CachePosition, ModelRequest
+from prefixlock.providers import NAMES, get
 from provider_cases import (
     OWN_OPAQUE,
     assistant,
@@ -31,12 +42,6 @@ from provider_cases import (
     results,
     runtime,
 )
-
-import providers
-from compiler import canonical
-from compiler.messages import CanonicalMessage, MessageKind, OpaquePart, TextPart, ToolResultPart
-from compiler.model import CachePosition, ModelRequest
-from providers import NAMES, get
 
 # Text every provider accepts: not blank (Anthropic refuses blank text blocks).
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=40).map(
@@ -220,8 +225,7 @@ def test_only_new_messages_are_encoded() -> None:
 
 def test_registry_names_and_did_you_mean() -> None:
     import pytest
-
-    from compiler.errors import SerializationError
+    from prefixlock.core.errors import SerializationError
 
     assert tuple(sorted(providers.MODULES)) == providers.NAMES
     with pytest.raises(SerializationError, match=r"did you mean 'anthropic'\?"):

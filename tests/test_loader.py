@@ -7,14 +7,13 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
-from compiler import loader
-from compiler.errors import Location, SpecError, SpecErrors
-from compiler.loader import (
+from prefixlock.core.errors import Location, SpecError, SpecErrors
+from prefixlock.core.jsonpath import json_path
+from prefixlock.spec import loader
+from prefixlock.spec.loader import (
     ALIAS_NODE_BUDGET,
     MAX_DEPTH,
     LoadedDocument,
-    json_path,
     load_yaml_bytes,
     load_yaml_file,
     load_yaml_text,
@@ -635,4 +634,4 @@ def test_yaml_is_imported_only_by_the_loader() -> None:
         for path in (ROOT / package).rglob("*.py")
         if "yaml" in _imports(path)
     )
-    assert importers == ["compiler/loader.py"]
+    assert importers == ["compiler/spec/loader.py"]

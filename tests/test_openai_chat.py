@@ -6,6 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from prefixlock.core import canonical
+from prefixlock.core.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
+from prefixlock.core.model import ModelRequest, ProviderSettings, ToolSpec
+from prefixlock.providers import get
 from provider_cases import (
     ANTHROPIC_THINKING,
     CACHE_KEY,
@@ -40,11 +44,6 @@ from provider_cases import (
     tool_loop,
     unicode,
 )
-
-from compiler import canonical
-from compiler.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
-from compiler.model import ModelRequest, ProviderSettings, ToolSpec
-from providers import get
 
 NAME = "openai-chat"
 

@@ -17,11 +17,10 @@ from conv_helpers import (
     open_conv,
     user,
 )
-
-from compiler.conversation import ToolCall, ToolResult
-from compiler.errors import ConflictError, HistoryError, UnknownCallError
-from compiler.messages import MessageKind
-from compiler.store import MemoryStore
+from prefixlock.core.errors import ConflictError, HistoryError, UnknownCallError
+from prefixlock.core.messages import MessageKind
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.store.contract import MemoryStore
 
 
 def test_identical_context_two_turns_is_prefix_with_one_context_message() -> None:

@@ -8,18 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import prefixlock.providers as providers
+import prefixlock.review.replay as replay_module
 import pytest
-
-import compiler.replay as replay_module
-import providers
-from compiler import canonical
-from compiler.cli import main
-from compiler.conversation import Conversation
-from compiler.errors import PrefixlockError, SerializationError, SpecErrors
-from compiler.messages import MessageKind
-from compiler.model import ModelRequest
-from compiler.render import fold, render_calls
-from compiler.replay import (
+from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.core.errors import PrefixlockError, SerializationError, SpecErrors
+from prefixlock.core.messages import MessageKind
+from prefixlock.core.model import ModelRequest
+from prefixlock.providers import NAMES
+from prefixlock.review.render import fold, render_calls
+from prefixlock.review.replay import (
     STORE_FILE,
     divergence,
     history_length,
@@ -30,9 +29,9 @@ from compiler.replay import (
     write_bodies,
     write_replay,
 )
-from compiler.scenario import AssistantStep, Scenario, load_scenario
-from compiler.sqlite_store import SQLiteStore
-from providers import NAMES
+from prefixlock.review.scenario import AssistantStep, Scenario, load_scenario
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.store.sqlite import SQLiteStore
 
 SCENARIO = """\
 name: replay test
@@ -375,7 +374,7 @@ def test_cli_replay_reports_every_error(
         ),
         encoding="utf-8",
     )
-    assert main(["replay", "bad.yaml", "--provider", "all", "--out", "out"]) == 1
+    assert main(["replay", "bad.yaml", "--provider", "all", "--out", "out"]) == 2
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
         "bad.yaml:4:5: $.steps[0].assistant: assistant step before any user turn",
@@ -390,7 +389,7 @@ def test_cli_replay_refuses_an_unknown_provider(
     scenario: Scenario, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["replay", str(scenario.path), "--provider", "antropic", "--out", str(tmp_path / "o")]
-    assert main(args) == 1
+    assert main(args) == 2
     assert capsys.readouterr().err == (
         "prefixlock replay: unknown provider 'antropic' (did you mean 'anthropic'?)\n"
     )

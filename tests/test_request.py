@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 from conv_helpers import CONTEXT_A
-
-from compiler import canonical
-from compiler.errors import SpecErrors
-from compiler.request import AgentRunRequest, RequestKind
+from prefixlock.core import canonical
+from prefixlock.core.errors import SpecErrors
+from prefixlock.runtime.request import AgentRunRequest, RequestKind
 
 VALUE = {
     "conversation_id": "conv-1",

@@ -6,9 +6,8 @@ import itertools
 
 import pytest
 from conv_helpers import CONTEXT_A, assert_prefix, context_ids, example_bundle, open_conv, user
-
-from compiler.errors import PrefixlockError
-from compiler.messages import MessageKind
+from prefixlock.core.errors import PrefixlockError
+from prefixlock.core.messages import MessageKind
 
 CONVERSATION_MARKERS = (
     "ALWAYS-RULE-BODY",

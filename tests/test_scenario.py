@@ -6,13 +6,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from compiler import canonical
-from compiler.bundle import find_example_root
-from compiler.conversation import ToolCall, ToolResult
-from compiler.errors import SpecErrors
-from compiler.request import RequestKind
-from compiler.scenario import (
+from prefixlock.core import canonical
+from prefixlock.core.errors import SpecErrors
+from prefixlock.review.scenario import (
     AssistantStep,
     BackgroundStep,
     CompactStep,
@@ -23,6 +19,9 @@ from compiler.scenario import (
     load_scenario,
     merge_base,
 )
+from prefixlock.runtime.request import RequestKind
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.spec.build import find_example_root
 
 REPO = Path(__file__).resolve().parents[1]
 

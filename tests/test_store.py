@@ -23,12 +23,11 @@ from helpers_store import (
     make_root,
     stored_event_ids,
 )
-
-from compiler import canonical
-from compiler.checkpoint import decode_chain
-from compiler.errors import CheckpointError, CheckpointRaceError
-from compiler.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
-from compiler.store import MemoryStore, Store
+from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError, CheckpointRaceError
+from prefixlock.store.contract import MemoryStore, Store
+from prefixlock.store.records import decode_chain
+from prefixlock.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 
 HELPER = Path(__file__).with_name("helpers_store.py")
 
@@ -463,8 +462,8 @@ def test_sqlite_cross_process_duplicate_event_is_refused(tmp_path: Path) -> None
         records = fill(s, "c", 1)
     script = (
         "import sys\n"
-        "from compiler.sqlite_store import SQLiteStore\n"
-        "from compiler.errors import CheckpointRaceError\n"
+        "from prefixlock.store.sqlite import SQLiteStore\n"
+        "from prefixlock.core.errors import CheckpointRaceError\n"
         "s = SQLiteStore(sys.argv[1])\n"
         "try:\n"
         "    s.append('c', 2, 'e1', sys.stdin.buffer.read())\n"

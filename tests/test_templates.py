@@ -1,14 +1,13 @@
-"""The deterministic, sandboxed template environment (compiler.templates)."""
+"""The deterministic, sandboxed template environment (prefixlock.spec.templates)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-
-from compiler.errors import Location, SpecErrors
-from compiler.templates import CompiledTemplate, compile_template
-from compiler.variables import CONVERSATION_VARIABLES, TURN_VARIABLES
+from prefixlock.core.errors import Location, SpecErrors
+from prefixlock.spec.templates import CompiledTemplate, compile_template
+from prefixlock.spec.variables import CONVERSATION_VARIABLES, TURN_VARIABLES
 
 RUNTIME = "prompt/cursor/agent/runtime.md.j2"
 CONTEXT = "prompt/cursor/context.md.j2"
@@ -40,7 +39,7 @@ def context(source: str) -> CompiledTemplate:
 
 
 def at(name: str, line: int) -> str:
-    """How an error location prints (the format belongs to compiler.errors.Location)."""
+    """How an error location prints (the format belongs to prefixlock.core.errors.Location)."""
     return str(Location(name, line))
 
 

@@ -11,13 +11,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from referencing.exceptions import NoSuchResource
-from schema_links import editor_errors, header_schema, ref_problems, walk
-
-from compiler import validate
-from compiler.errors import Location, SpecError, SpecErrors
-from compiler.loader import load_yaml_text
-from compiler.validate import (
+from prefixlock.core.errors import Location, SpecError, SpecErrors
+from prefixlock.spec import validate
+from prefixlock.spec.loader import load_yaml_text
+from prefixlock.spec.validate import (
     SCHEMA_NAMES,
     check_document,
     schema,
@@ -25,6 +22,8 @@ from compiler.validate import (
     validate_document,
     validate_value,
 )
+from referencing.exceptions import NoSuchResource
+from schema_links import editor_errors, header_schema, ref_problems, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "compiler" / "schemas"
@@ -913,4 +912,4 @@ def test_jsonschema_is_imported_only_by_the_validator() -> None:
                 )
                 if any(n.split(".")[0] in ("jsonschema", "referencing") for n in names):
                     importers.append(path.relative_to(ROOT).as_posix())
-    assert sorted(set(importers)) == ["compiler/validate.py"]
+    assert sorted(set(importers)) == ["compiler/spec/validate.py"]

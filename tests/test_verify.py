@@ -8,17 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from compiler import canonical
-from compiler.cli import main
-from compiler.invariants import Failure, check_bodies, check_history
-from compiler.loader import load_yaml_file
-from compiler.messages import CanonicalMessage, MessageKind, Role, TextPart
-from compiler.model import ModelRequest
-from compiler.replay import Call, replay, serialize_calls
-from compiler.scenario import load_scenario
-from compiler.sources import SourceIndex
-from compiler.verify import (
+from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, TextPart
+from prefixlock.core.model import ModelRequest
+from prefixlock.review.invariants import Failure, check_bodies, check_history
+from prefixlock.review.replay import Call, replay, serialize_calls
+from prefixlock.review.scenario import load_scenario
+from prefixlock.review.sources import SourceIndex
+from prefixlock.review.verify import (
     OTHER_TZ,
     Report,
     Row,
@@ -26,6 +24,7 @@ from compiler.verify import (
     verify,
     verify_scenario,
 )
+from prefixlock.spec.loader import load_yaml_file
 
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME = "prompt/cursor/agent/runtime.md.j2"

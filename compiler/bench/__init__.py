@@ -1,0 +1,1 @@
+"""``prefixlock bench``: seeded synthetic conversations, measurements and the report."""

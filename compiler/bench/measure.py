@@ -1,0 +1,372 @@
+"""The timing, memory and store passes of ``prefixlock bench``, and the naive baselines.
+
+:func:`measure` takes one generated conversation (:mod:`prefixlock.bench.workload`) and
+measures, over its last ``window`` calls:
+
+* **handling** one model call: the work between two model calls, i.e. recording the
+  previous call's model output (:meth:`Conversation.assistant`) and handling the event
+  that makes this call (:meth:`Conversation.handle` for a user turn or background event,
+  :meth:`Conversation.tool_results` for tool results): compile, append, and commit the
+  checkpoint records to an :class:`~prefixlock.store.sqlite.SQLiteStore` (WAL,
+  ``synchronous=FULL``, so one fsync per record) in a temporary folder. Requests are
+  validated before the clock starts (that is the client edge). Wall and process CPU time;
+* **record bytes** per call: the checkpoint bytes handed to the store; and, where
+  ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
+  and the WAL checkpoints into the database file that SQLite runs now and then);
+* **serializing** the call's body for every provider (``Provider.serialize``, the
+  incremental encoder; every call is serialized, so its caches are as in a server);
+* **hydration**: :meth:`Conversation.open` of the finished conversation from its store
+  (a fresh connection), from the stored bytes alone;
+* **memory**: the process's peak RSS after the run (``resource.getrusage``: the
+  high-water mark of this run and the ones before), and :mod:`tracemalloc` around one
+  extra, untimed hydration: the peak and the retained bytes of one hydrated conversation.
+
+Per-call figures are the median, the 95th percentile (nearest rank) and the mean.
+
+Each conversation is played twice, into two stores: once timing handling alone, once
+serializing every call for every provider (whose handling is timed too, as
+``handle_with_serialize``: serializing megabytes per call evicts the CPU caches, which
+slows whatever runs next, and that effect grows with the bodies, not with prefixlock's
+own work). Baselines, on the same conversation in the same process:
+
+* **naive serialization**, after the serializing pass, on the same requests: rebuild the
+  whole body as a plain dict (the provider's own frame and per-message mapping, no
+  caching) and encode it with :func:`json.dumps`, per call; and the :func:`json.dumps` of
+  the ready dict alone, for reference;
+* **naive hydration**: :func:`json.loads` of every stored byte string (the root and
+  every record), already in memory.
+
+Timing uses :func:`time.perf_counter_ns` (handling also :func:`time.process_time_ns`).
+Garbage collection stays enabled while timing, as in a server; :func:`gc.collect` runs
+before each pass and each hydration repeat, so no garbage of an earlier step is collected
+inside a timed one.
+
+``compiler`` never imports a provider: the serializers and the naive harnesses come in
+as :class:`WireFormats`, wired by the CLI edge (:mod:`prefixlock.bench.run`).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from ..core import canonical
+from ..core.messages import MessageKind
+from ..core.model import ModelRequest
+from ..runtime.conversation import Conversation
+from ..spec.bundle import Bundle
+from ..store.sqlite import SQLiteStore
+from .workload import Call, play
+
+__all__ = [
+    "HYDRATION_REPEATS",
+    "CountingStore",
+    "NaiveHarness",
+    "Serializer",
+    "WireFormats",
+    "measure",
+    "method",
+]
+
+#: Hydration is timed this many times per run.
+HYDRATION_REPEATS = 5
+
+
+class Serializer(Protocol):
+    """A provider's incremental encoder: ``Provider.serialize``."""
+
+    def serialize(self, request: ModelRequest) -> bytes: ...
+
+
+class NaiveHarness(Protocol):
+    """The naive baseline: rebuilds the whole body as a plain dict on every call."""
+
+    def wire_body(self, request: ModelRequest) -> dict[str, Any]: ...
+
+
+@attrs.frozen
+class WireFormats:
+    """The provider wire formats to serialize for, and how to make each one's encoders."""
+
+    names: tuple[str, ...]
+    serializer: Callable[[str], Serializer]  # a new one per pass: empty caches
+    naive: Callable[[str], NaiveHarness]
+
+
+class CountingStore(SQLiteStore):
+    """An SQLiteStore that counts the record bytes it is asked to append."""
+
+    appended = 0
+
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
+        super().append(conversation_id, seq, event_id, record)
+        self.appended += len(record)
+
+
+def _written() -> int | None:
+    """Bytes this process has written to files so far (Linux ``wchar``), if known."""
+    try:
+        with open("/proc/self/io", "rb") as f:
+            for line in f:
+                if line.startswith(b"wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _stats(values: Sequence[int]) -> dict[str, int]:
+    """Median, 95th percentile (nearest rank) and mean, rounded to integers."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(0.95 * len(ordered)))
+    return {
+        "median": round(statistics.median(ordered)),
+        "p95": ordered[rank - 1],
+        "mean": round(statistics.fmean(ordered)),
+    }
+
+
+def _naive_encode(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _cid(calls: Sequence[Call]) -> str:
+    first = calls[0].request
+    assert first is not None
+    return first.conversation_id
+
+
+def _handling_pass(
+    bundle: Bundle, store: CountingStore, calls: Sequence[Call], window: int
+) -> tuple[dict[str, Any], Conversation]:
+    """Play the calls, timing handling alone over the last ``window``."""
+    conv = Conversation.open(store, bundle, _cid(calls))
+    handle: list[int] = []
+    handle_cpu: list[int] = []
+    record_bytes: list[int] = []
+    written: list[int] = []
+    first_timed = len(calls) - window
+    clock, cpu = time.perf_counter_ns, time.process_time_ns
+    gc.collect()
+    for index, call in enumerate(calls):
+        if index < first_timed:
+            play(conv, call)
+            continue
+        appended, before = store.appended, _written()
+        t0, c0 = clock(), cpu()
+        play(conv, call)
+        t1, c1 = clock(), cpu()
+        after = _written()
+        handle.append(t1 - t0)
+        handle_cpu.append(c1 - c0)
+        record_bytes.append(store.appended - appended)
+        if before is not None and after is not None:
+            written.append(after - before)
+    if not window:
+        return {}, conv
+    final = conv.request()
+    return {
+        "records": conv.history.seq,
+        "epochs": conv.history.epoch + 1,
+        "live_messages": len(final.messages),
+        "context_messages": sum(1 for m in final.messages if m.kind is MessageKind.REQUEST_CONTEXT),
+        "handle_ns": _stats(handle),
+        "handle_cpu_ns": _stats(handle_cpu),
+        "record_bytes": _stats(record_bytes),
+        "written_bytes": _stats(written) if written else None,
+    }, conv
+
+
+def _serializing_pass(
+    bundle: Bundle,
+    store: SQLiteStore,
+    calls: Sequence[Call],
+    formats: WireFormats,
+    window: int,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """Play the calls again, serializing every call for every provider; then the naive
+    harness on the requests of the last ``window`` calls."""
+    conv = Conversation.open(store, bundle, _cid(calls))
+    names = formats.names
+    live = {name: formats.serializer(name) for name in names}
+    serialize: dict[str, list[int]] = {name: [] for name in names}
+    handle: list[int] = []
+    requests: list[ModelRequest] = []
+    bodies: dict[str, bytes] = {}
+    first_timed = len(calls) - window
+    clock = time.perf_counter_ns
+    gc.collect()
+    for index, call in enumerate(calls):
+        timed = index >= first_timed
+        t0 = clock()
+        request = play(conv, call)
+        t1 = clock()
+        for name, provider in live.items():
+            t2 = clock()
+            bodies[name] = provider.serialize(request)
+            t3 = clock()
+            if timed:
+                serialize[name].append(t3 - t2)
+        if timed:
+            handle.append(t1 - t0)
+            requests.append(request)  # an immutable view: still this call's request later
+        if (index + 1) % 1000 == 0 and index + 1 < len(calls):
+            progress(f"  {index + 1}/{len(calls)} calls")
+    sizes = {name: len(body) for name, body in bodies.items()}
+    head = conv.history.head
+    del live, conv  # the fragment caches: the naive harness needs none of it
+    if not window:
+        return {}
+    # The naive harness runs afterwards, so that its garbage (whole bodies as dicts, every
+    # call) does not slow down what is measured above.
+    naive: dict[str, list[int]] = {name: [] for name in names}
+    naive_encode: dict[str, list[int]] = {name: [] for name in names}
+    naive_equal: dict[str, bool] = {}
+    for name in names:
+        harness = formats.naive(name)
+        gc.collect()
+        for request in requests:
+            t0 = clock()
+            body = harness.wire_body(request)
+            t1 = clock()
+            data = _naive_encode(body)
+            t2 = clock()
+            naive[name].append(t2 - t0)
+            naive_encode[name].append(t2 - t1)
+            del body
+        # The last call's body: the same bytes, so the comparison is like for like.
+        naive_equal[name] = data == bodies[name]
+    return {
+        "body_bytes": sizes,
+        "handle_with_serialize_ns": _stats(handle),
+        "serialize_ns": {name: _stats(v) for name, v in serialize.items()},
+        "naive_ns": {name: _stats(v) for name, v in naive.items()},
+        "naive_encode_ns": {name: _stats(v) for name, v in naive_encode.items()},
+        "naive_bytes_equal": naive_equal,
+        "digest": canonical.digest(
+            {
+                "head": head,
+                "bodies": {name: canonical.sha256_hex(body) for name, body in bodies.items()},
+            }
+        ),
+    }
+
+
+def _rss_kib() -> int | None:
+    """The process's peak resident set size in KiB (None where unknown: Windows)."""
+    try:
+        import resource  # Unix only
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS
+
+
+def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]:
+    """Conversation.open of the finished conversation against json.loads of its bytes."""
+    cid = live.id
+    hydrate: list[int] = []
+    loads: list[int] = []
+    load: list[int] = []
+    clock = time.perf_counter_ns
+    with SQLiteStore(path) as store:
+        stored = store.load(cid)
+        assert stored is not None
+        blobs = (stored.root, *stored.records)
+        for _ in range(HYDRATION_REPEATS):
+            gc.collect()
+            t0 = clock()
+            conv = Conversation.open(store, bundle, cid)
+            t1 = clock()
+            hydrate.append(t1 - t0)
+            del conv
+            gc.collect()
+            t0 = clock()
+            for blob in blobs:
+                json.loads(blob)
+            t1 = clock()
+            loads.append(t1 - t0)
+            gc.collect()
+            t0 = clock()
+            store.load(cid)
+            t1 = clock()
+            load.append(t1 - t0)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            conv = Conversation.open(store, bundle, cid)
+            retained, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    same = conv.history.head == live.history.head and conv.request().same_as(live.request())
+    return {
+        "stored_bytes": sum(len(b) for b in blobs),
+        "hydrate_ns": _stats(hydrate),
+        "json_loads_ns": _stats(loads),
+        "store_load_ns": _stats(load),
+        "hydrated_equal": same,
+        "hydrated_peak_bytes": peak,
+        "hydrated_retained_bytes": retained,
+    }
+
+
+def measure(
+    bundle: Bundle,
+    stores: tuple[CountingStore, SQLiteStore],
+    calls: Sequence[Call],
+    formats: WireFormats,
+    window: int,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """Both passes over one conversation, then its hydration; figures over ``window``.
+
+    ``stores``: one for the handling pass, one for the serializing pass. With a window of
+    0 the conversation is played (a warm-up) and nothing is returned.
+    """
+    started = time.perf_counter_ns()
+    handling, conv = _handling_pass(bundle, stores[0], calls, window)
+    serializing = _serializing_pass(bundle, stores[1], calls, formats, window, progress)
+    if not window:
+        return {}
+    figures: dict[str, Any] = {"calls": len(calls), "window": window}
+    figures.update(handling)
+    figures.update(serializing)
+    figures["rss_peak_kib"] = _rss_kib()
+    figures.update(_hydration(bundle, stores[0].path, conv))
+    figures["seconds"] = round((time.perf_counter_ns() - started) / 1e9, 2)
+    return figures
+
+
+def method(window: int) -> dict[str, str]:
+    """How the figures of :func:`measure` are taken, in words, for the report."""
+    return {
+        "timer": "time.perf_counter_ns; handling also time.process_time_ns",
+        "per_call": f"median, p95 (nearest rank) and mean over the last {window} calls "
+        "of each run, the same script in every run",
+        "handling": "Conversation.assistant (previous output) + handle / tool_results "
+        "(this call's event); SQLiteStore in a temporary folder, WAL, synchronous=FULL; "
+        "a pass of its own (handle_with_serialize_ns: in the serializing pass)",
+        "record_bytes": "checkpoint record bytes handed to the store per call; "
+        "written_bytes: /proc/self/io wchar per call (WAL frames and checkpoints)",
+        "serialize": "Provider.serialize of every call; naive: wire_body without its "
+        "per-item encode, then json.dumps, on the same requests after the pass; "
+        "naive_encode: json.dumps of the ready dict only",
+        "hydration": f"Conversation.open of the finished conversation (fresh "
+        f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
+        "every record, in memory; store_load: SQLiteStore.load alone",
+        "memory": "rss_peak_kib: resource.getrusage ru_maxrss after the run (process "
+        "high-water mark; runs in ascending length); hydrated_*: tracemalloc peak and "
+        "retained bytes around one untimed Conversation.open",
+        "gc": "enabled while timing; gc.collect() before each pass and each hydration repeat",
+    }

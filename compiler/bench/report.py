@@ -1,0 +1,185 @@
+"""The targets of ``prefixlock bench`` and its report table.
+
+:func:`targets` derives the four target checks from the figures of the runs; they are
+ratios, because absolute times vary between machines. :func:`format_report` renders a
+report (the JSON value :func:`prefixlock.bench.run.bench` returns) as a table for people, one
+column per history length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "BYTES_TOLERANCE",
+    "HANDLING_LIMIT",
+    "HYDRATION_LIMIT",
+    "SPEEDUP_MIN",
+    "format_report",
+    "targets",
+]
+
+HANDLING_LIMIT = 1.5  # handling per call at the longest history / at the shortest
+SPEEDUP_MIN = 10.0  # naive full re-encode / incremental serialization, longest history
+BYTES_TOLERANCE = 0.2  # record bytes per call, each history length vs the shortest
+HYDRATION_LIMIT = 3.0  # Conversation.open / json.loads of the same stored bytes
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / max(b, 1), 3)
+
+
+def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The four target checks, computed from the figures of the runs (shortest first)."""
+    short, long = runs[0], runs[-1]
+    handling = _ratio(long["handle_ns"]["median"], short["handle_ns"]["median"])
+    speedups = {
+        name: _ratio(long["naive_ns"][name]["median"], ours["median"])
+        for name, ours in long["serialize_ns"].items()
+    }
+    slowest = min(speedups, key=lambda n: (speedups[n], n))
+    per_run_bytes = {
+        str(run["calls"]): _ratio(run["record_bytes"]["mean"], short["record_bytes"]["mean"])
+        for run in runs
+    }
+    deviation = round(max(abs(r - 1) for r in per_run_bytes.values()), 3)
+    hydration = {
+        str(run["calls"]): _ratio(run["hydrate_ns"]["median"], run["json_loads_ns"]["median"])
+        for run in runs
+    }
+    worst = max(hydration, key=lambda c: (hydration[c], int(c)))
+    return [
+        {
+            "name": "handling_flat",
+            "what": f"handling per call at {long['calls']} calls / at {short['calls']} (median)",
+            "value": handling,
+            "op": "<=",
+            "limit": HANDLING_LIMIT,
+            "met": handling <= HANDLING_LIMIT,
+        },
+        {
+            "name": "serialization_speedup",
+            "what": f"naive full re-encode / incremental serialize at {long['calls']} calls "
+            f"(median; slowest provider: {slowest})",
+            "value": speedups[slowest],
+            "op": ">=",
+            "limit": SPEEDUP_MIN,
+            "met": speedups[slowest] >= SPEEDUP_MIN,
+            "per_provider": speedups,
+        },
+        {
+            "name": "record_bytes_flat",
+            "what": f"record bytes per call (mean), largest deviation from {short['calls']} calls",
+            "value": deviation,
+            "op": "<=",
+            "limit": BYTES_TOLERANCE,
+            "met": deviation <= BYTES_TOLERANCE,
+            "per_run": per_run_bytes,
+        },
+        {
+            "name": "hydration_vs_json_loads",
+            "what": f"Conversation.open / json.loads of the stored bytes (median; worst: "
+            f"{worst} calls)",
+            "value": hydration[worst],
+            "op": "<=",
+            "limit": HYDRATION_LIMIT,
+            "met": hydration[worst] <= HYDRATION_LIMIT,
+            "per_run": hydration,
+        },
+    ]
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.0f}" if ns >= 10_000 else f"{ns / 1000:,.1f}"
+
+
+def _pair(stats: dict[str, int]) -> str:
+    return f"{_us(stats['median'])} / {_us(stats['p95'])}"
+
+
+def _ms_pair(stats: dict[str, int]) -> str:
+    return f"{stats['median'] / 1e6:,.1f} / {stats['p95'] / 1e6:,.1f}"
+
+
+def _bytes(stats: dict[str, int]) -> str:
+    return f"{stats['median']:,} / {stats['p95']:,} ({stats['mean']:,})"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a table for people: one column per history length."""
+    runs: list[dict[str, Any]] = report["runs"]
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, cell: Callable[[dict[str, Any]], str]) -> None:
+        rows.append((label, [cell(run) for run in runs]))
+
+    def ratio(label: str, ours: str, base: str, key: str | None = None) -> None:
+        def cell(run: dict[str, Any]) -> str:
+            a, b = run[ours], run[base]
+            if key is not None:
+                a, b = a[key], b[key]
+            return f"{_ratio(a['median'], b['median']):.3f}"
+
+        row(label, cell)
+
+    row("history length (calls)", lambda r: f"{r['calls']:,}")
+    row("records / epochs", lambda r: f"{r['records']:,} / {r['epochs']}")
+    row("live messages (contexts)", lambda r: f"{r['live_messages']:,} ({r['context_messages']})")
+    row("stored KiB", lambda r: f"{r['stored_bytes'] / 1024:,.0f}")
+    rows.append((f"per call, last {report['window']}: median / p95", []))
+    row("  handle event, µs", lambda r: _pair(r["handle_ns"]))
+    row("    CPU time, µs", lambda r: _pair(r["handle_cpu_ns"]))
+    row("    amid serializing, µs", lambda r: _pair(r["handle_with_serialize_ns"]))
+    row("  record bytes (mean)", lambda r: _bytes(r["record_bytes"]))
+    if all(r["written_bytes"] for r in runs):
+        row("  file bytes written (mean)", lambda r: _bytes(r["written_bytes"]))
+    for name in report["providers"]:
+        rows.append((f"  {name}", []))
+        rows.append(("    body KiB", [f"{r['body_bytes'][name] / 1024:,.0f}" for r in runs]))
+        for label, key in (
+            ("    serialize, µs", "serialize_ns"),
+            ("    naive dict + dumps, µs", "naive_ns"),
+            ("    naive dumps alone, µs", "naive_encode_ns"),
+        ):
+            rows.append((label, [_pair(r[key][name]) for r in runs]))
+        ratio("    ours / naive", "serialize_ns", "naive_ns", name)
+        ratio("    ours / dumps alone", "serialize_ns", "naive_encode_ns", name)
+    rows.append(("whole conversation: median / p95", []))
+    row("  Conversation.open, ms", lambda r: _ms_pair(r["hydrate_ns"]))
+    row("  json.loads of its bytes, ms", lambda r: _ms_pair(r["json_loads_ns"]))
+    ratio("  ours / json.loads", "hydrate_ns", "json_loads_ns")
+    row("  SQLiteStore.load alone, ms", lambda r: _ms_pair(r["store_load_ns"]))
+    row(
+        "peak RSS of the process, MiB",
+        lambda r: "?" if r["rss_peak_kib"] is None else f"{r['rss_peak_kib'] / 1024:,.0f}",
+    )
+    row(
+        "hydrated: peak / kept, MiB",
+        lambda r: (
+            f"{r['hydrated_peak_bytes'] / 2**20:,.1f} / {r['hydrated_retained_bytes'] / 2**20:,.1f}"
+        ),
+    )
+    width = max(len(label) for label, _ in rows)
+    widths = [max(len(cells[i]) for _, cells in rows if cells) for i in range(len(runs))]
+    machine = report["machine"]
+    lines = [
+        f"prefixlock bench: seed {report['seed']}; providers {', '.join(report['providers'])}",
+        f"machine: {machine['cpus']} CPUs, {machine['cpu_model']}; Python {machine['python']}; "
+        f"SQLite {machine['sqlite']}",
+        "",
+    ]
+    for label, cells in rows:
+        if not cells:  # a section heading
+            lines.append(label)
+            continue
+        columns = "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+        lines.append(f"{label:<{width}}  {columns}")
+    lines.append("")
+    lines.append("targets")
+    for target in report["targets"]:
+        flag = "met " if target["met"] else "MISS"
+        lines.append(
+            f"  [{flag}] {target['what']}: {target['value']} ({target['op']} {target['limit']})"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""``prefixlock bench``: per-call cost against history length, next to naive baselines.
+
+An agent server calls prefixlock once per model call and conversations reach thousands of
+calls, so the work per call must depend on what is new, not on how long the conversation
+already is. The benchmark is split by topic:
+
+* :mod:`prefixlock.bench.workload` -- the seeded synthetic conversations
+  (:func:`~prefixlock.bench.workload.generate`);
+* :mod:`prefixlock.bench.measure` -- the timing, memory and store passes over one
+  conversation and the naive baselines beside them (:func:`~prefixlock.bench.measure.measure`);
+* :mod:`prefixlock.bench.report` -- the four target checks and the table;
+* this module -- :func:`bench`, which runs them all and assembles the JSON report, and the
+  command's arguments. It is the edge that wires the providers in (``compiler`` never
+  imports a provider elsewhere): their serializers and the naive harness built from each.
+
+For each history length :func:`bench` plays one conversation of that many calls; the
+longest compacts once. Per-call figures are taken over the last :data:`WINDOW` calls of
+each run, and every run ends with the same script of that many calls (same texts, tool
+outputs and context; only counters such as seq differ), so the figures compare the same
+work at different history lengths: growth would show there. Runs go in ascending length.
+Both stores are shared by all runs, as a server's store is, and a warm-up conversation
+goes first, so no run pays for a cold interpreter or a new, still growing WAL file.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import providers
+from ..core.errors import UsageError
+from ..providers.base import Provider
+from ..spec.build import build_bundle, find_example_root
+from ..store.sqlite import SQLITE_VERSION, SQLiteStore
+from .measure import CountingStore, WireFormats, measure, method
+from .report import targets
+from .workload import generate
+
+__all__ = ["DEFAULT_CALLS", "WINDOW", "bench"]
+
+DEFAULT_CALLS: tuple[int, ...] = (100, 1000, 3000)
+#: Per-call figures are taken over the last WINDOW calls of each run (fewer when the
+#: shortest run has less than twice that many).
+WINDOW = 50
+
+
+def _naive_provider(name: str) -> Provider:
+    """The provider's own :meth:`~Provider.wire_body`, without its per-item encode.
+
+    :meth:`Provider.wire_body` rebuilds the whole body as a dict (no fragment cache) but
+    also encodes every item once, to refuse what :meth:`Provider.serialize` refuses; a
+    naive harness would not, so that step is a no-op here. What remains is the provider's
+    own frame and per-message mapping: the encoding is the only difference from
+    :meth:`Provider.serialize`.
+    """
+    cls = type(providers.get(name))
+    naive = type(f"Naive{cls.__name__}", (cls,), {"_encode_item": _no_encode})()
+    assert isinstance(naive, Provider)
+    return naive
+
+
+def _no_encode(self: Provider, message: Any, item: Any) -> bytes:
+    return b""
+
+
+def _machine() -> dict[str, Any]:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "system": f"{platform.system()} {platform.release()}",
+        "sqlite": SQLITE_VERSION,
+    }
+
+
+def bench(
+    calls: Sequence[int] = DEFAULT_CALLS,
+    names: Sequence[str] = providers.NAMES,
+    seed: int = 1,
+    *,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the report (a JSON value, see
+    :func:`~prefixlock.bench.report.targets`)."""
+    lengths = sorted(set(calls))
+    if not lengths or lengths[0] < 2:
+        raise UsageError("history lengths must be at least 2 calls")
+    if not names:
+        raise UsageError("no provider to serialize for")
+    for name in names:
+        providers.get(name)  # an unknown name fails before any work
+    formats = WireFormats(tuple(names), providers.get, _naive_provider)
+    bundle = build_bundle(find_example_root())
+    window = min(WINDOW, lengths[0] // 2)
+    folder = Path(tempfile.mkdtemp(prefix="prefixlock-bench-"))
+    runs: list[dict[str, Any]] = []
+    try:
+        stores = (CountingStore(folder / "handle.db"), SQLiteStore(folder / "serialize.db"))
+        try:
+            progress(f"warm-up: {lengths[0]} calls")
+            warmup = generate(lengths[0], seed + 1, conversation="bench-warmup")
+            measure(bundle, stores, warmup, formats, 0, progress)
+            for n in lengths:
+                conversation = generate(
+                    n, seed, compact=n == lengths[-1], tail=window, conversation=f"bench-{n}"
+                )
+                progress(f"run: {n} calls (per-call figures over the last {window})")
+                runs.append(measure(bundle, stores, conversation, formats, window, progress))
+                del conversation
+        finally:
+            for store in stores:
+                store.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    checks = targets(runs)
+    return {
+        "bench": "prefixlock",
+        "seed": seed,
+        "calls": lengths,
+        "window": window,
+        "providers": list(names),
+        "machine": _machine(),
+        "method": method(window),
+        "runs": runs,
+        "targets": checks,
+        "all_met": all(t["met"] for t in checks),
+    }

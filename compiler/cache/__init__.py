@@ -1,0 +1,1 @@
+"""Provider prompt-cache rules, the cache simulator and token counting."""

@@ -1,0 +1,405 @@
+"""Prompt-cache simulation over exact provider request bodies.
+
+:func:`simulate` replays a conversation's request bodies (the bytes that would be
+POSTed, cache markers included) against each provider's *documented* caching rules and
+reports, per call and in total, how many input tokens were read from the cache, written
+to it, and what that costs relative to sending everything uncached. It is what makes
+``prefixlock verify``'s cost column honest: a prefix break, a marker in the wrong place
+or a prompt below the minimum shows up as cache misses.
+
+The model
+---------
+A body is cut into **blocks** in the provider's processing order (one block per tool
+definition, system block, message content block or history item; see ``_LAYOUTS``).
+A block's identity is its canonical JSON without cache markers, tagged with where it
+sits (section, role, position inside its message), and a *prefix* is identified by the
+chain hash of its blocks; a block's tokens are counted by :mod:`prefixlock.cache.tokens`
+(default: UTF-8 bytes / 4 of its canonical JSON). Matching is block-granular: a
+partially equal block counts as a miss from its start (real caches match tokens; this
+errs on the side of fewer hits). Every call is assumed to arrive within the cache TTL
+(5 minutes) of the previous one, and nothing is evicted.
+
+* **Explicit** caches (Anthropic, Bedrock): a call may *read* the longest cached prefix
+  found at one of its breakpoints or at most :data:`LOOKBACK_BLOCKS` block boundaries
+  before one; it *writes* a cache entry at every breakpoint whose prefix reaches the
+  model's minimum, paying the write price for the tokens beyond what it read up to its
+  last such breakpoint. More than :data:`MAX_BREAKPOINTS` breakpoints is an API error.
+* **Implicit** caches (OpenAI, Gemini): a call reads the longest prefix (at a block
+  boundary) that an earlier call of the same cache namespace sent, if it reaches the
+  minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
+  written at the write price (the normal input price unless documented otherwise).
+
+Costs are in *base input-token units*: an uncached input token costs 1, a cache read
+``read_multiplier``, a cache write ``write_multiplier`` (per model family; the documented
+parameters and their sources are in :mod:`prefixlock.cache.rules`).
+Output tokens are not simulated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import CacheSimulationError, UnknownNameError
+from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, CacheRules, rules_for
+from .tokens import Tokenizer, get_tokenizer
+
+__all__ = [
+    "LOOKBACK_BLOCKS",
+    "MAX_BREAKPOINTS",
+    "CacheReport",
+    "CacheRules",
+    "CallCache",
+    "rules_for",
+    "simulate",
+]
+
+# --- body layouts: blocks in processing order -----------------------------------------
+
+
+@attrs.frozen
+class Block:
+    """One block of a body: its identity (tag + canonical JSON) and whether a cache
+    breakpoint ends at it."""
+
+    tag: tuple[Any, ...]
+    value: Any
+    breakpoint: bool = False
+
+
+_CACHE_CONTROL = "cache_control"
+
+
+def _without(value: Any, key: str) -> tuple[Any, bool]:
+    if isinstance(value, dict) and key in value:
+        return {k: v for k, v in value.items() if k != key}, True
+    return value, False
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _anthropic(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> system -> messages; ``cache_control`` on a block is a breakpoint, at the
+    top level it is automatic caching (a breakpoint on the last block)."""
+    blocks: list[Block] = []
+    for tool in _list(body.get("tools")):
+        value, marked = _without(tool, _CACHE_CONTROL)
+        blocks.append(Block(("tool",), value, marked))
+    system = body.get("system")
+    for block in [system] if isinstance(system, str) else _list(system):
+        value, marked = _without(block, _CACHE_CONTROL)
+        blocks.append(Block(("system",), value, marked))
+    for message in _list(body.get("messages")):
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
+            value, marked = _without(block, _CACHE_CONTROL)
+            blocks.append(Block(("message", role, j), value, marked))
+    if _CACHE_CONTROL in body and blocks:
+        blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+    return blocks
+
+
+def _is_cache_point(value: Any) -> bool:
+    return isinstance(value, dict) and "cachePoint" in value
+
+
+def _with_cache_points(blocks: list[Block], tag: tuple[Any, ...], items: list[Any]) -> None:
+    """Append ``items``; a ``cachePoint`` item marks the block before it."""
+    index = 0
+    for item in items:
+        if _is_cache_point(item):
+            if blocks:
+                blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            continue
+        blocks.append(Block((*tag, index), item))
+        index += 1
+
+
+def _bedrock(body: Mapping[str, Any]) -> list[Block]:
+    """toolConfig.tools -> system -> messages (the Claude order); ``cachePoint`` blocks
+    mark the end of the block before them."""
+    blocks: list[Block] = []
+    tool_config = body.get("toolConfig")
+    tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
+    _with_cache_points(blocks, ("tool",), _list(tools))
+    _with_cache_points(blocks, ("system",), _list(body.get("system")))
+    for message in _list(body.get("messages")):
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        _with_cache_points(blocks, ("message", role), _list(content))
+    return blocks
+
+
+def _openai_chat(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> messages (the developer message first); one block per message."""
+    blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
+    blocks.extend(Block(("message",), message) for message in _list(body.get("messages")))
+    return blocks
+
+
+def _openai_responses(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> instructions -> input items; one block per item."""
+    blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
+    if isinstance(body.get("instructions"), str):
+        blocks.append(Block(("instructions",), body["instructions"]))
+    blocks.extend(Block(("item",), item) for item in _list(body.get("input")))
+    return blocks
+
+
+def _gemini(body: Mapping[str, Any]) -> list[Block]:
+    """systemInstruction parts -> tool declarations -> contents parts."""
+    blocks: list[Block] = []
+    system = body.get("systemInstruction")
+    parts = system.get("parts") if isinstance(system, dict) else None
+    blocks.extend(Block(("system",), part) for part in _list(parts))
+    for tool in _list(body.get("tools")):
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        if isinstance(declarations, list):
+            blocks.extend(Block(("function",), d) for d in declarations)
+        else:
+            blocks.append(Block(("tool",), tool))
+    for content in _list(body.get("contents")):
+        role = content.get("role") if isinstance(content, dict) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        blocks.extend(Block(("part", role, j), part) for j, part in enumerate(_list(parts)))
+    return blocks
+
+
+#: Provider name -> its body layout.
+_LAYOUTS: Mapping[str, Callable[[Mapping[str, Any]], list[Block]]] = {
+    "anthropic": _anthropic,
+    "bedrock-converse": _bedrock,
+    "gemini": _gemini,
+    "openai-chat": _openai_chat,
+    "openai-responses": _openai_responses,
+}
+
+#: Body keys that name the cache namespace besides the model (OpenAI's routing key).
+_NAMESPACE_KEYS = ("prompt_cache_key",)
+
+
+# --- results ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CallCache:
+    """One call's simulated usage. Token counts are of the whole prompt."""
+
+    index: int  # 1-based
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    blocks: int
+    breakpoints: int
+    read_multiplier: Fraction
+    write_multiplier: Fraction
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+    @property
+    def cost(self) -> Fraction:
+        """In base input-token units."""
+        return (
+            self.uncached_tokens
+            + self.cache_write_tokens * self.write_multiplier
+            + self.cache_read_tokens * self.read_multiplier
+        )
+
+    @property
+    def uncached_cost(self) -> Fraction:
+        """The same prompt without any caching: every token at the base price."""
+        return Fraction(self.input_tokens)
+
+
+@attrs.frozen
+class CacheReport:
+    provider: str
+    model: str
+    rules: CacheRules
+    tokenizer: str
+    calls: tuple[CallCache, ...]
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(c.input_tokens for c in self.calls)
+
+    @property
+    def cache_read_tokens(self) -> int:
+        return sum(c.cache_read_tokens for c in self.calls)
+
+    @property
+    def cache_write_tokens(self) -> int:
+        return sum(c.cache_write_tokens for c in self.calls)
+
+    @property
+    def cost(self) -> Fraction:
+        return sum((c.cost for c in self.calls), Fraction(0))
+
+    @property
+    def uncached_cost(self) -> Fraction:
+        return sum((c.uncached_cost for c in self.calls), Fraction(0))
+
+    @property
+    def cached_share(self) -> float:
+        """Share of all input tokens read from the cache (0 without input)."""
+        total = self.input_tokens
+        return self.cache_read_tokens / total if total else 0.0
+
+    @property
+    def cost_ratio(self) -> float:
+        """Simulated cost / cost without caching (1.0 without input)."""
+        uncached = self.uncached_cost
+        return float(self.cost / uncached) if uncached else 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.rules.family,
+            "tokenizer": self.tokenizer,
+            "input_tokens": self.input_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cached_share": round(self.cached_share, 4),
+            "cost_ratio": round(self.cost_ratio, 4),
+            "calls": [
+                {
+                    "call": c.index,
+                    "input_tokens": c.input_tokens,
+                    "cache_read_tokens": c.cache_read_tokens,
+                    "cache_write_tokens": c.cache_write_tokens,
+                    "cost": round(float(c.cost), 2),
+                }
+                for c in self.calls
+            ],
+        }
+
+
+# --- simulation ------------------------------------------------------------------------
+
+
+def _prefix_hashes(keys: Sequence[bytes]) -> Iterator[bytes]:
+    state = b""
+    for key in keys:
+        state = hashlib.sha256(state + hashlib.sha256(key).digest()).digest()
+        yield state
+
+
+def _round_down(tokens: int, rules: CacheRules) -> int:
+    """Cacheable part of a ``tokens`` prefix: 0 below the minimum, else whole increments."""
+    if tokens < rules.min_tokens:
+        return 0
+    return tokens - tokens % rules.increment
+
+
+def simulate(
+    provider: str,
+    bodies: Sequence[bytes | str | Mapping[str, Any]],
+    *,
+    model: str | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> CacheReport:
+    """Simulate the prompt cache over one conversation's request bodies, in call order.
+
+    ``model`` is used when a body does not name one (Gemini and Bedrock carry it in the
+    URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate. Raises
+    :class:`PrefixlockError` for an unknown provider, a body that is not a JSON object,
+    or an explicit-cache call with more breakpoints than the API accepts.
+    """
+    layout = _LAYOUTS.get(provider)
+    if layout is None:
+        raise UnknownNameError(
+            f"cache simulation: unknown provider {provider!r} (known: {', '.join(_LAYOUTS)})"
+        )
+    counter = tokenizer or get_tokenizer()
+    token_memo: dict[bytes, int] = {}
+    explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
+    implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
+    calls: list[CallCache] = []
+    model_name = model or ""
+    rules = rules_for(provider, model_name)
+    for index, raw in enumerate(bodies, start=1):
+        body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
+        if not isinstance(body, Mapping):
+            raise CacheSimulationError(f"{provider} call {index}: the body is not a JSON object")
+        body_model = body.get("model")
+        model_name = body_model if isinstance(body_model, str) else (model or "")
+        rules = rules_for(provider, model_name)
+        namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
+        blocks = layout(body)
+        keys = [canonical.dumpb([list(b.tag), b.value]) for b in blocks]
+        cumulative: list[int] = []
+        total = 0
+        for block, key in zip(blocks, keys, strict=True):
+            tokens = token_memo.get(key)
+            if tokens is None:
+                text = block.value if isinstance(block.value, str) else canonical.dumps(block.value)
+                tokens = token_memo[key] = counter.count(text)
+            total += tokens
+            cumulative.append(total)
+        hashes = list(_prefix_hashes(keys))
+        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
+        if rules.explicit:
+            if len(breakpoints) > rules.max_breakpoints:
+                raise CacheSimulationError(
+                    f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
+                    f"accepts at most {rules.max_breakpoints}"
+                )
+            entries = explicit_entries.setdefault(namespace, set())
+            read, write, written = _explicit(rules, breakpoints, cumulative, hashes, entries)
+            entries.update(written)
+        else:
+            seen = implicit_seen.setdefault(namespace, set())
+            matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in seen), -1)
+            read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
+            write = max(0, _round_down(total, rules) - read)
+            seen.update(hashes)
+        calls.append(
+            CallCache(
+                index=index,
+                input_tokens=total,
+                cache_read_tokens=read,
+                cache_write_tokens=write,
+                blocks=len(blocks),
+                breakpoints=len(breakpoints),
+                read_multiplier=rules.read_multiplier,
+                write_multiplier=rules.write_multiplier,
+            )
+        )
+    return CacheReport(provider, model_name, rules, counter.name, tuple(calls))
+
+
+def _explicit(
+    rules: CacheRules,
+    breakpoints: Sequence[int],
+    cumulative: Sequence[int],
+    hashes: Sequence[bytes],
+    entries: set[bytes],
+) -> tuple[int, int, list[bytes]]:
+    """(read tokens, write tokens, entries written) of one explicit-cache call."""
+    hit = -1
+    for b in breakpoints:
+        for p in range(b, max(-1, b - rules.lookback_blocks - 1), -1):
+            if hashes[p] in entries:
+                hit = max(hit, p)
+                break
+    read = cumulative[hit] if hit >= 0 else 0
+    valid: list[int] = []
+    since = 0
+    for b in breakpoints:
+        needed = cumulative[b] - since if rules.min_tokens_per_checkpoint else cumulative[b]
+        if needed >= rules.min_tokens:
+            valid.append(b)
+            since = cumulative[b]
+    write = max(0, cumulative[valid[-1]] - read) if valid else 0
+    return read, write, [hashes[b] for b in valid]

@@ -1,0 +1,79 @@
+"""``bench``: per-call cost against history length, next to naive baselines."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import providers
+from ..bench.report import format_report
+from ..bench.run import DEFAULT_CALLS, bench
+from ..core import canonical
+from .console import OK, Command, err, out
+
+__all__ = ["COMMANDS"]
+
+
+def _calls(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers"
+        ) from None
+    if not values or min(values) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: every history length must be at least 2")
+    return values
+
+
+def _provider_names(text: str) -> list[str]:
+    if text == "all":
+        return list(providers.NAMES)
+    names = sorted({part.strip() for part in text.split(",") if part.strip()})
+    for name in names:
+        providers.get(name)  # unknown: a PrefixlockError with a suggestion
+    return names
+
+
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--calls",
+        type=_calls,
+        default=",".join(map(str, DEFAULT_CALLS)),  # argparse parses a string default
+        metavar="N,N,...",
+        help="history lengths to measure, in calls (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--provider",
+        default="all",
+        metavar="all|NAME,...",
+        help="provider wire formats to serialize for (default: all)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed of the synthetic conversations (default: 1)"
+    )
+    parser.add_argument("--json", action="store_true", help="print every figure as canonical JSON")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    """Print the report; exit 0 whether or not the targets are met (they are figures)."""
+    report = bench(
+        args.calls,
+        _provider_names(args.provider),
+        args.seed,
+        progress=lambda text: err(text),
+    )
+    if args.json:
+        out(canonical.dumps_pretty(report).rstrip("\n"))
+    else:
+        out(format_report(report))
+    return OK
+
+
+COMMANDS = (
+    Command(
+        "bench",
+        "measure per-call cost against history length, next to naive baselines",
+        _bench_arguments,
+        _run_bench,
+    ),
+)

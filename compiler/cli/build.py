@@ -1,0 +1,137 @@
+"""``build``, ``schema`` and ``init``: spec roots and their outputs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..spec.build import LOCK_FILE, MANIFEST, build_bundle, check_outputs, write_outputs
+from ..spec.bundle import Bundle
+from ..spec.scaffold import SCHEMAS_FOLDER, init_project, write_schemas
+from ..spec.validate import SCHEMA_NAMES
+from .console import FINDING, OK, Command, err, out
+
+__all__ = ["COMMANDS"]
+
+
+def _build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="spec root holding prompt/ and rules/ (default: the current directory)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="output folder (default: ROOT/build)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=(
+            f"write nothing; exit 1 if ROOT/{LOCK_FILE} (and, with an explicit --out, the"
+            " output folder) differs from what would be built"
+        ),
+    )
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    root: Path = args.root
+    bundle = build_bundle(root)
+    if args.check:
+        # Without an explicit --out only the committed lock file is compared: the output
+        # folder is a local, ignored artefact that CI and pre-commit never see.
+        problems = check_outputs(bundle, root, args.out)
+        if problems:
+            for problem in problems:
+                err(problem)
+            err("prefixlock build --check: out of date; run `prefixlock build` to update")
+            return FINDING
+        checked = (
+            f"{LOCK_FILE} matches" if args.out is None else f"{LOCK_FILE} and {args.out}/ match"
+        )
+        out(f"up to date: {checked} bundle {bundle.digest}")
+        return OK
+    folder: Path = args.out if args.out is not None else root / "build"
+    write_outputs(bundle, root, folder)
+    for line in _summary(bundle):
+        out(line)
+    out(f"wrote {folder}/ ({len(bundle.parts)} parts and {MANIFEST}) and {root / LOCK_FILE}")
+    return OK
+
+
+def _summary(bundle: Bundle) -> list[str]:
+    """What was compiled: agent, digest, each part (size, short sha256), tools, modes."""
+    width = max(len(part.name) for part in bundle.parts)
+    size_width = max(len(str(part.size)) for part in bundle.parts)
+    lines = [
+        f"agent   {bundle.agent}",
+        f"digest  {bundle.digest}",
+        f"parts   {len(bundle.parts)}",
+    ]
+    for part in bundle.parts:
+        lines.append(
+            f"  {part.name:<{width}}  {part.size:>{size_width}} B  sha256:{part.sha256[:12]}"
+        )
+    names = ", ".join(tool.name for tool in bundle.tools)
+    lines.append(f"tools   {len(bundle.tools)}: {names}")
+    modes = ", ".join(
+        f"{m.name} (default)" if m.name == bundle.default_mode else m.name for m in bundle.modes
+    )
+    lines.append(f"modes   {modes}")
+    return lines
+
+
+def _schema_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="folder to write the schemas to"
+    )
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    for path in write_schemas(args.out):
+        out(f"wrote {path}")
+    return OK
+
+
+def _init_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", type=Path, metavar="DIR", help="new spec root (absent or empty)")
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    target: Path = args.dir
+    bundle = init_project(target)
+    agent_dir = target / "prompt" / bundle.agent
+    out(
+        f"created {target}/ from the bundled example: agent {bundle.agent!r},"
+        f" {len(bundle.tools)} tools, modes {', '.join(m.name for m in bundle.modes)}"
+    )
+    out(f"wrote {target / LOCK_FILE} (bundle {bundle.digest})")
+    out(
+        f"wrote {target / SCHEMAS_FOLDER}/ ({len(SCHEMA_NAMES)} JSON Schemas; the first line of"
+        f" each {target / 'rules'}/*.yaml points at one, for editor autocompletion)"
+    )
+    out("")
+    out("next steps:")
+    steps = [
+        (f"edit {target / 'rules'}/*.yaml and {agent_dir}/", ""),
+        (f"prefixlock build --root {target}", f"compile; updates {LOCK_FILE}"),
+        (f"prefixlock build --root {target} --check", "in CI and pre-commit"),
+    ]
+    width = max(len(step) for step, note in steps if note)
+    for step, note in steps:
+        out(f"  {step:<{width}}  # {note}" if note else f"  {step}")
+    return OK
+
+
+COMMANDS = (
+    Command("build", "compile a spec root into a bundle", _build_arguments, _run_build),
+    Command("schema", "write the JSON Schemas of the spec files", _schema_arguments, _run_schema),
+    Command(
+        "init", "scaffold a new spec root from the bundled example", _init_arguments, _run_init
+    ),
+)

@@ -1,0 +1,89 @@
+"""The ``prefixlock`` command line: parse arguments, call the library, print, exit.
+
+Each subcommand is one :class:`~prefixlock.cli.console.Command`, listed by the module of
+its topic (``build``, ``store``, ``review``, ``bench``); :data:`COMMANDS` joins them. The
+exit codes follow one policy (:mod:`prefixlock.cli.console`): 0 ok, 1 a finding, 2 bad
+input or usage. A closed output pipe (``prefixlock verify | head -3``) ends the command
+quietly with 141, as a shell reports a process ended by ``SIGPIPE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from ..core.errors import PrefixlockError, SpecErrors
+from ..core.resources import PACKAGE
+from . import bench, build, review, store
+from .console import BAD_INPUT, Command, err
+
+__all__ = ["COMMANDS", "Command", "main"]
+
+COMMANDS: tuple[Command, ...] = (
+    *build.COMMANDS,
+    *store.COMMANDS,
+    *review.COMMANDS,
+    *bench.COMMANDS,
+)
+
+#: The exit status of a command whose output pipe closed (128 + SIGPIPE).
+CLOSED_PIPE = 141
+
+
+def _version() -> str:
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prefixlock",
+        description="Compile coding-agent prompt specs into a byte-exact, append-only history.",
+    )
+    parser.add_argument("--version", action="version", version=f"prefixlock {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        command.arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        code: int = args.run(args)
+    except SpecErrors as error:
+        for problem in error.errors:
+            err(str(problem))
+        count = len(error.errors)
+        err(f"prefixlock {args.command}: {count} error{'s' if count != 1 else ''}")
+        return BAD_INPUT
+    except (PrefixlockError, OSError) as error:
+        err(f"prefixlock {args.command}: {error}")
+        return BAD_INPUT
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``prefixlock``; returns the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # usage errors (2), --help and --version (0)
+        return exit_.code if isinstance(exit_.code, int) else BAD_INPUT
+    try:
+        code = _run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`). Point stdout at /dev/null so that the flush at
+        # interpreter exit does not raise again, and end quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return CLOSED_PIPE
+    return code

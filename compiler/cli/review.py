@@ -1,0 +1,177 @@
+"""``replay``, ``verify`` and ``diff``: scenarios, golden bodies and their changes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..cache.tokens import NAMES as TOKENIZERS
+from ..core import canonical
+from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
+from ..review.replay import provider_names, replay_bodies, write_bodies
+from ..review.scenario import load_scenario
+from ..review.verify import verify
+from .console import FINDING, OK, Command, err, out
+
+__all__ = ["COMMANDS"]
+
+
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", type=Path, metavar="SCENARIO", help="scenario YAML file")
+    parser.add_argument(
+        "--provider",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="provider wire format, or 'all' (may be repeated)",
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="writes DIR/NAME/0001.json ..."
+    )
+    parser.add_argument(
+        "--restart-everywhere",
+        action="store_true",
+        help="drop all memory and hydrate from the checkpoint store before every step",
+    )
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    names = provider_names(args.provider)
+    scenario = load_scenario(args.scenario)
+    bodies = replay_bodies(scenario, names, restart_everywhere=args.restart_everywhere)
+    written = write_bodies(bodies, args.out)
+    for name in names:
+        size = sum(len(body) for body in bodies[name])
+        out(f"{name}: {len(written[name])} calls, {size} bytes -> {args.out / name}/")
+    return OK
+
+
+def _verify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: golden/*/scenario.yaml)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as canonical JSON")
+    parser.add_argument(
+        "--provider",
+        action="append",
+        metavar="NAME",
+        help="provider wire format, or 'all' (default; may be repeated)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        choices=TOKENIZERS,
+        default="estimate",
+        help="token counts of the cache simulation (default: UTF-8 bytes / 4)",
+    )
+    parser.add_argument(
+        "--no-hash-seed",
+        action="store_true",
+        help="skip the replay under another hash seed, time zone and locale",
+    )
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    report = verify(
+        args.paths,
+        args.provider or ["all"],
+        hash_seed=not args.no_hash_seed,
+        tokenizer=args.tokenizer,
+    )
+    if args.json:
+        out(canonical.dumps(report.to_json()))
+        return OK if report.ok else FINDING
+    for failure in report.failures:
+        for line in failure.lines():
+            out(line)
+    if report.failures:
+        out()
+    out(report.table())
+    cases = len({row.file for row in report.rows})
+    names = len({row.provider for row in report.rows})
+    if report.ok:
+        out(f"\n{cases} scenario(s) x {names} provider(s): every invariant holds")
+        return OK
+    out(f"\n{len(report.failures)} invariant failure(s)")
+    return FINDING
+
+
+def _diff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Compare request bodies call by call: unchanged, tail-only, or a prefix break at "
+        "a JSON path with the invalidated share of the prefix and the simulated cost delta."
+    )
+    parser.epilog = (
+        "OLD and NEW are each a body file, a folder of <case>/<provider>/NNNN.json bodies, "
+        f"a git revision (its --golden folder, read without a checkout), or {WORKTREE} "
+        "/ . (the --golden folder of the working tree). An existing path wins over a "
+        "revision. Exit 0: no prefix break; 1: a prefix break (0 with "
+        "--allow-prefix-break); 2: bad input."
+    )
+    parser.add_argument(
+        "old", metavar="OLD", help="a body file, a folder of bodies, a git revision, or WORKTREE"
+    )
+    parser.add_argument("new", metavar="NEW", help="the same kinds as OLD (files with files)")
+    parser.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        metavar="NAME",
+        help="the bodies' wire format (default: from the folder name or the body's shape)",
+    )
+    parser.add_argument(
+        "--golden",
+        default=GOLDEN,
+        metavar="PATH",
+        help="for a revision or WORKTREE: the folder of bodies, relative to the repository "
+        f"root (default: {GOLDEN})",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="spec root that explains a break as file:line (default: the current directory;"
+        " for a revision NEW, the same folder as of that revision)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as canonical JSON")
+    parser.add_argument(
+        "--allow-prefix-break", action="store_true", help="exit 0 even on a prefix break"
+    )
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    """Exit 0: unchanged or tail-only; 1: a prefix break (0 with --allow-prefix-break)."""
+    report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
+    if args.json:
+        out(canonical.dumps(report.to_json()))
+    else:
+        for line in report.lines():
+            out(line)
+        if report.broken and not args.allow_prefix_break:
+            err("prefixlock diff: the prefix breaks; pass --allow-prefix-break to accept it")
+    return FINDING if report.broken and not args.allow_prefix_break else OK
+
+
+COMMANDS = (
+    Command(
+        "replay",
+        "write the exact request body of every model call of a scenario",
+        _replay_arguments,
+        _run_replay,
+    ),
+    Command(
+        "verify",
+        "replay scenarios and check every prefix invariant per provider",
+        _verify_arguments,
+        _run_verify,
+    ),
+    Command(
+        "diff",
+        "compare two bodies, golden folders or git revisions: unchanged, tail-only or prefix break",
+        _diff_arguments,
+        _run_diff,
+    ),
+)

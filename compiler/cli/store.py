@@ -1,0 +1,102 @@
+"""``inspect``, ``integrity``, ``export`` and ``import``: checkpoint stores."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..core import canonical
+from ..core.errors import InputError
+from ..review.inspection import inspect_json, inspect_text
+from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
+from ..store.sqlite import SQLiteStore
+from .console import FINDING, OK, Command, err, out
+
+__all__ = ["COMMANDS"]
+
+
+def _store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("store", type=Path, help="the SQLite checkpoint store")
+
+
+def _open_store(path: Path) -> SQLiteStore:
+    if not path.is_file():
+        raise InputError(f"{path}: no such store")
+    return SQLiteStore(path)
+
+
+def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    _store_arguments(parser)
+    parser.add_argument("conversation", nargs="?", help="conversation id (default: list them)")
+    parser.add_argument("--json", action="store_true", help="print canonical JSON")
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    with _open_store(args.store) as store:
+        if args.conversation is None:
+            for conversation in store.conversations():
+                out(conversation)
+            return OK
+        if args.json:
+            out(canonical.dumps_pretty(inspect_json(store, args.conversation)).rstrip("\n"))
+        else:
+            sys.stdout.write(inspect_text(store, args.conversation))
+    return OK
+
+
+def _run_integrity(args: argparse.Namespace) -> int:
+    with _open_store(args.store) as store:
+        problems = store.integrity_check()
+        count = len(store.conversations())
+    for problem in problems:
+        err(problem)
+    if problems:
+        err(f"prefixlock integrity: {len(problems)} problem(s) in {args.store}")
+        return FINDING
+    out(f"{args.store}: ok ({count} conversation{'s' if count != 1 else ''})")
+    return OK
+
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    _store_arguments(parser)
+    parser.add_argument("conversation", help="conversation id")
+    parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    with _open_store(args.store) as store:
+        export_jsonl(store, args.conversation, args.out)
+    out(f"wrote {args.out}")
+    return OK
+
+
+def _import_arguments(parser: argparse.ArgumentParser) -> None:
+    _store_arguments(parser)
+    parser.add_argument("jsonl", type=Path, help="a file written by `prefixlock export`")
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    read_jsonl(args.jsonl)  # verify everything first: a bad file creates no store
+    with SQLiteStore(args.store) as store:
+        conversation = import_jsonl(args.jsonl, store)
+    out(f"imported {conversation} into {args.store}")
+    return OK
+
+
+COMMANDS = (
+    Command(
+        "inspect",
+        "print a stored conversation: root, records, epochs, current request",
+        _inspect_arguments,
+        _run_inspect,
+    ),
+    Command(
+        "integrity",
+        "check a checkpoint store (PRAGMA integrity_check, hash chains, heads)",
+        _store_arguments,
+        _run_integrity,
+    ),
+    Command("export", "export a stored conversation as JSONL", _export_arguments, _run_export),
+    Command("import", "import a JSONL conversation into a store", _import_arguments, _run_import),
+)

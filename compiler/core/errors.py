@@ -1,0 +1,122 @@
+"""Every error prefixlock raises, in one hierarchy.
+
+::
+
+    PrefixlockError                 base; the CLI prints str(err) and exits 2 (bad input)
+    ├── SpecErrors                  one or more SpecError of an input file (YAML, template,
+    │                               request, scenario), sorted by file, line, column, path
+    ├── BuildError                  the bundle could not be built or its outputs written
+    ├── InputError                  a file, folder, body or revision that is missing,
+    │   │                           unreadable or not what the operation reads
+    │   └── GitError                git is missing, or refused a command
+    ├── UsageError                  arguments the operation cannot use (a history length
+    │                               below 2, a target that must not exist yet, ...)
+    ├── UnknownNameError            a mode, provider or tokenizer name nobody defined
+    ├── ConflictError               an event id re-delivered with different content
+    ├── UnknownCallError            a tool result for a call id nobody made
+    ├── HistoryError                an operation that the append-only history refuses
+    ├── CheckpointError             a store or record that is corrupt, truncated or racing
+    │   └── CheckpointRaceError     another writer appended the same seq first
+    ├── SerializationError          a provider cannot express a message part
+    └── CacheSimulationError        a body the cache simulator cannot read or price
+
+A :class:`SpecError` is a value, not an exception: loaders collect all of them for a file
+and raise one :class:`SpecErrors` so that the user sees every problem at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+
+@attrs.frozen(order=True)
+class Location:
+    """Where a value came from: file, 1-based line and column."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        if self.column <= 0:  # templates: Jinja knows lines, not columns
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@attrs.frozen(order=True)
+class SpecError:
+    """One problem in one input, with its location and JSON path (``$.rules[2].kind``)."""
+
+    location: Location
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = str(self.location)
+        if self.path:
+            return f"{where}: {self.path}: {self.message}"
+        return f"{where}: {self.message}"
+
+
+class PrefixlockError(Exception):
+    """Base class of every error prefixlock raises on purpose."""
+
+
+class SpecErrors(PrefixlockError):
+    """All problems found in one or more input files, sorted."""
+
+    def __init__(self, errors: Iterable[SpecError]) -> None:
+        self.errors: tuple[SpecError, ...] = tuple(sorted(set(errors)))
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class BuildError(PrefixlockError):
+    """The bundle could not be built."""
+
+
+class InputError(PrefixlockError):
+    """A file, folder, body or revision is missing, unreadable or not what is read."""
+
+
+class GitError(InputError):
+    """git is missing, or refused a command."""
+
+
+class UsageError(PrefixlockError):
+    """Arguments the operation cannot use."""
+
+
+class UnknownNameError(PrefixlockError):
+    """A mode, provider or tokenizer name that is not defined."""
+
+
+class ConflictError(PrefixlockError):
+    """An event id was delivered again with different content."""
+
+
+class UnknownCallError(PrefixlockError):
+    """A tool result names a call id that no assistant message made."""
+
+
+class HistoryError(PrefixlockError):
+    """An operation the append-only history refuses."""
+
+
+class CheckpointError(PrefixlockError):
+    """A checkpoint store or record is corrupt, truncated or inconsistent."""
+
+
+class CheckpointRaceError(CheckpointError):
+    """Another writer appended to the same conversation first."""
+
+
+class SerializationError(PrefixlockError):
+    """A provider cannot express part of a request."""
+
+
+class CacheSimulationError(PrefixlockError):
+    """A request body the cache simulator cannot read or price."""

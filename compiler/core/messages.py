@@ -1,0 +1,199 @@
+"""Canonical messages: the provider-independent unit of conversation history.
+
+A :class:`CanonicalMessage` is a frozen value with a stable identity (``id``), a kind, a
+role, ordered parts and a content digest. Identities:
+
+==================  ===============================  ==========
+kind                id                               role
+==================  ===============================  ==========
+request_context     ``request-context:<event id>``   user
+runtime             ``runtime:<event id>``           user
+event               ``event:<event id>``             user
+assistant           ``assistant:<n>`` (n from 1)     assistant
+tool_result         ``tool-results:<first call id>`` tool
+summary             ``summary:<epoch>``              user
+==================  ===============================  ==========
+
+Tool calls are parts of an assistant message; each carries its own call id.
+Provider-opaque data (thinking signatures, encrypted reasoning, Gemini thought
+signatures) travels in :class:`OpaquePart` / ``thought_signature`` and round-trips
+through checkpoints unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+import attrs
+
+from . import canonical
+from .errors import CheckpointError
+
+
+class MessageKind(StrEnum):
+    REQUEST_CONTEXT = "request_context"
+    RUNTIME = "runtime"
+    EVENT = "event"
+    ASSISTANT = "assistant"
+    TOOL_RESULT = "tool_result"
+    SUMMARY = "summary"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@attrs.frozen
+class TextPart:
+    """Plain text, byte for byte as given (never stripped or renormalized)."""
+
+    text: str
+    #: Gemini's opaque thought signature attached to this part, if the model sent one.
+    thought_signature: str | None = None
+
+
+@attrs.frozen
+class ToolCallPart:
+    """A call the assistant made. ``arguments`` is the canonical JSON text of an object."""
+
+    call_id: str
+    name: str
+    arguments: str
+    #: Gemini's opaque thought signature attached to this call, if the model sent one.
+    thought_signature: str | None = None
+
+
+@attrs.frozen
+class ToolResultPart:
+    """The output of one tool call."""
+
+    call_id: str
+    output: str
+    is_error: bool = False
+
+
+@attrs.frozen
+class OpaquePart:
+    """Provider-opaque data sent back exactly as received.
+
+    ``provider`` names the wire format that produced it (``anthropic``,
+    ``openai-responses``, ``gemini``, ``bedrock-converse``); ``data`` is the canonical
+    JSON text of the provider's own block (an Anthropic ``thinking`` or
+    ``redacted_thinking`` block, a Responses ``reasoning`` item with
+    ``encrypted_content``, a Bedrock ``reasoningContent`` block, ...).
+    """
+
+    provider: str
+    data: str
+
+    @property
+    def value(self) -> Any:
+        return canonical.loads(self.data)
+
+
+@attrs.frozen
+class ImagePart:
+    """An inline image (base64). Not every provider accepts it in every role."""
+
+    media_type: str
+    data: str
+
+
+Part = TextPart | ToolCallPart | ToolResultPart | OpaquePart | ImagePart
+
+_PART_TYPES: dict[str, type[Any]] = {
+    "text": TextPart,
+    "tool_call": ToolCallPart,
+    "tool_result": ToolResultPart,
+    "opaque": OpaquePart,
+    "image": ImagePart,
+}
+_TYPE_NAMES = {cls: name for name, cls in _PART_TYPES.items()}
+#: The JSON keys each part type may have (``type`` and its fields).
+_FIELD_NAMES = {
+    cls: frozenset(["type", *(f.name for f in attrs.fields(cls))]) for cls in _PART_TYPES.values()
+}
+
+
+def part_to_json(part: Part) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": _TYPE_NAMES[type(part)]}
+    for field in attrs.fields(type(part)):
+        value = getattr(part, field.name)
+        if value is not None:
+            out[field.name] = value
+    return out
+
+
+def part_from_json(data: Mapping[str, Any]) -> Part:
+    kind = data.get("type")
+    cls = _PART_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise CheckpointError(f"unknown part type {kind!r}")
+    extra = data.keys() - _FIELD_NAMES[cls]
+    if extra:
+        raise CheckpointError(f"unknown field(s) {sorted(extra)} in {kind} part")
+    try:
+        part: Part = cls(**{k: v for k, v in data.items() if k != "type"})
+    except TypeError as err:
+        raise CheckpointError(f"bad {kind} part: {err}") from None
+    return part
+
+
+def _content_digest(kind: MessageKind, role: Role, parts: tuple[Part, ...]) -> str:
+    return canonical.digest(
+        {"kind": str(kind), "role": str(role), "parts": [part_to_json(p) for p in parts]}
+    )
+
+
+@attrs.frozen
+class CanonicalMessage:
+    """One message of the canonical history. Build it with :meth:`create`."""
+
+    id: str
+    kind: MessageKind
+    role: Role
+    parts: tuple[Part, ...]
+    #: ``sha256:`` of the canonical encoding of kind, role and parts (not the id).
+    digest: str
+
+    @classmethod
+    def create(
+        cls, id: str, kind: MessageKind, role: Role, parts: tuple[Part, ...]
+    ) -> CanonicalMessage:
+        return cls(id, kind, role, parts, _content_digest(kind, role, parts))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": str(self.kind),
+            "role": str(self.role),
+            "parts": [part_to_json(p) for p in self.parts],
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CanonicalMessage:
+        """Decode and verify the content digest (corruption is an error, not a guess)."""
+        try:
+            kind = MessageKind(data["kind"])
+            role = Role(data["role"])
+            parts = tuple(part_from_json(p) for p in data["parts"])
+            msg = cls.create(data["id"], kind, role, parts)
+            stored = data["digest"]
+        except (KeyError, TypeError, ValueError) as err:
+            raise CheckpointError(f"malformed message: {err!r}") from None
+        if stored != msg.digest:
+            raise CheckpointError(
+                f"message {msg.id}: content digest mismatch (stored {stored}, "
+                f"computed {msg.digest})"
+            )
+        return msg
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts (for humans and tests)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))

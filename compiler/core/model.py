@@ -1,0 +1,125 @@
+"""The provider-independent request model: what every provider module serializes.
+
+``providers`` import from the rest of the package only ``core``: this module,
+:mod:`~prefixlock.core.messages`, :mod:`~prefixlock.core.canonical` and
+:mod:`~prefixlock.core.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+import attrs
+
+from . import canonical
+from .messages import CanonicalMessage
+
+
+@attrs.frozen
+class ToolSpec:
+    """A built-in tool of the stable prefix. ``parameters`` is canonical JSON-Schema text."""
+
+    name: str
+    description: str
+    parameters: str
+
+    @property
+    def parameters_value(self) -> Any:
+        return canonical.loads(self.parameters)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": canonical.loads(self.parameters),
+        }
+
+
+@attrs.frozen
+class ProviderSettings:
+    """Stable per-provider options from the bundle: identical on every call.
+
+    ``options`` is the canonical JSON text of any further provider options
+    (``temperature``, ``thinking``, ``reasoning`` ...), sent as given.
+    """
+
+    provider: str
+    model: str
+    max_tokens: int
+    options: str = "{}"
+
+    @property
+    def options_value(self) -> dict[str, Any]:
+        value = canonical.loads(self.options)
+        assert isinstance(value, dict)
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "options": canonical.loads(self.options),
+        }
+
+
+class CachePosition(StrEnum):
+    """Stable places where a provider may put a cache marker, by a fixed rule."""
+
+    TOOLS = "tools"  # end of the tool list
+    INSTRUCTIONS = "instructions"  # end of the system instructions
+    CONTEXT = "context"  # the latest request-context message
+    TAIL = "tail"  # the last message (moves every call)
+
+
+@attrs.frozen
+class CacheHint:
+    position: CachePosition
+    #: index into ``ModelRequest.messages`` for CONTEXT and TAIL; None otherwise.
+    message_index: int | None = None
+
+
+@attrs.frozen(eq=False)
+class ModelRequest:
+    """One model call, provider-independent.
+
+    ``messages`` is an immutable sequence (a view onto the append-only history); compare
+    requests with :meth:`same_as` or by their provider bytes.
+    """
+
+    conversation_id: str
+    instructions: str
+    tools: tuple[ToolSpec, ...]
+    settings: tuple[ProviderSettings, ...]
+    messages: Sequence[CanonicalMessage]
+    cache_hints: tuple[CacheHint, ...]
+    #: Derived from the conversation id only, so it is identical on every call.
+    cache_key: str
+    #: Compaction epoch (0 until the first compaction).
+    epoch: int = 0
+
+    def settings_for(self, provider: str) -> ProviderSettings:
+        for item in self.settings:
+            if item.provider == provider:
+                return item
+        raise KeyError(provider)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conversation_id": self.conversation_id,
+            "epoch": self.epoch,
+            "instructions": self.instructions,
+            "tools": [t.to_json() for t in self.tools],
+            "settings": [s.to_json() for s in self.settings],
+            "messages": [m.to_json() for m in self.messages],
+            "cache_hints": [
+                {"position": str(h.position), "message_index": h.message_index}
+                for h in self.cache_hints
+            ],
+            "cache_key": self.cache_key,
+        }
+
+    def same_as(self, other: ModelRequest) -> bool:
+        return self.to_json() == other.to_json()

@@ -1,0 +1,264 @@
+"""``prefixlock diff OLD NEW``: compare request bodies call by call.
+
+OLD and NEW are two body files, or two golden-style folders of bodies compared call by
+call; either folder may be a git revision or ``WORKTREE`` / ``.``
+(:mod:`prefixlock.review.diff.sides`). Each call is unchanged, tail-only or a prefix break at a
+JSON path, with the invalidated share and the spec line behind it
+(:mod:`prefixlock.review.compare`); each case and provider gets its counts, the largest
+invalidated share and the simulated cost delta (:mod:`prefixlock.review.diff.folders`).
+
+:func:`diff` is the entry point; it returns a :class:`DiffReport` whose ``lines()`` are
+the text report (what changed per case x provider, the table, a summary line) and whose
+``to_json()`` is the machine form. The CLI prints them and picks the exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ...core.errors import UsageError
+from ..compare import (
+    CALL_VERDICTS,
+    PREFIX_BREAK,
+    PROVIDERS,
+    TAIL_ONLY,
+    UNCHANGED,
+    Comparison,
+    attribute,
+    compare_bodies,
+    explanation,
+    guess_provider,
+    parse_body,
+)
+from ..tables import align
+from .folders import CallDiff, FolderDiff, PairDiff, SourceIndexes, diff_folders
+from .sides import GOLDEN, WORKTREE, Side, read_body, resolve_side
+
+__all__ = ["GOLDEN", "PROVIDERS", "WORKTREE", "DiffReport", "FileDiff", "diff", "render"]
+
+
+# --- text --------------------------------------------------------------------------------
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _money(value: Fraction, sign: str = "") -> str:
+    """A cost in base input-token units, to the hundredth."""
+    return f"{float(value):{sign}.2f}"
+
+
+def _delta(pair: PairDiff) -> str:
+    """``+12.50 (+3.1%)``; ``0`` when equal; ``(new)`` / ``(removed)`` for one side only."""
+    delta = pair.cost_delta
+    if not pair.old_calls:
+        return f"{_money(delta, '+')} (new)"
+    if not pair.new_calls:
+        return f"{_money(delta, '+')} (removed)"
+    if delta == 0:
+        return "0"
+    share = pair.cost_delta_share
+    return _money(delta, "+") + (f" ({share:+.1%})" if share is not None else "")
+
+
+def _details(pair: PairDiff) -> list[str]:
+    """The lines of one changed case x provider: a header, then each run of calls."""
+    before, after = pair.old_report, pair.new_report
+    cost = ""
+    if before is not None and after is not None:
+        cost = (
+            f"  (simulated cost vs no caching {before.cost_ratio:.1%} -> "
+            f"{after.cost_ratio:.1%}; cost {_money(pair.old_cost)} -> "
+            f"{_money(pair.new_cost)}, {_delta(pair)})"
+        )
+    lines = [f"{pair.key}{cost}"]
+    runs: list[list[CallDiff]] = []
+    for call in pair.calls:
+        last = runs[-1][-1] if runs else None
+        if last is not None and last.group() == call.group() and last.number == call.number - 1:
+            runs[-1].append(call)
+        else:
+            runs.append([call])
+    for run in runs:
+        first = run[0]
+        if first.verdict == UNCHANGED:
+            continue
+        explained = first.lines()
+        if len(run) > 1 and first.verdict == PREFIX_BREAK:
+            worst = max(run, key=lambda c: c.comparison.invalidated if c.comparison else 0.0)
+            if worst.comparison is not None and worst is not first:
+                explained.append(
+                    f"  up to {worst.comparison.invalidated:.1%} in call {worst.number:04d}"
+                )
+        numbers = f"{first.number:04d}" + (f"-{run[-1].number:04d}" if len(run) > 1 else "")
+        lines.append(f"  {numbers}: {explained[0]}")
+        lines.extend(f"  {' ' * len(numbers)}  {line.strip()}" for line in explained[1:])
+    return lines
+
+
+def _table(pairs: Sequence[PairDiff]) -> list[str]:
+    header = (
+        "case",
+        "provider",
+        "calls",
+        UNCHANGED,
+        TAIL_ONLY,
+        "breaks",
+        "invalidated",
+        "cost delta",
+    )
+    body = []
+    for pair in pairs:
+        counts = (
+            f"{pair.old_calls}"
+            if pair.old_calls == pair.new_calls
+            else (f"{pair.old_calls} -> {pair.new_calls}")
+        )
+        share = pair.invalidated_max
+        body.append(
+            (
+                pair.case or ".",
+                pair.provider,
+                counts,
+                str(pair.count(UNCHANGED)),
+                str(pair.count(TAIL_ONLY)),
+                str(pair.count(PREFIX_BREAK)),
+                "-" if share is None else f"{share:.1%}",
+                _delta(pair),
+            )
+        )
+    return align((header, *body))
+
+
+def render(result: FolderDiff) -> Iterator[str]:
+    """The text report: what changed per case x provider, the table, a summary line."""
+    added, removed = set(result.cases_added), set(result.cases_removed)
+    shown_cases: set[str] = set()
+    details = False
+    for pair in result.pairs:
+        if pair.case in added or pair.case in removed:
+            if pair.case not in shown_cases:
+                shown_cases.add(pair.case)
+                side = "NEW" if pair.case in added else "OLD"
+                group = [p for p in result.pairs if p.case == pair.case]
+                calls = sum(p.new_calls if side == "NEW" else p.old_calls for p in group)
+                counted = f"{_plural(len(group), 'provider')}, {_plural(calls, 'call')}"
+                yield f"{pair.case or '.'}: case only in {side} ({counted})"
+                details = True
+            continue
+        if not pair.old_calls or not pair.new_calls:
+            side, present = (
+                ("NEW", pair.new_calls) if not pair.old_calls else ("OLD", pair.old_calls)
+            )
+            yield f"{pair.key}: only in {side} ({_plural(present, 'call')})"
+            details = True
+            continue
+        if pair.changed:
+            yield from _details(pair)
+            details = True
+    if details:
+        yield ""
+    yield f"old: {result.old.label}"
+    yield f"new: {result.new.label}"
+    yield from _table(result.pairs)
+    counts = [(v, result.count(v)) for v in CALL_VERDICTS]
+    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts if n)
+    cases = [f"{_plural(len(added), 'case')} added"] if added else []
+    cases += [f"{_plural(len(removed), 'case')} removed"] if removed else []
+    total = sum(n for _, n in counts)
+    compared = f"compared {_plural(total, 'call')}: {summary or 'nothing'}"
+    yield compared + "".join(f"; {c}" for c in cases)
+
+
+# --- the report ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class FileDiff:
+    """Two body files compared: the verdict and the spec line behind a break."""
+
+    old: Side
+    new: Side
+    provider: str
+    comparison: Comparison
+    source: str | None
+
+    @property
+    def broken(self) -> bool:
+        return self.comparison.kind == PREFIX_BREAK
+
+    def to_json(self) -> dict[str, Any]:
+        call = CallDiff(1, self.comparison.verdict, self.comparison, self.source).to_json()
+        del call["call"]
+        return {
+            "old": self.old.to_json(),
+            "new": self.new.to_json(),
+            "provider": self.provider,
+            **call,
+        }
+
+    def lines(self) -> Iterator[str]:
+        for line in explanation(self.comparison, self.source):
+            yield f"{self.provider}: {line}" if not line.startswith(" ") else line
+
+
+@attrs.frozen
+class DiffReport:
+    """What :func:`diff` found: one file pair or two folders of bodies."""
+
+    result: FileDiff | FolderDiff
+
+    @property
+    def broken(self) -> bool:
+        """Whether any call's prefix breaks."""
+        if isinstance(self.result, FileDiff):
+            return self.result.broken
+        return bool(self.result.count(PREFIX_BREAK))
+
+    def to_json(self) -> dict[str, Any]:
+        return self.result.to_json()
+
+    def lines(self) -> Iterator[str]:
+        """The text report."""
+        if isinstance(self.result, FileDiff):
+            yield from self.result.lines()
+        else:
+            yield from render(self.result)
+
+
+def diff(
+    old: Path | str,
+    new: Path | str,
+    *,
+    provider: str | None = None,
+    root: Path | None = None,
+    golden: str = GOLDEN,
+) -> DiffReport:
+    """Compare two bodies, two folders of bodies or two git revisions of ``golden``.
+
+    ``root`` is the spec root that explains a break as ``file:line`` (default: ``.``).
+    Raises :class:`~prefixlock.core.errors.PrefixlockError` for input it cannot read.
+    """
+    spec_root = root if root is not None else Path(".")
+    with contextlib.ExitStack() as scratch:
+        a = resolve_side(str(old), "OLD", golden=golden, root=spec_root, scratch=scratch)
+        b = resolve_side(str(new), "NEW", golden=golden, root=spec_root, scratch=scratch)
+        if a.is_folder != b.is_folder:
+            raise UsageError(f"compare two files or two folders, not {a.label} and {b.label}")
+        indexes = SourceIndexes()
+        if a.is_folder:
+            return DiffReport(diff_folders(a, b, indexes))
+        old_bytes, new_bytes = read_body(a.path), read_body(b.path)
+        name = provider or guess_provider(parse_body(new_bytes, str(b.path)), b.path)
+        comparison = compare_bodies(
+            name, old_bytes, new_bytes, old_name=str(a.path), new_name=str(b.path)
+        )
+        source = attribute(name, comparison, indexes(spec_root), new_bytes, old_bytes)
+        return DiffReport(FileDiff(a, b, name, comparison, source))

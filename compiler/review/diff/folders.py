@@ -1,0 +1,286 @@
+"""Two folders of request bodies compared call by call: the result model and its JSON.
+
+:func:`diff_folders` pairs call *k* of every ``<case>/<provider>`` folder of OLD with
+call *k* of the same folder of NEW and classifies it
+(:func:`prefixlock.review.compare.compare_bodies`); calls, providers and cases present on one
+side only are ``added`` or ``removed``. Each case x provider also gets the simulated
+cost of both call sequences (:func:`prefixlock.cache.simulator.simulate`), hence its cost delta.
+
+The result is :class:`FolderDiff` -> :class:`PairDiff` (one case x provider) ->
+:class:`CallDiff` (one call number); each has the ``to_json`` that ``prefixlock diff
+--json`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ...cache.simulator import CacheReport, simulate
+from ...core.errors import CacheSimulationError, InputError, PrefixlockError
+from ..compare import (
+    ADDED,
+    CALL_VERDICTS,
+    PREFIX_BREAK,
+    REMOVED,
+    TAIL_APPEND,
+    TAIL_ONLY,
+    UNCHANGED,
+    Comparison,
+    attribute,
+    compare_bodies,
+    explanation,
+    parse_body,
+)
+from ..jsondiff import describe
+from ..sources import SourceIndex
+from .sides import Side, call_sets, read_body
+
+__all__ = ["CallDiff", "FolderDiff", "PairDiff", "SourceIndexes", "diff_folders"]
+
+
+@attrs.frozen
+class CallDiff:
+    """One call number of one case and provider."""
+
+    number: int
+    verdict: str  # UNCHANGED, TAIL_ONLY, PREFIX_BREAK, ADDED or REMOVED
+    comparison: Comparison | None = None
+    source: str | None = None
+    old_cost: Fraction | None = None
+    new_cost: Fraction | None = None
+
+    def lines(self) -> list[str]:
+        if self.comparison is None:
+            return [self.verdict]
+        return explanation(self.comparison, self.source)
+
+    def group(self) -> tuple[Any, ...]:
+        """Consecutive calls of one group print as one range."""
+        c = self.comparison
+        if c is None:
+            return (self.verdict,)
+        return (c.kind, c.appended, c.note, c.difference.path if c.difference else None)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"call": self.number, "verdict": self.verdict}
+        c = self.comparison
+        if c is not None and c.note:
+            out["note"] = c.note
+        if c is not None and c.kind == TAIL_APPEND:
+            out["appended"] = c.appended
+        if c is not None and c.kind == PREFIX_BREAK and c.difference is not None:
+            old_text, new_text = describe(c.difference)
+            out.update(
+                path=c.difference.path,
+                old_value=old_text,
+                new_value=new_text,
+                source=self.source,
+                invalidated=round(c.invalidated, 4),
+                invalidated_bytes=c.old_size - c.common,
+                old_bytes=c.old_size,
+            )
+        for key, cost in (("old_cost", self.old_cost), ("new_cost", self.new_cost)):
+            if cost is not None:
+                out[key] = round(float(cost), 2)
+        return out
+
+
+def _cost(report: CacheReport | None) -> Fraction:
+    return report.cost if report is not None else Fraction(0)
+
+
+@attrs.frozen
+class PairDiff:
+    """One case x provider: its calls, and the simulated cost of each side."""
+
+    case: str  # the folder holding the provider folder, relative ("" at the top)
+    provider: str
+    old_calls: int
+    new_calls: int
+    calls: tuple[CallDiff, ...]
+    old_report: CacheReport | None
+    new_report: CacheReport | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.case}/{self.provider}" if self.case else self.provider
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for call in self.calls if call.verdict == verdict)
+
+    @property
+    def changed(self) -> bool:
+        return any(call.verdict != UNCHANGED for call in self.calls)
+
+    @property
+    def invalidated_max(self) -> float | None:
+        shares = [
+            c.comparison.invalidated
+            for c in self.calls
+            if c.verdict == PREFIX_BREAK and c.comparison
+        ]
+        return max(shares) if shares else None
+
+    @property
+    def old_cost(self) -> Fraction:
+        return _cost(self.old_report)
+
+    @property
+    def new_cost(self) -> Fraction:
+        return _cost(self.new_report)
+
+    @property
+    def cost_delta(self) -> Fraction:
+        return self.new_cost - self.old_cost
+
+    @property
+    def cost_delta_share(self) -> float | None:
+        """``cost_delta / old_cost``; None without an old cost."""
+        return float(self.cost_delta / self.old_cost) if self.old_cost else None
+
+    def to_json(self) -> dict[str, Any]:
+        share, invalidated = self.cost_delta_share, self.invalidated_max
+        return {
+            "case": self.case,
+            "provider": self.provider,
+            "old_calls": self.old_calls,
+            "new_calls": self.new_calls,
+            "unchanged": self.count(UNCHANGED),
+            "tail_only": self.count(TAIL_ONLY),
+            "prefix_breaks": self.count(PREFIX_BREAK),
+            "added": self.count(ADDED),
+            "removed": self.count(REMOVED),
+            "invalidated_max": None if invalidated is None else round(invalidated, 4),
+            "old_cost": round(float(self.old_cost), 2),
+            "new_cost": round(float(self.new_cost), 2),
+            "cost_delta": round(float(self.cost_delta), 2),
+            "cost_delta_share": None if share is None else round(share, 4),
+            "old_cost_ratio": _ratio(self.old_report),
+            "new_cost_ratio": _ratio(self.new_report),
+            "calls": [call.to_json() for call in self.calls],
+        }
+
+
+def _ratio(report: CacheReport | None) -> float | None:
+    return None if report is None or not report.calls else round(report.cost_ratio, 4)
+
+
+@attrs.frozen
+class FolderDiff:
+    old: Side
+    new: Side
+    pairs: tuple[PairDiff, ...]
+
+    def count(self, verdict: str) -> int:
+        return sum(pair.count(verdict) for pair in self.pairs)
+
+    def _cases(self, side: str) -> set[str]:
+        return {p.case for p in self.pairs if (p.old_calls if side == "old" else p.new_calls)}
+
+    @property
+    def cases_added(self) -> list[str]:
+        return sorted(self._cases("new") - self._cases("old"))
+
+    @property
+    def cases_removed(self) -> list[str]:
+        return sorted(self._cases("old") - self._cases("new"))
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {v: self.count(v) for v in CALL_VERDICTS}
+        return {
+            "old": self.old.to_json(),
+            "new": self.new.to_json(),
+            "prefix_stable": not counts[PREFIX_BREAK],
+            "calls": sum(counts.values()),
+            "unchanged": counts[UNCHANGED],
+            "tail_only": counts[TAIL_ONLY],
+            "prefix_breaks": counts[PREFIX_BREAK],
+            "added": counts[ADDED],
+            "removed": counts[REMOVED],
+            "cases_added": self.cases_added,
+            "cases_removed": self.cases_removed,
+            "results": [pair.to_json() for pair in self.pairs],
+        }
+
+
+class SourceIndexes:
+    """One :class:`SourceIndex` per spec root, built when first asked for."""
+
+    def __init__(self) -> None:
+        self._built: dict[Path, SourceIndex] = {}
+
+    def __call__(self, root: Path) -> SourceIndex:
+        index = self._built.get(root)
+        if index is None:
+            index = self._built[root] = SourceIndex(root)
+        return index
+
+
+def _simulate(
+    provider: str, files: Mapping[int, Path], bodies: list[bytes], model: str | None
+) -> CacheReport | None:
+    """The cache simulation of one call sequence (None without calls)."""
+    if not bodies:
+        return None
+    try:
+        return simulate(provider, bodies, model=model)
+    except ValueError:  # name the file, as compare_bodies would
+        for path, data in zip(files.values(), bodies, strict=True):
+            parse_body(data, str(path))
+        raise
+    except PrefixlockError as err:  # e.g. more cache breakpoints than the API accepts
+        folder = next(iter(files.values())).parent
+        raise CacheSimulationError(f"{folder}: cache simulation: {err}") from None
+
+
+def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> FolderDiff:
+    """Compare call k of every ``<case>/<provider>`` folder of ``old`` and ``new``."""
+    indexes = indexes if indexes is not None else SourceIndexes()
+    old_sets, new_sets = call_sets(old.path), call_sets(new.path)
+    if not old_sets and not new_sets:
+        raise InputError(f"no <provider>/NNNN.json bodies below {old.label} or {new.label}")
+    old_index, new_index = indexes(old.root), indexes(new.root)
+    pairs: list[PairDiff] = []
+    for key in sorted(set(old_sets) | set(new_sets)):
+        case, _, name = key.rpartition("/")
+        a, b = old_sets.get(key, {}), new_sets.get(key, {})
+        old_read = {n: read_body(path) for n, path in a.items()}
+        new_read = {n: read_body(path) for n, path in b.items()}
+        old_bodies, new_bodies = list(old_read.values()), list(new_read.values())
+        old_model, new_model = old_index.models.get(name), new_index.models.get(name)
+        before = _simulate(name, a, old_bodies, old_model)
+        same = old_bodies == new_bodies and old_model == new_model
+        after = before if same else _simulate(name, b, new_bodies, new_model)
+        old_costs = dict(zip(a, before.calls, strict=True)) if before else {}
+        new_costs = dict(zip(b, after.calls, strict=True)) if after else {}
+        scenario = (new.path / key).parent / "scenario.yaml"
+        sources: SourceIndex | None = None  # with the case's scenario, at the first break
+        calls: list[CallDiff] = []
+        for number in sorted(set(a) | set(b)):
+            old_cost = old_costs[number].cost if number in old_costs else None
+            new_cost = new_costs[number].cost if number in new_costs else None
+            if number not in a or number not in b:
+                verdict = ADDED if number in b else REMOVED
+                calls.append(CallDiff(number, verdict, None, None, old_cost, new_cost))
+                continue
+            old_bytes, new_bytes = old_read[number], new_read[number]
+            comparison = compare_bodies(
+                name, old_bytes, new_bytes, old_name=str(a[number]), new_name=str(b[number])
+            )
+            source = None
+            if comparison.kind == PREFIX_BREAK:
+                if sources is None:
+                    extra = [scenario] if scenario.is_file() else []
+                    sources = new_index.extended(extra) if extra else new_index
+                found = attribute(name, comparison, sources, new_bytes, old_bytes)
+                source = new.show(found) if found is not None else None
+            calls.append(
+                CallDiff(number, comparison.verdict, comparison, source, old_cost, new_cost)
+            )
+        pairs.append(PairDiff(case, name, len(a), len(b), tuple(calls), before, after))
+    return FolderDiff(old, new, tuple(pairs))

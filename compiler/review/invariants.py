@@ -1,0 +1,444 @@
+"""The invariants of a replay, checked on canonical requests and on provider bodies.
+
+:func:`check_history` (provider-independent, on each call's ModelRequest):
+
+* **root** -- instructions, tools and settings are identical on every call;
+* **context** -- every request-context message is immediately followed by its turn's
+  runtime message (or, first in an automatically compacted epoch, by the summary), and
+  none repeats the content of the request-context before it;
+* **duplicate** -- no message id appears twice in a request; each call ends with the
+  message its event appended;
+* **retry** -- a retried event's request equals the original call's;
+* **compaction** -- an automatic compaction starts its epoch with the latest request
+  context (same identity and content unless it changed), the summary, then the turn's
+  runtime message; a manual one with the summary, and the next user turn reprojects
+  the request context.
+
+:func:`check_bodies` (one provider's exact bodies): **prefix** -- each call's body,
+cache markers removed, extends the previous one's (same frame, earlier history items
+unchanged, new ones only at the tail) except across a compaction, where only the frame
+must stay (**root**); a retry's bytes equal the original call's (**retry**).
+:func:`same_bytes` compares two replays of the same scenario (restart, hash seed).
+
+Every failure names the call, the first divergent JSON path with old and new values,
+and the spec ``file:line`` that produced the text when :class:`SourceIndex` finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..core import canonical
+from ..core.messages import CanonicalMessage, MessageKind
+from ..core.model import ModelRequest
+from .compare import PREFIX_BREAK, compare_bodies, history_key
+from .jsondiff import Difference, describe, first_difference, first_differing_char
+from .replay import Call
+from .sources import SourceIndex
+
+__all__ = ["Failure", "check_bodies", "check_history", "same_bytes"]
+
+
+@attrs.frozen
+class Failure:
+    """One broken invariant."""
+
+    scenario: str
+    check: str
+    message: str
+    provider: str | None = None
+    call: int | None = None
+    path: str | None = None
+    old: str | None = None
+    new: str | None = None
+    source: str | None = None
+
+    def lines(self) -> list[str]:
+        where = " · ".join(
+            part
+            for part in (
+                self.scenario,
+                self.provider,
+                f"call {self.call}" if self.call is not None else None,
+                self.check,
+            )
+            if part
+        )
+        out = [f"FAIL {where}: {self.message}"]
+        if self.path is not None:
+            out.append(f"  at {self.path}")
+        if self.old is not None or self.new is not None:
+            out.append(f"  old: {self.old}")
+            out.append(f"  new: {self.new}")
+        if self.source is not None:
+            out.append(f"  source: {self.source}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in attrs.asdict(self).items() if v is not None}
+
+
+# --- canonical checks ------------------------------------------------------------------
+
+
+def _event_of(message: CanonicalMessage) -> str:
+    return message.id.partition(":")[2]
+
+
+def _latest_context(request: ModelRequest) -> CanonicalMessage | None:
+    found = None
+    for message in request.messages:
+        if message.kind is MessageKind.REQUEST_CONTEXT:
+            found = message
+    return found
+
+
+def check_history(
+    scenario: str, calls: Sequence[Call], sources: SourceIndex | None = None
+) -> list[Failure]:
+    """The invariants visible in the canonical requests (provider-independent)."""
+    failures: list[Failure] = []
+
+    def fail(check: str, call: Call, message: str, **extra: Any) -> None:
+        failures.append(Failure(scenario, check, message, call=call.index, **extra))
+
+    first: Call | None = None
+    previous: Call | None = None  # the previous call that is not a retry
+    for call in calls:
+        request = call.request
+        messages = list(request.messages)
+        if first is None:
+            first = call
+        else:
+            failures.extend(_root_changes(scenario, first, call, sources))
+        counts: dict[str, int] = {}
+        for message in messages:
+            counts[message.id] = counts.get(message.id, 0) + 1
+        for mid, n in counts.items():
+            if n > 1:
+                fail("duplicate", call, f"message {mid!r} appears {n} times in the request")
+        if call.kind == "retry":
+            original = next((c for c in calls if c.event == call.event and c.kind != "retry"), None)
+            if original is not None and not original.request.same_as(request):
+                fail("retry", call, f"retry of {call.event!r} differs from call {original.index}")
+            continue
+        if not messages:
+            fail("duplicate", call, "the request has no messages")
+            continue
+        expected = {"user": "runtime:", "background": "event:"}.get(call.kind, "") + call.event
+        if messages[-1].id != expected:
+            fail(
+                "duplicate",
+                call,
+                f"the request ends with {messages[-1].id!r}, not the message its event "
+                f"appended ({expected!r})",
+            )
+        failures.extend(_context_placement(scenario, call, messages))
+        if previous is not None and request.epoch != previous.request.epoch:
+            failures.extend(_compaction(scenario, previous, call, messages))
+        previous = call
+    return failures
+
+
+def _context_placement(
+    scenario: str, call: Call, messages: Sequence[CanonicalMessage]
+) -> list[Failure]:
+    failures = []
+    before: CanonicalMessage | None = None
+    for i, message in enumerate(messages):
+        if message.kind is not MessageKind.REQUEST_CONTEXT:
+            continue
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        own_runtime = (
+            following is not None
+            and following.kind is MessageKind.RUNTIME
+            and _event_of(following) == _event_of(message)
+        )
+        after_compaction = (
+            i == 0 and following is not None and following.kind is MessageKind.SUMMARY
+        )
+        if not (own_runtime or after_compaction):
+            what = "nothing" if following is None else repr(following.id)
+            failures.append(
+                Failure(
+                    scenario,
+                    "context",
+                    f"{message.id!r} at message {i} is followed by {what}, not its turn's "
+                    "runtime message",
+                    call=call.index,
+                )
+            )
+        if before is not None and before.digest == message.digest:
+            failures.append(
+                Failure(
+                    scenario,
+                    "context",
+                    f"{message.id!r} repeats the content of {before.id!r} (an unchanged "
+                    "context must not be appended again)",
+                    call=call.index,
+                )
+            )
+        before = message
+    return failures
+
+
+def _compaction(
+    scenario: str, previous: Call, call: Call, messages: Sequence[CanonicalMessage]
+) -> list[Failure]:
+    def fail(message: str) -> list[Failure]:
+        return [Failure(scenario, "compaction", message, call=call.index)]
+
+    kinds = [m.kind for m in messages[:3]]
+    epoch = call.request.epoch
+    if kinds[:1] == [MessageKind.SUMMARY]:
+        if call.kind == "user" and kinds[1:2] != [MessageKind.REQUEST_CONTEXT]:
+            return fail(
+                f"epoch {epoch} (manual compaction): the next user turn must reproject the "
+                f"request context after the summary, found {[str(k) for k in kinds]}"
+            )
+        return []
+    automatic = [MessageKind.REQUEST_CONTEXT, MessageKind.SUMMARY, MessageKind.RUNTIME]
+    if kinds != automatic or call.kind != "user":
+        return fail(
+            f"epoch {epoch} starts with {[str(k) for k in kinds]}; expected [summary] "
+            "(manual) or [request_context, summary, runtime] (automatic)"
+        )
+    latest = _latest_context(previous.request)
+    context = messages[0]
+    if context.id != f"request-context:{call.event}":
+        if latest is None or (latest.id, latest.digest) != (context.id, context.digest):
+            return fail(
+                f"automatic compaction kept {context.id!r}, which is not the latest "
+                "request context of the previous epoch (same identity and content)"
+            )
+    elif latest is not None and latest.digest == context.digest:
+        return fail(
+            f"automatic compaction appended {context.id!r} although the context did not "
+            f"change (keep {latest.id!r})"
+        )
+    return []
+
+
+def _root_changes(
+    scenario: str, first: Call, call: Call, sources: SourceIndex | None
+) -> list[Failure]:
+    a, b = first.request, call.request
+    failures = []
+    if a.instructions != b.instructions:
+        offset = first_differing_char(a.instructions, b.instructions)
+        source = None
+        if sources is not None:
+            source = sources.instructions_location(b.instructions, offset)
+        old, new = describe(Difference((), a.instructions, b.instructions))
+        failures.append(
+            Failure(
+                scenario,
+                "root",
+                "instructions changed",
+                call=call.index,
+                old=old,
+                new=new,
+                source=source,
+            )
+        )
+    if a.tools != b.tools:
+        old_tools = [t.to_json() for t in a.tools]
+        new_tools = [t.to_json() for t in b.tools]
+        found = first_difference(old_tools, new_tools, ("tools",))
+        assert found is not None
+        source = None
+        index = found.parts[1] if len(found.parts) > 1 else None
+        if sources is not None and isinstance(index, int):
+            tools = new_tools if index < len(new_tools) else old_tools
+            located = sources.tool_location(tools[index]["name"], found.parts[2:])
+            source = None if located is None else f"{located.file}:{located.line}"
+        old, new = describe(found)
+        failures.append(
+            Failure(
+                scenario,
+                "root",
+                "tools changed",
+                call=call.index,
+                path=found.path,
+                old=old,
+                new=new,
+                source=source,
+            )
+        )
+    if a.settings != b.settings:
+        failures.append(Failure(scenario, "root", "provider settings changed", call=call.index))
+    return failures
+
+
+# --- body checks -----------------------------------------------------------------------
+
+
+def check_bodies(
+    scenario: str,
+    provider: str,
+    bodies: Sequence[bytes],
+    *,
+    epochs: Sequence[int] | None = None,
+    retries: Mapping[int, int] | None = None,
+    sources: SourceIndex | None = None,
+) -> list[Failure]:
+    """Prefix stability of one provider's bodies, in call order (call numbers from 1).
+
+    ``epochs[k]`` is call k+1's compaction epoch (default: all 0); ``retries`` maps a
+    retry's call number to the original call's, whose bytes it must repeat (a retry is
+    not part of the prefix chain).
+    """
+    failures: list[Failure] = []
+    retries = retries or {}
+    previous: tuple[int, bytes] | None = None
+    for number, body in enumerate(bodies, start=1):
+        epoch = epochs[number - 1] if epochs is not None else 0
+        if number in retries:
+            original = retries[number]
+            if body != bodies[original - 1]:
+                failures.append(
+                    _break(
+                        scenario,
+                        provider,
+                        number,
+                        "retry",
+                        f"retry is not byte-identical to call {original}",
+                        bodies[original - 1],
+                        body,
+                        sources,
+                    )
+                )
+            continue
+        if previous is not None:
+            prev_number, prev_body = previous
+            prev_epoch = epochs[prev_number - 1] if epochs is not None else 0
+            comparison = compare_bodies(provider, prev_body, body)
+            if comparison.kind == PREFIX_BREAK:
+                assert comparison.difference is not None
+                in_history = comparison.difference.parts[:1] == (history_key(provider),)
+                if epoch == prev_epoch:
+                    failures.append(
+                        _break(
+                            scenario,
+                            provider,
+                            number,
+                            "prefix",
+                            f"not a tail append of call {prev_number}",
+                            prev_body,
+                            body,
+                            sources,
+                            comparison,
+                        )
+                    )
+                elif not in_history:
+                    failures.append(
+                        _break(
+                            scenario,
+                            provider,
+                            number,
+                            "root",
+                            f"the frame changed across the compaction after call {prev_number}",
+                            prev_body,
+                            body,
+                            sources,
+                            comparison,
+                        )
+                    )
+        previous = (number, body)
+    return failures
+
+
+def _break(
+    scenario: str,
+    provider: str,
+    call: int,
+    check: str,
+    message: str,
+    old: bytes,
+    new: bytes,
+    sources: SourceIndex | None,
+    comparison: Any = None,
+) -> Failure:
+    if comparison is None:
+        comparison = compare_bodies(provider, old, new)
+    difference = comparison.difference
+    if difference is None:
+        return Failure(scenario, check, message, provider=provider, call=call)
+    if comparison.note:
+        return Failure(
+            scenario,
+            check,
+            f"{message}: {comparison.note}",
+            provider=provider,
+            call=call,
+            path=difference.path,
+        )
+    old_text, new_text = describe(difference)
+    source = None
+    if sources is not None:
+        source = sources.attribute(provider, difference, canonical.loads(new), canonical.loads(old))
+    return Failure(
+        scenario,
+        check,
+        message,
+        provider=provider,
+        call=call,
+        path=difference.path,
+        old=old_text,
+        new=new_text,
+        source=source,
+    )
+
+
+def same_bytes(
+    scenario: str,
+    provider: str,
+    check: str,
+    what: str,
+    expected: Sequence[bytes],
+    got: Sequence[bytes],
+    sources: SourceIndex | None,
+) -> list[Failure]:
+    if len(expected) != len(got):
+        return [
+            Failure(
+                scenario,
+                check,
+                f"{what}: {len(got)} calls instead of {len(expected)}",
+                provider=provider,
+            )
+        ]
+    for number, (a, b) in enumerate(zip(expected, got, strict=True), start=1):
+        if a != b:
+            found = first_difference(canonical.loads(a), canonical.loads(b))
+            if found is None:
+                return [
+                    Failure(
+                        scenario,
+                        check,
+                        f"{what}: same JSON, different bytes",
+                        provider=provider,
+                        call=number,
+                    )
+                ]
+            old, new = describe(found)
+            source = None
+            if sources is not None:
+                source = sources.attribute(provider, found, canonical.loads(b), canonical.loads(a))
+            return [
+                Failure(
+                    scenario,
+                    check,
+                    f"{what}: bytes differ",
+                    provider=provider,
+                    call=number,
+                    path=found.path,
+                    old=old,
+                    new=new,
+                    source=source,
+                )
+            ]
+    return []

@@ -1,0 +1,250 @@
+"""The readable form of a replay: a Markdown page reviewers diff next to the exact bytes.
+
+Per model call: a header (call number, the steps since the previous call, the call's
+kind and event), then only what the call appended (message id, kind, role and text,
+long texts folded by :func:`fold`; a request context that replaces an earlier one is
+shown as a diff against it), then one status per provider, computed from the bytes by
+comparing the call's body with the previous call's (cache markers stripped):
+
+* ``first call``;
+* ``tail append (+N messages)``: the previous body is an exact prefix (N wire items);
+* ``PREFIX BREAK at <json path>``: the first place where it is not;
+* ``PREFIX RESET (compaction)``: a compaction started a new history on purpose;
+* ``retry: identical to call K`` / ``RETRY MISMATCH: differs from call K``.
+
+A retry re-sends an earlier (shorter) request, so the call after it is compared with
+the last call before it. The page depends on the scenario, the requests and the bytes
+only: the same replay renders the same text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+
+from ..core.messages import (
+    CanonicalMessage,
+    ImagePart,
+    MessageKind,
+    OpaquePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from .replay import Call, divergence, history_length
+from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
+
+__all__ = [
+    "DIFF_FOLD",
+    "FOLD_HEAD",
+    "FOLD_LINES",
+    "FOLD_TAIL",
+    "LINE_WIDTH",
+    "fold",
+    "render_calls",
+]
+
+#: Texts longer than FOLD_LINES lines show their first FOLD_HEAD and last FOLD_TAIL lines.
+FOLD_LINES = 14
+FOLD_HEAD = 8
+FOLD_TAIL = 4
+#: A context diff is folded the same way, with more room: it is what reviewers look for.
+DIFF_FOLD = (40, 32, 6)
+#: Longer lines are cut at this many characters.
+LINE_WIDTH = 160
+
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def fold(text: str, limit: tuple[int, int, int] = (FOLD_LINES, FOLD_HEAD, FOLD_TAIL)) -> list[str]:
+    """``text`` in at most ``limit[0]`` lines; a longer one as its first ``limit[1]``
+    lines, ``… N lines …`` and its last ``limit[2]``; each line cut at LINE_WIDTH
+    characters with ``… (+N chars)``."""
+    lines = text.split("\n")
+    most, head, tail = limit
+    if len(lines) > most:
+        hidden = len(lines) - head - tail
+        lines = [*lines[:head], f"… {hidden} lines …", *lines[-tail:]]
+    return [_cut(line) for line in lines]
+
+
+def _cut(line: str) -> str:
+    if len(line) <= LINE_WIDTH:
+        return line
+    return f"{line[:LINE_WIDTH]}… (+{len(line) - LINE_WIDTH} chars)"
+
+
+def _block(lines: Sequence[str], info: str = "text") -> list[str]:
+    """A fenced block, indented to sit in a list item; the fence outgrows any inside."""
+    longest = max((len(m.group()) for line in lines for m in _BACKTICKS.finditer(line)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return [f"  {fence}{info}", *(f"  {line}" if line else "" for line in lines), f"  {fence}"]
+
+
+class _Page:
+    def __init__(
+        self, scenario: Scenario, calls: Sequence[Call], bodies: Mapping[str, list[bytes]]
+    ):
+        self.scenario = scenario
+        self.calls = calls
+        self.bodies = bodies
+        self.names = list(bodies)
+        self.lines: list[str] = []
+        self.latest_context: CanonicalMessage | None = None
+        self.tally = {
+            name: {"append": 0, "break": 0, "reset": 0, "retry": 0} for name in self.names
+        }
+
+    def render(self) -> str:
+        base: Call | None = None  # the last call that was not a retry
+        previous_step = -1
+        for call in self.calls:
+            self.header(call, previous_step)
+            previous_step = call.step
+            if call.kind == "retry":
+                self.retry(call)
+            else:
+                self.appended(call, base)
+                self.statuses(call, base)
+                base = call
+        calls, self.lines = self.lines, []
+        self.intro()  # its table counts what the calls found
+        return "\n".join([*self.lines, *calls]).rstrip("\n") + "\n"
+
+    # -- page parts ----------------------------------------------------------------
+
+    def intro(self) -> None:
+        s = self.scenario
+        add = self.lines.append
+        add(f"# {s.name}")
+        add("")
+        add(
+            f"Conversation `{s.conversation}`: {len(s.steps)} steps, {len(self.calls)} model"
+            " calls. Each call lists only what it appended; each provider's status compares"
+            " its body with the previous call's, cache markers stripped."
+        )
+        add("")
+        add("| provider | tail appends | prefix resets | retries | PREFIX BREAKS |")
+        add("| --- | ---: | ---: | ---: | ---: |")
+        for name in self.names:
+            t = self.tally[name]
+            add(f"| {name} | {t['append']} | {t['reset']} | {t['retry']} | {t['break']} |")
+        add("")
+
+    def header(self, call: Call, previous_step: int) -> None:
+        add = self.lines.append
+        add(f"## Call {call.index}: {call.kind} `{call.event}`")
+        add("")
+        steps = []
+        for index in range(previous_step + 1, call.step + 1):
+            step = self.scenario.steps[index]
+            label = (
+                f"`{step.event}`" if isinstance(step, UserStep | BackgroundStep | RetryStep) else ""
+            )
+            steps.append(f"{index} {step.kind} {label}".rstrip())
+        add(f"Steps: {' · '.join(steps)}")
+        add("")
+
+    def retry(self, call: Call) -> None:
+        add = self.lines.append
+        original = next(
+            c
+            for c in self.calls
+            if c.kind != "retry" and c.event == call.event and c.index < call.index
+        )
+        add(f"Re-delivered `{call.event}`: appends nothing; the request of call {original.index}.")
+        add("")
+        for name in self.names:
+            same = self.bodies[name][call.index - 1] == self.bodies[name][original.index - 1]
+            if same:
+                self.tally[name]["retry"] += 1
+                add(f"- {name}: retry: identical to call {original.index}")
+            else:
+                self.tally[name]["break"] += 1
+                add(f"- {name}: RETRY MISMATCH: differs from call {original.index}")
+        add("")
+
+    def appended(self, call: Call, base: Call | None) -> None:
+        request = call.request
+        reset = base is None or request.epoch != base.request.epoch
+        start = 0 if reset else len(base.request.messages) if base is not None else 0
+        new = list(request.messages[start:])
+        add = self.lines.append
+        if reset and base is not None:
+            add(f"Compaction: a new history (epoch {request.epoch}) of {len(new)} messages:")
+        else:
+            add(f"Appended {len(new)} message{'s' if len(new) != 1 else ''}:")
+        add("")
+        for message in new:
+            self.message(message)
+        add("")
+
+    def message(self, message: CanonicalMessage) -> None:
+        add = self.lines.append
+        add(f"- `{message.id}` · {message.kind} · {message.role}")
+        if message.kind is MessageKind.REQUEST_CONTEXT:
+            self.context(message)
+            return
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                self.lines.extend(_block(fold(part.text)))
+            elif isinstance(part, ToolCallPart):
+                add(f"  - call `{part.call_id}` {part.name} {_cut(part.arguments)}")
+            elif isinstance(part, ToolResultPart):
+                error = " (error)" if part.is_error else ""
+                add(f"  - result `{part.call_id}`{error}")
+                self.lines.extend(_block(fold(part.output)))
+            elif isinstance(part, OpaquePart):
+                add(f"  - opaque {part.provider} data ({len(part.data)} characters)")
+            elif isinstance(part, ImagePart):
+                add(f"  - image {part.media_type} ({len(part.data)} base64 characters)")
+
+    def context(self, message: CanonicalMessage) -> None:
+        """A request context: whole (folded) the first time, else its diff to the latest."""
+        add = self.lines.append
+        latest, self.latest_context = self.latest_context, message
+        if latest is None:
+            self.lines.extend(_block(fold(message.text)))
+        elif latest.digest == message.digest:
+            same = "the same message" if latest.id == message.id else f"as `{latest.id}`"
+            add(f"  (unchanged: {same})")
+        else:
+            diff = difflib.unified_diff(
+                latest.text.split("\n"),
+                message.text.split("\n"),
+                latest.id,
+                message.id,
+                n=1,
+                lineterm="",
+            )
+            self.lines.extend(_block(fold("\n".join(diff), DIFF_FOLD), "diff"))
+
+    def statuses(self, call: Call, base: Call | None) -> None:
+        add = self.lines.append
+        for name in self.names:
+            body = self.bodies[name][call.index - 1]
+            if base is None:
+                status = "first call"
+            elif call.request.epoch != base.request.epoch:
+                self.tally[name]["reset"] += 1
+                status = "PREFIX RESET (compaction)"
+            else:
+                old = self.bodies[name][base.index - 1]
+                path = divergence(name, old, body)
+                if path is None:
+                    self.tally[name]["append"] += 1
+                    grown = history_length(name, body) - history_length(name, old)
+                    status = f"tail append (+{grown} message{'s' if grown != 1 else ''})"
+                else:
+                    self.tally[name]["break"] += 1
+                    status = f"PREFIX BREAK at {path}"
+            add(f"- {name}: {status}")
+        add("")
+
+
+def render_calls(
+    scenario: Scenario, calls: Sequence[Call], bodies: Mapping[str, list[bytes]]
+) -> str:
+    """The Markdown page of a replay: ``calls`` and each provider's ``bodies`` of them."""
+    return _Page(scenario, calls, bodies).render()

@@ -1,0 +1,319 @@
+"""Replay a scenario: every model call's ModelRequest, and its exact bytes per provider.
+
+This is the CLI / replay edge: the one ``compiler`` module that imports ``providers``
+(the registry wires them in here; nothing upstream knows a wire format).
+
+:func:`replay` drives a :class:`~prefixlock.runtime.conversation.Conversation` backed by a
+:class:`~prefixlock.store.sqlite.SQLiteStore` in a temporary folder, step by step:
+
+* ``user`` / ``background`` -> :meth:`Conversation.handle` (one model call);
+* ``assistant`` -> :meth:`Conversation.assistant`;
+* ``tool_results`` -> :meth:`Conversation.tool_results` (one model call);
+* ``retry`` -> :meth:`Conversation.handle` of the recorded request, unchanged (one model
+  call, whose request equals the original's);
+* ``restart`` -> the store is closed and every in-memory object dropped; the
+  conversation is hydrated again by :meth:`Conversation.open` from the SQLite file;
+* ``compact`` -> :meth:`Conversation.compact`.
+
+``restart_everywhere=True`` restarts before every step; the bytes must not change (the
+verifier checks that). :func:`replay_bodies` serializes the calls with one provider
+instance per provider, so its incremental encoding is what produces the bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import providers as registry
+from ..core import canonical
+from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, UsageError
+from ..core.jsonpath import json_path
+from ..core.model import ModelRequest
+from ..runtime.conversation import Conversation
+from ..store.sqlite import SQLiteStore
+from .scenario import (
+    AssistantStep,
+    BackgroundStep,
+    CompactStep,
+    RestartStep,
+    RetryStep,
+    Scenario,
+    Step,
+    ToolResultsStep,
+    UserStep,
+)
+
+__all__ = [
+    "STORE_FILE",
+    "Call",
+    "divergence",
+    "history_length",
+    "provider_names",
+    "replay",
+    "replay_bodies",
+    "serialize_calls",
+    "write_bodies",
+    "write_replay",
+]
+
+#: The checkpoint store's file name inside the replay's folder.
+STORE_FILE = "checkpoints.sqlite"
+
+
+@attrs.frozen
+class Call:
+    """One model call of a replay; ``request.messages`` is frozen (a tuple) when made."""
+
+    index: int  # 1-based model-call number
+    step: int  # index into scenario.steps
+    kind: str  # "user" | "tool_results" | "background" | "retry"
+    event: str  # event id / "tool-results:<first call id>"
+    request: ModelRequest
+
+
+def provider_names(selected: Sequence[str]) -> tuple[str, ...]:
+    """The providers a selection names, in registry order; ``all`` names every one.
+
+    Raises :class:`~prefixlock.core.errors.SerializationError` for an unknown name.
+    """
+    chosen = set(selected)
+    if "all" in chosen:
+        return registry.NAMES
+    for name in selected:
+        registry.get(name)  # refuses an unknown name, with a suggestion
+    return tuple(name for name in registry.NAMES if name in chosen)
+
+
+class _Session:
+    """The live objects of one process: a store and the open conversation."""
+
+    def __init__(self, scenario: Scenario, db: Path) -> None:
+        self.scenario = scenario
+        self.db = db
+        self.store: SQLiteStore | None = None
+        self.conversation: Conversation | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.store = SQLiteStore(self.db)
+        self.conversation = Conversation.open(
+            self.store, self.scenario.bundle, self.scenario.conversation
+        )
+
+    def stop(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.store = None
+        self.conversation = None
+
+    def restart(self) -> Conversation:
+        """Drop every in-memory object; hydrate from the SQLite file alone."""
+        self.stop()
+        self.start()
+        assert self.conversation is not None
+        return self.conversation
+
+
+def replay(
+    scenario: Scenario, *, restart_everywhere: bool = False, workdir: Path | None = None
+) -> list[Call]:
+    """The model calls of ``scenario``, in order.
+
+    The checkpoint store lives in a temporary folder, or in ``workdir`` (kept; it must
+    not hold a store yet). An operation the history refuses raises :class:`SpecErrors`
+    located at its step.
+    """
+    if workdir is not None:
+        db = Path(workdir) / STORE_FILE
+        if db.exists():
+            raise UsageError(f"{db} exists: a replay needs a new checkpoint store")
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        return _replay(scenario, db, restart_everywhere)
+    with tempfile.TemporaryDirectory(prefix="prefixlock-replay-") as folder:
+        return _replay(scenario, Path(folder) / STORE_FILE, restart_everywhere)
+
+
+def _replay(scenario: Scenario, db: Path, restart_everywhere: bool) -> list[Call]:
+    session = _Session(scenario, db)
+    calls: list[Call] = []
+    try:
+        for index, step in enumerate(scenario.steps):
+            if restart_everywhere or isinstance(step, RestartStep):
+                conversation = session.restart()
+            else:
+                assert session.conversation is not None
+                conversation = session.conversation
+            try:
+                made = _run(scenario, conversation, step)
+            except SpecErrors:
+                raise
+            except PrefixlockError as err:
+                path = scenario.step_path(index)
+                raise SpecErrors([SpecError(step.location, path, str(err))]) from err
+            if made is not None:
+                kind, event, request = made
+                calls.append(Call(len(calls) + 1, index, kind, event, _frozen(request)))
+    finally:
+        session.stop()
+    return calls
+
+
+def _frozen(request: ModelRequest) -> ModelRequest:
+    """``request`` with its messages copied out of the live history when the call is made.
+
+    A request's messages are a view onto the append-only history list; if a bug rewrote
+    an earlier message in place, every earlier call's view would change with it and the
+    rewrite would look like a clean tail append. A frozen copy keeps each call as it was
+    sent, so ``verify`` and ``diff`` see the rewrite as a prefix break.
+    """
+    return attrs.evolve(request, messages=tuple(request.messages))
+
+
+def _run(
+    scenario: Scenario, conversation: Conversation, step: Step
+) -> tuple[str, str, ModelRequest] | None:
+    """Apply one step; the model call it makes, if any."""
+    if isinstance(step, UserStep | BackgroundStep):
+        return step.kind, step.event, conversation.handle(step.request)
+    if isinstance(step, ToolResultsStep):
+        return step.kind, step.event, conversation.tool_results(step.results)
+    if isinstance(step, RetryStep):
+        original = scenario.steps[scenario.delivered_by(step.event)]
+        assert isinstance(original, UserStep | BackgroundStep)
+        return step.kind, step.event, conversation.handle(original.request)
+    if isinstance(step, AssistantStep):
+        conversation.assistant(step.text, step.tool_calls)
+    elif isinstance(step, CompactStep):
+        conversation.compact(step.summary)
+    return None
+
+
+def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str, list[bytes]]:
+    """Provider name -> the body of every call, from one provider instance each."""
+    out: dict[str, list[bytes]] = {}
+    for name in providers:
+        provider = registry.get(name)
+        out[name] = [provider.serialize(call.request) for call in calls]
+    return out
+
+
+def replay_bodies(
+    scenario: Scenario, providers: Sequence[str], **kw: Any
+) -> dict[str, list[bytes]]:
+    """Provider name -> the exact body of every model call (``kw``: of :func:`replay`)."""
+    return serialize_calls(replay(scenario, **kw), providers)
+
+
+def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, list[Path]]:
+    """Write ``out/NAME/0001.json`` ... for every provider; returns the paths.
+
+    Each ``out/NAME`` folder is built in a temporary folder next to it and renamed into
+    place, replacing the old one whole, so a reader never sees a mix of old and new
+    calls. Nothing else under ``out`` is touched.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, Path] = {}
+    written: dict[str, list[Path]] = {}
+    try:
+        for name, items in bodies.items():
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}.replay-", dir=out))
+            staged[name] = staging
+            for number, data in enumerate(items, start=1):
+                (staging / f"{number:04d}.json").write_bytes(data)
+            written[name] = [out / name / f"{n:04d}.json" for n in range(1, len(items) + 1)]
+        for name, staging in staged.items():
+            _swap_in(staging, out / name)
+    finally:
+        for staging in staged.values():
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return written
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    old.rmdir()
+    os.replace(target, old)
+    os.replace(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_replay(scenario: Scenario, providers: Sequence[str], out: Path) -> dict[str, list[Path]]:
+    """Replay and write ``out/NAME/0001.json`` ... (the bytes exactly as POSTed).
+
+    Everything is serialized before anything is written: a failure writes nothing.
+    """
+    return write_bodies(replay_bodies(scenario, providers), out)
+
+
+# --------------------------------------------------------------------------- prefixes
+
+
+def divergence(name: str, old: bytes, new: bytes) -> str | None:
+    """Where provider ``name``'s body ``new`` stops extending ``old``; None if it does.
+
+    Both bodies are compared without the provider's cache markers. ``new`` extends
+    ``old`` when everything is equal except the history list (the provider's
+    ``MESSAGES_KEY``), of which ``old``'s must be an exact prefix. The answer is the
+    JSON path of the first difference, e.g. ``$.messages[3].content[0].text``.
+    """
+    provider = registry.get(name)
+    a = provider.strip_cache_markers(_object(old))
+    b = provider.strip_cache_markers(_object(new))
+    return _first_difference(a, b, (), history=provider.MESSAGES_KEY)
+
+
+def history_length(name: str, body: bytes) -> int:
+    """The number of wire items in provider ``name``'s history list of ``body``."""
+    items = _object(body).get(registry.get(name).MESSAGES_KEY)
+    return len(items) if isinstance(items, list) else 0
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    value = canonical.loads(data)
+    if not isinstance(value, dict):
+        raise InputError("a request body is not a JSON object")
+    return value
+
+
+_Parts = tuple[str | int, ...]
+
+
+def _first_difference(a: Any, b: Any, parts: _Parts, history: str | None = None) -> str | None:
+    """The path of the first difference; at the top level, list ``history`` may grow."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys_b = list(b)
+        for i, key in enumerate(a):
+            if i >= len(keys_b) or keys_b[i] != key:
+                return json_path((*parts, key))
+            grows = not parts and key == history
+            found = _first_difference(a[key], b[key], (*parts, key), "*" if grows else None)
+            if found is not None:
+                return found
+        if len(keys_b) > len(a):
+            return json_path((*parts, keys_b[len(a)]))
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, item in enumerate(a):
+            if i >= len(b):
+                return json_path((*parts, i))
+            found = _first_difference(item, b[i], (*parts, i))
+            if found is not None:
+                return found
+        if len(b) > len(a) and history != "*":
+            return json_path((*parts, len(a)))
+        return None
+    if type(a) is not type(b) or a != b:
+        return json_path(parts)
+    return None

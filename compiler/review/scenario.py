@@ -1,0 +1,311 @@
+"""Scenario files: YAML conversation scripts that replay into exact request bodies.
+
+The format is a public contract (``DESIGN.md``, "Scenario format")::
+
+    name: context-revert          # free text
+    conversation: conv-1          # conversation id
+    bundle: ../..                 # optional, relative to this file (default: the
+                                  # project's own bundle)
+    base: {mode: agent, context: {...}}   # optional, merged into every user request
+    steps:
+      - user: {event: u1, query: "...", mode?, context?, selected_context?, open_files?,
+               action_context?, timestamp?, compact?: {summary: "..."}}   # model call
+      - assistant: {text?: "...", tool_calls?: [{id, name, arguments}]}
+      - tool_results: [{call_id, output, is_error?}]                       # model call
+      - background: {event: b1, text: "..."}                               # model call
+      - retry: u1                 # re-deliver event u1's request unchanged  # model call
+      - restart: true             # drop all memory; hydrate from the store
+      - compact: {summary: "..."} # manual compaction between turns
+
+Merging ``base`` into a user step: mappings merge key by key (recursively), lists and
+scalars replace, except ``context``, whose keys replace ``base.context``'s keys whole
+(a ``git`` given replaces the base ``git``; other base keys stay).
+
+:func:`load_scenario` checks a file in three layers and reports every problem of all of
+them together, sorted, each at ``file:line:col`` with its ``$.path``:
+
+1. the loader (YAML with locations) and the ``scenario`` JSON Schema (unknown keys,
+   types, a step with not exactly one key, ...);
+2. each user and background request through :meth:`AgentRunRequest.from_value`, its
+   errors mapped back to the step (or ``base``) that gave the offending value, and the
+   bundle's modes and tool names;
+3. the conversation's rules (:mod:`prefixlock.review.walk`), checked by walking the
+   steps the way the history will: a retry of an unknown event, an event id delivered
+   twice, a tool result for an unknown call id or a call without its result, an
+   assistant step before any user turn or without a model call to answer, a turn
+   started while tool calls are pending.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import PrefixlockError, SpecError, SpecErrors
+from ..runtime.request import AgentRunRequest
+from ..runtime.tools import ToolCall, ToolResult
+from ..spec.build import build_bundle, find_example_root
+from ..spec.bundle import Bundle
+from ..spec.loader import LoadedDocument, load_yaml_file
+from ..spec.validate import validate_document
+from .steps import (
+    STEP_KINDS,
+    AssistantStep,
+    BackgroundStep,
+    CompactStep,
+    RestartStep,
+    RetryStep,
+    Scenario,
+    Step,
+    ToolResultsStep,
+    UserStep,
+)
+from .walk import Walk
+
+__all__ = [
+    "STEP_KINDS",
+    "AssistantStep",
+    "BackgroundStep",
+    "CompactStep",
+    "RestartStep",
+    "RetryStep",
+    "Scenario",
+    "Step",
+    "ToolResultsStep",
+    "UserStep",
+    "load_scenario",
+    "merge_base",
+]
+
+
+def merge_base(base: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    """A user step's fields over ``base``: mappings merge key by key, lists replace;
+    ``context`` keys replace ``base.context`` keys whole."""
+    out = dict(base)
+    for key, value in user.items():
+        old = out.get(key)
+        if key == "context" and isinstance(old, Mapping) and isinstance(value, Mapping):
+            out[key] = {**old, **value}
+        else:
+            out[key] = _deep_merge(old, value)
+    return out
+
+
+def _deep_merge(old: Any, new: Any) -> Any:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        out = dict(old)
+        for key, value in new.items():
+            out[key] = _deep_merge(out.get(key), value)
+        return out
+    return new
+
+
+def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario:
+    """Load and check a scenario file; raises :class:`SpecErrors` naming every problem.
+
+    ``bundle`` overrides the scenario's own (``bundle:`` or the project's); by default
+    it is built from the spec root the scenario names.
+    """
+    path = Path(path)
+    doc = load_yaml_file(path)
+    errors: list[SpecError] = list(validate_document(doc, "scenario"))
+    invalid = [e.path for e in errors]
+    value = doc.value if isinstance(doc.value, dict) else {}
+    root = _bundle_root(path, value)
+    if bundle is None:
+        bundle = _build(root, doc, "$.bundle" if "bundle" in value else "$", errors)
+    loader = _Loader(doc, value, bundle, errors, invalid)
+    steps = loader.steps()
+    if errors:
+        raise SpecErrors(errors)
+    assert bundle is not None
+    return Scenario(
+        path=path,
+        file=doc.file,
+        name=value["name"],
+        conversation=value["conversation"],
+        bundle_root=root,
+        bundle=bundle,
+        steps=tuple(steps),
+    )
+
+
+def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:
+    given = value.get("bundle")
+    if isinstance(given, str):
+        return (path.parent / given).resolve()
+    return find_example_root()
+
+
+def _build(root: Path, doc: LoadedDocument, at: str, errors: list[SpecError]) -> Bundle | None:
+    """The bundle, or None with its errors (a spec file's own, or why it cannot build)."""
+    try:
+        return build_bundle(root)
+    except SpecErrors as err:
+        errors.extend(err.errors)
+    except PrefixlockError as err:
+        errors.append(
+            SpecError(doc.location(at), at, f"cannot build the bundle at {str(root)!r}: {err}")
+        )
+    return None
+
+
+_HEAD = re.compile(r"\$\.([A-Za-z_][A-Za-z0-9_]*)(.*)\Z", re.S)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
+class _Loader:
+    """Builds the steps of a schema-checked document, collecting every further error."""
+
+    def __init__(
+        self,
+        doc: LoadedDocument,
+        value: Mapping[str, Any],
+        bundle: Bundle | None,
+        errors: list[SpecError],
+        invalid: list[str],
+    ) -> None:
+        self.doc = doc
+        self.value = value
+        self.bundle = bundle
+        self.errors = errors
+        self.schema_paths = invalid  # the paths the schema found errors at
+        base = value.get("base", {})
+        self.base: Mapping[str, Any] = base if isinstance(base, Mapping) else {}
+        self.can_build = isinstance(value.get("conversation"), str) and not any(
+            _under(p, "$.base") or _under(p, "$.conversation") for p in self.schema_paths
+        )
+        self.walk = Walk(self.fail)
+
+    def fail(self, path: str, message: str, *, at_key: bool = False) -> None:
+        where = self.doc.key_location(path) if at_key else self.doc.location(path)
+        self.errors.append(SpecError(where, path, message))
+
+    def steps(self) -> list[Step]:
+        raw = self.value.get("steps")
+        if not isinstance(raw, list):
+            return []
+        out: list[Step] = []
+        for index, item in enumerate(raw):
+            prefix = f"$.steps[{index}]"
+            if any(_under(p, prefix) for p in self.schema_paths):
+                self.walk.lost()
+                continue
+            ((kind, body),) = item.items()
+            step = self.step(index, kind, body)
+            if step is not None:
+                self.walk.step(index, step)
+                out.append(step)
+            elif self.can_build:  # its request is invalid (reported), its effect is known
+                self.walk.turn(index, kind, body["event"], None)
+            else:
+                self.walk.lost()
+        return out
+
+    def step(self, index: int, kind: str, body: Any) -> Step | None:
+        path = f"$.steps[{index}].{kind}"
+        where = self.doc.key_location(path)
+        if kind == "user":
+            request = self.request(index, kind, body)
+            return None if request is None else UserStep(where, body["event"], request)
+        if kind == "background":
+            request = self.request(index, kind, body)
+            return None if request is None else BackgroundStep(where, body["event"], request)
+        if kind == "assistant":
+            calls = tuple(
+                ToolCall(call["id"], call["name"], call.get("arguments", {}))
+                for call in body.get("tool_calls", ())
+            )
+            self.check_tools(path, calls)
+            return AssistantStep(where, body.get("text"), calls)
+        if kind == "tool_results":
+            results = tuple(
+                ToolResult(r["call_id"], r["output"], r.get("is_error", False)) for r in body
+            )
+            return ToolResultsStep(where, results)
+        if kind == "retry":
+            return RetryStep(where, body)
+        if kind == "restart":
+            return RestartStep(where)
+        assert kind == "compact"
+        return CompactStep(where, body["summary"])
+
+    # -- requests ------------------------------------------------------------------
+
+    def request(self, index: int, kind: str, body: Mapping[str, Any]) -> AgentRunRequest | None:
+        """The step's AgentRunRequest, or None (errors reported) if it is invalid."""
+        if not self.can_build:
+            return None
+        given = f"$.steps[{index}].{kind}"
+        base: Mapping[str, Any] = {}
+        if kind == "background":
+            fields: dict[str, Any] = {"text": body["text"]}
+        else:
+            base = self.base
+            fields = merge_base(base, {k: v for k, v in body.items() if k != "event"})
+        value = {
+            "conversation_id": self.value["conversation"],
+            "event_id": body["event"],
+            "kind": kind,
+            **fields,
+        }
+        try:
+            request = AgentRunRequest.from_value(value, file=self.doc.file)
+        except SpecErrors as err:
+            for error in err.errors:
+                self.fail(_map_path(error.path, given, body, base), error.message)
+            return None
+        if kind == "user":
+            self.check_mode(request, given, body)
+        return request
+
+    def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
+        if self.bundle is None or request.mode is None:
+            return
+        names = [m.name for m in self.bundle.modes]
+        if request.mode not in names:
+            path = f"{given}.mode" if "mode" in body else "$.base.mode"
+            self.fail(path, f"unknown mode {request.mode!r} (modes: {', '.join(names)})")
+
+    def check_tools(self, path: str, calls: Iterable[ToolCall]) -> None:
+        if self.bundle is None:
+            return
+        names = [tool.name for tool in self.bundle.tools]
+        for j, call in enumerate(calls):
+            if call.name not in names:
+                close = difflib.get_close_matches(call.name, names, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "tools: " + ", ".join(names)
+                self.fail(f"{path}.tool_calls[{j}].name", f"unknown tool {call.name!r} ({hint})")
+
+
+def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:
+    """Where in the scenario the value at ``path`` of a built request came from."""
+    match = _HEAD.match(path)
+    if match is None:
+        return given
+    key, rest = match.groups()
+    if key == "conversation_id":
+        return "$.conversation" + rest
+    if key == "event_id":
+        return f"{given}.event{rest}"
+    if key == "kind":
+        return given
+    if key == "context":
+        sub = _HEAD.match("$" + rest)
+        if sub is not None:
+            name, tail = sub.groups()
+            if name in body.get("context", {}):
+                return f"{given}.context.{name}{tail}"
+            if name in base.get("context", {}):
+                return f"$.base.context.{name}{tail}"
+    if key in body:
+        return f"{given}.{key}{rest}"
+    if key in base:
+        return f"$.base.{key}{rest}"
+    return given

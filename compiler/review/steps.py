@@ -1,0 +1,137 @@
+"""A loaded scenario and its steps: the values :mod:`~prefixlock.review.scenario` builds
+from a scenario file and :mod:`~prefixlock.review.replay` plays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import attrs
+
+from ..core.errors import Location
+from ..runtime.request import AgentRunRequest
+from ..runtime.tools import ToolCall, ToolResult
+from ..spec.bundle import Bundle
+
+__all__ = [
+    "STEP_KINDS",
+    "AssistantStep",
+    "BackgroundStep",
+    "CompactStep",
+    "RestartStep",
+    "RetryStep",
+    "Scenario",
+    "Step",
+    "ToolResultsStep",
+    "UserStep",
+]
+
+#: The step kinds, in the order the format lists them.
+STEP_KINDS = ("user", "assistant", "tool_results", "background", "retry", "restart", "compact")
+
+
+@attrs.frozen
+class UserStep:
+    """A user turn: the complete request (``base`` merged in). Makes one model call."""
+
+    kind: ClassVar[str] = "user"
+    location: Location
+    event: str
+    request: AgentRunRequest
+
+
+@attrs.frozen
+class AssistantStep:
+    """The model's output for the pending model call."""
+
+    kind: ClassVar[str] = "assistant"
+    location: Location
+    text: str | None
+    tool_calls: tuple[ToolCall, ...]
+
+
+@attrs.frozen
+class ToolResultsStep:
+    """Results for every pending tool call, in one batch. Makes one model call."""
+
+    kind: ClassVar[str] = "tool_results"
+    location: Location
+    results: tuple[ToolResult, ...]
+
+    @property
+    def event(self) -> str:
+        """The event id the history gives the batch."""
+        return f"tool-results:{self.results[0].call_id}"
+
+
+@attrs.frozen
+class BackgroundStep:
+    """A background completion. Makes one model call."""
+
+    kind: ClassVar[str] = "background"
+    location: Location
+    event: str
+    request: AgentRunRequest
+
+
+@attrs.frozen
+class RetryStep:
+    """Re-deliver an earlier user or background event unchanged. Makes one model call."""
+
+    kind: ClassVar[str] = "retry"
+    location: Location
+    event: str
+
+
+@attrs.frozen
+class RestartStep:
+    """Drop all memory; hydrate from the checkpoint store."""
+
+    kind: ClassVar[str] = "restart"
+    location: Location
+
+
+@attrs.frozen
+class CompactStep:
+    """Manual compaction between turns."""
+
+    kind: ClassVar[str] = "compact"
+    location: Location
+    summary: str
+
+
+Step = (
+    UserStep
+    | AssistantStep
+    | ToolResultsStep
+    | BackgroundStep
+    | RetryStep
+    | RestartStep
+    | CompactStep
+)
+
+
+@attrs.frozen(eq=False)
+class Scenario:
+    """A loaded, checked scenario: every step valid, every request built."""
+
+    #: the scenario file, and its name in messages (the path as given)
+    path: Path
+    file: str
+    name: str
+    conversation: str
+    #: the spec root the bundle was built from, and the bundle
+    bundle_root: Path
+    bundle: Bundle
+    steps: tuple[Step, ...]
+
+    def step_path(self, index: int) -> str:
+        """``$.steps[3].user``: the JSON path of step ``index``'s content."""
+        return f"$.steps[{index}].{self.steps[index].kind}"
+
+    def delivered_by(self, event: str) -> int:
+        """The index of the user or background step that delivered ``event``."""
+        for index, step in enumerate(self.steps):
+            if isinstance(step, UserStep | BackgroundStep) and step.event == event:
+                return index
+        raise KeyError(event)

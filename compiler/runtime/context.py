@@ -1,0 +1,107 @@
+"""Request compilation: conversation-level data -> request context, turn-level -> runtime.
+
+* :func:`conversation_context` merges the bundle's built-in context with what the client
+  sent (the client wins on an equal name), puts every set-like collection in canonical
+  order (rules, skills, subagents, MCP servers and their tools by name; globs and
+  workspace roots sorted; JSON-Schema keys sorted by the canonical encoder), strips the
+  body of agent-requested rules and redacts secrets (:mod:`prefixlock.runtime.redact`). The same
+  context sent in another order therefore compiles to the same bytes.
+* :func:`render_request_context` renders it with the bundle's context template.
+* :func:`render_runtime` renders turn-level data with the mode's runtime template: the
+  template is never given conversation-level data, so it cannot embed rules or MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..core import canonical
+from ..spec.bundle import Bundle, Mode
+from .redact import redact_mapping, redact_url
+from .request import AgentRunRequest
+
+_LISTS = ("rules", "skills", "subagents")
+
+
+def _by_name(items: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {item["name"]: item for item in items}
+
+
+def _merge_named(
+    defaults: Iterable[Mapping[str, Any]], sent: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    merged = _by_name(defaults)
+    merged.update(_by_name(sent))
+    return [dict(merged[name]) for name in sorted(merged)]
+
+
+def _rule(rule: dict[str, Any]) -> dict[str, Any]:
+    if "globs" in rule:
+        rule["globs"] = sorted(set(rule["globs"]))
+    if rule["kind"] == "agent":
+        # Agent-requested rules are offered by name and description; the model asks
+        # for the body when it needs it.
+        rule.pop("body", None)
+    return rule
+
+
+def _mcp_server(server: dict[str, Any]) -> dict[str, Any]:
+    server["tools"] = [dict(t) for t in sorted(server.get("tools", []), key=lambda t: t["name"])]
+    for tool in server["tools"]:
+        # Rendered with the ``canonical`` filter: schema keys sorted, order sent is moot.
+        tool.setdefault("input_schema", {})
+    for key in ("env", "headers"):
+        if key in server:
+            server[key] = dict(sorted(redact_mapping(server[key]).items()))
+    if "url" in server:
+        server["url"] = redact_url(server["url"])
+    return server
+
+
+def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical, redacted conversation-level variables of the context template."""
+    out: dict[str, Any] = {}
+    for key in _LISTS:
+        out[key] = _merge_named(bundle.defaults.get(key, ()), sent.get(key, ()))
+    out["rules"] = [_rule(r) for r in out["rules"]]
+    for sub in out["subagents"]:
+        if "tools" in sub:
+            sub["tools"] = sorted(set(sub["tools"]))
+    default_servers = bundle.defaults.get("mcp", {}).get("servers", ())
+    sent_servers = sent.get("mcp", {}).get("servers", ())
+    out["mcp"] = {"servers": [_mcp_server(s) for s in _merge_named(default_servers, sent_servers)]}
+    environment = sent.get("environment")
+    if environment is not None:
+        environment = dict(environment)
+        if "workspace_roots" in environment:
+            environment["workspace_roots"] = sorted(set(environment["workspace_roots"]))
+    out["environment"] = environment
+    git = sent.get("git")
+    if git is not None:
+        git = dict(git)
+        if "remote" in git:
+            git["remote"] = redact_url(git["remote"])
+    out["git"] = git
+    return out
+
+
+def render_request_context(bundle: Bundle, request: AgentRunRequest) -> str:
+    return bundle.context_template.render(conversation_context(bundle, request.context_value))
+
+
+def turn_variables(mode: Mode, request: AgentRunRequest) -> dict[str, Any]:
+    """The only variables a runtime template ever sees."""
+    return {
+        "query": request.query or "",
+        "selected_context": canonical.loads(request.selected_context),
+        "open_files": canonical.loads(request.open_files),
+        "action_context": canonical.loads(request.action_context),
+        "timestamp": request.timestamp,
+        "mode": {"name": mode.name, "reminder": mode.reminder},
+    }
+
+
+def render_runtime(bundle: Bundle, request: AgentRunRequest) -> str:
+    mode = bundle.mode(request.mode or bundle.default_mode)
+    return mode.runtime.render(turn_variables(mode, request))

@@ -1,0 +1,304 @@
+"""The library entry point: one :class:`Conversation` per conversation id.
+
+::
+
+    bundle = build_bundle("path/to/specs")
+    store = SQLiteStore("conversations.db")
+    conv = Conversation.open(store, bundle, "conv-1")
+    request = conv.handle(AgentRunRequest.from_value({...}))   # a user turn -> ModelRequest
+    body = providers.get("anthropic").serialize(request)        # the exact bytes to POST
+    conv.assistant(text="...", tool_calls=[ToolCall("c1", "read_file", {"path": "a.py"})])
+    request = conv.tool_results([ToolResult("c1", "...")])      # the next model call
+
+Every operation validates first, then persists one record (one transaction), then applies
+it in memory: an operation that fails changes nothing. Two processes racing on one
+conversation cannot both append; the loser catches up from the store and retries, so a
+retried event stays idempotent even across processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import (
+    CheckpointError,
+    CheckpointRaceError,
+    ConflictError,
+    HistoryError,
+    UnknownCallError,
+)
+from ..core.messages import (
+    CanonicalMessage,
+    MessageKind,
+    Part,
+    Role,
+    TextPart,
+    ToolResultPart,
+)
+from ..core.model import ModelRequest
+from ..spec.bundle import Bundle
+from ..store.contract import Store
+from ..store.records import Record, RecordType, Root, decode_record
+from .context import render_request_context, render_runtime
+from .history import EventInfo, History
+from .request import AgentRunRequest, RequestKind
+from .tools import ToolCall, ToolResult
+
+T = TypeVar("T")
+
+#: How often an operation is retried after losing a race to another writer.
+RACE_RETRIES = 5
+
+#: Event ids prefixlock gives its own records; a client's event id may not start so.
+RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
+
+
+class Conversation:
+    """An open conversation: its history, bound to a store and a bundle."""
+
+    def __init__(self, store: Store, bundle: Bundle, history: History) -> None:
+        self.store = store
+        self.bundle = bundle
+        self.history = history
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, store: Store, bundle: Bundle, conversation_id: str) -> Conversation:
+        """Open (or start) a conversation; hydrates everything from the store alone.
+
+        A new conversation's root takes the bundle's instructions, tools and settings;
+        an existing conversation keeps the root it started with.
+        """
+        root = Root(
+            conversation_id=conversation_id,
+            bundle_digest=bundle.digest,
+            instructions=bundle.instructions,
+            tools=bundle.tools,
+            settings=bundle.settings,
+        )
+        encoded = root.encode()
+        store.create_root(conversation_id, encoded)
+        stored = store.load(conversation_id)
+        if stored is None:
+            raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
+        return cls(store, bundle, History.hydrate(stored, known_root=(encoded, root)))
+
+    @property
+    def id(self) -> str:
+        return self.history.root.conversation_id
+
+    # -- operations ----------------------------------------------------------------
+
+    def request(self) -> ModelRequest:
+        """The current projected request (no model call is recorded)."""
+        return self.history.project()
+
+    def handle(self, request: AgentRunRequest) -> ModelRequest:
+        """A user turn, background completion or injected event -> the model call."""
+        return self._with_race_retry(lambda: self._handle(request))
+
+    def assistant(
+        self,
+        text: str | None = None,
+        tool_calls: Sequence[ToolCall] = (),
+        *,
+        parts: Sequence[Part] = (),
+    ) -> CanonicalMessage:
+        """Record model output: ``parts`` (e.g. opaque reasoning) then text, then calls."""
+        return self._with_race_retry(lambda: self._assistant(text, tool_calls, parts))
+
+    def tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:
+        """Results for every pending tool call, in one batch -> the next model call."""
+        return self._with_race_retry(lambda: self._tool_results(results))
+
+    def compact(self, summary: str) -> None:
+        """Manual compaction: the history becomes the summary alone.
+
+        The next user turn reprojects the current request context.
+        """
+        self._with_race_retry(lambda: self._compact(summary))
+
+    # -- implementation ------------------------------------------------------------
+
+    def _handle(self, request: AgentRunRequest) -> ModelRequest:
+        h = self.history
+        if request.conversation_id != self.id:
+            raise HistoryError(
+                f"event {request.event_id!r} is for conversation "
+                f"{request.conversation_id!r}, not {self.id!r}"
+            )
+        if request.event_id.startswith(RESERVED_EVENT_PREFIXES):
+            raise HistoryError(
+                f"event id {request.event_id!r} is reserved: ids starting with "
+                f"{', '.join(RESERVED_EVENT_PREFIXES)} name prefixlock's own records"
+            )
+        retried = self._retried(request.event_id, request.digest)
+        if retried is not None:
+            return retried
+        if h.pending_calls:
+            raise HistoryError(
+                f"event {request.event_id!r}: tool calls {', '.join(sorted(h.pending_calls))} "
+                "have no results yet; deliver their results first (is_error for cancelled)"
+            )
+        eid = request.event_id
+        if request.kind is RequestKind.USER:
+            record = self._user_record(request)
+        else:
+            if h.user_turns == 0:
+                raise HistoryError(
+                    f"{request.kind} event {eid!r} arrived before the first user turn"
+                )
+            message = CanonicalMessage.create(
+                f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(request.text or ""),)
+            )
+            record = Record(h.seq + 1, RecordType.EVENT, eid, (message,), request.digest)
+        self._append(record)
+        return h.project()
+
+    def _user_record(self, request: AgentRunRequest) -> Record:
+        h = self.history
+        eid = request.event_id
+        # Compile both texts before anything changes: a template error changes nothing.
+        context = CanonicalMessage.create(
+            f"request-context:{eid}",
+            MessageKind.REQUEST_CONTEXT,
+            Role.USER,
+            (TextPart(render_request_context(self.bundle, request)),),
+        )
+        runtime = CanonicalMessage.create(
+            f"runtime:{eid}",
+            MessageKind.RUNTIME,
+            Role.USER,
+            (TextPart(render_runtime(self.bundle, request)),),
+        )
+        latest = h.latest_context
+        if latest is not None and latest.digest == context.digest:
+            context = latest  # same content: dedupe (same identity when kept)
+            changed = False
+        else:
+            changed = True
+        if request.compact_summary is not None:
+            # Automatic compaction: latest context (same identity and content), then the
+            # summary, then this turn's initial messages -- in that fixed order.
+            summary = CanonicalMessage.create(
+                f"summary:{h.epoch + 1}",
+                MessageKind.SUMMARY,
+                Role.USER,
+                (TextPart(request.compact_summary),),
+            )
+            return Record(
+                h.seq + 1, RecordType.USER, eid, (context, summary, runtime), request.digest, True
+            )
+        messages = (context, runtime) if changed else (runtime,)
+        return Record(h.seq + 1, RecordType.USER, eid, messages, request.digest)
+
+    def _assistant(
+        self, text: str | None, tool_calls: Sequence[ToolCall], parts: Sequence[Part]
+    ) -> CanonicalMessage:
+        h = self.history
+        if not h.awaiting_output:
+            raise HistoryError("assistant output without a pending model call")
+        all_parts: list[Part] = list(parts)
+        if text is not None:
+            all_parts.append(TextPart(text))
+        seen: set[str] = set()
+        for call in tool_calls:
+            if call.id in h.call_ids or call.id in seen:
+                raise HistoryError(f"tool call id {call.id!r} was already used")
+            seen.add(call.id)
+            all_parts.append(call.to_part())
+        if not all_parts:
+            raise HistoryError("assistant output has no parts")
+        n = h.assistant_count + 1
+        message = CanonicalMessage.create(
+            f"assistant:{n}", MessageKind.ASSISTANT, Role.ASSISTANT, tuple(all_parts)
+        )
+        self._append(Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,)))
+        return message
+
+    def _tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:
+        h = self.history
+        if not results:
+            raise HistoryError("an empty batch of tool results")
+        parts = tuple(ToolResultPart(r.call_id, r.output, r.is_error) for r in results)
+        eid = f"tool-results:{results[0].call_id}"
+        digest = canonical.digest([attrs.asdict(p) for p in parts])
+        retried = self._retried(eid, digest)
+        if retried is not None:
+            return retried
+        ids = [r.call_id for r in results]
+        for call_id in ids:
+            if call_id not in h.pending_calls:
+                if call_id in h.call_ids:
+                    raise HistoryError(f"tool call {call_id!r} already has a result")
+                pending = ", ".join(sorted(h.pending_calls)) or "none"
+                raise UnknownCallError(
+                    f"tool result for unknown call id {call_id!r} (pending calls: {pending})"
+                )
+        if len(set(ids)) != len(ids):
+            raise HistoryError(f"tool results repeat a call id: {', '.join(ids)}")
+        missing = sorted(set(h.pending_calls) - set(ids))
+        if missing:
+            raise HistoryError(
+                f"tool results must answer every pending call; missing: {', '.join(missing)}"
+            )
+        message = CanonicalMessage.create(eid, MessageKind.TOOL_RESULT, Role.TOOL, parts)
+        self._append(Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest))
+        return h.project()
+
+    def _compact(self, summary: str) -> None:
+        h = self.history
+        if h.pending_calls:
+            raise HistoryError(
+                "cannot compact while tool calls "
+                f"{', '.join(sorted(h.pending_calls))} have no results"
+            )
+        epoch = h.epoch + 1
+        message = CanonicalMessage.create(
+            f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(summary),)
+        )
+        self._append(
+            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", (message,), reset=True)
+        )
+
+    def _retried(self, event_id: str, digest: str) -> ModelRequest | None:
+        """The original request of an already delivered event, or None if it is new."""
+        info: EventInfo | None = self.history.events.get(event_id)
+        if info is None:
+            return None
+        if info.request_digest != digest:
+            raise ConflictError(
+                f"event {event_id!r} was already delivered with different content "
+                f"({info.request_digest} != {digest}); a retry must resend the same request"
+            )
+        return self.history.project(info)
+
+    def _append(self, record: Record) -> None:
+        data = record.encode(self.id, self.history.head)
+        self.store.append(self.id, record.seq, record.event_id, data)
+        self.history.apply(record, canonical.sha256_hex(data))
+
+    def _catch_up(self) -> None:
+        """Apply records another writer appended since our last one."""
+        h = self.history
+        stored = self.store.load(self.id, after=h.seq)
+        if stored is None:
+            raise CheckpointError(f"conversation {self.id!r} disappeared from the store")
+        prev = h.head
+        for seq, data in enumerate(stored.records, start=h.seq + 1):
+            record = decode_record(data, self.id, seq, prev)
+            prev = canonical.sha256_hex(data)
+            h.apply(record, prev)
+
+    def _with_race_retry(self, operation: Callable[[], T]) -> T:
+        for _ in range(RACE_RETRIES):
+            try:
+                return operation()
+            except CheckpointRaceError:
+                self._catch_up()
+        return operation()

@@ -1,0 +1,204 @@
+"""The append-only canonical history of one conversation.
+
+:class:`History` is rebuilt from a checkpoint root and its records, and changes only by
+:meth:`History.apply` of one more record. Live operations build a record, persist it, then
+apply it; hydration applies the stored records. Both paths run the same code, so after a
+restart the next request is byte-identical to the one an uninterrupted process sends.
+
+Epochs: every compaction starts a new epoch whose first messages the compaction record
+gives. Old epochs stay in memory (a retry of an old event returns the request it got).
+Each epoch is a Python list that is only ever appended to; requests see it through a
+:class:`MessageView` of fixed length, so a projection is O(1) and immutable to callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import CheckpointError
+from ..core.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
+from ..core.model import CacheHint, CachePosition, ModelRequest
+from ..store.contract import StoredConversation
+from ..store.records import Record, RecordType, Root, decode_record
+
+
+class MessageView(Sequence[CanonicalMessage]):
+    """An immutable view of the first ``length`` messages of an append-only list."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[CanonicalMessage], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> CanonicalMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CanonicalMessage]: ...
+    def __getitem__(self, index: int | slice) -> CanonicalMessage | Sequence[CanonicalMessage]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[CanonicalMessage]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"MessageView({[m.id for m in self]!r})"
+
+
+@attrs.frozen
+class EventInfo:
+    """What a delivered event left behind: enough to answer its retry identically."""
+
+    record_type: RecordType
+    request_digest: str | None
+    epoch: int
+    length: int  # messages in the epoch after the event's record
+    context_index: int | None  # latest request-context in the epoch at that point
+
+
+def cache_key(conversation_id: str) -> str:
+    """Derived from the conversation id alone, so it is identical on every call."""
+    return "prefixlock-" + canonical.sha256_hex(conversation_id)[7:39]
+
+
+class History:
+    """In-memory state of one conversation: root, epochs, dedupe and retry state."""
+
+    def __init__(self, root: Root, head: str) -> None:
+        self.root = root
+        self.epochs: list[list[CanonicalMessage]] = [[]]
+        self.seq = 0
+        self.head = head  # digest of the last record's bytes (the root's at first)
+        self.events: dict[str, EventInfo] = {}
+        self.context_index: int | None = None  # latest request-context in the current epoch
+        self.pending_calls: dict[str, str] = {}  # call id -> tool name, awaiting results
+        self.call_ids: set[str] = set()  # every call id ever made (unique per conversation)
+        self.assistant_count = 0
+        self.user_turns = 0
+        self.awaiting_output = False  # a model call was made and has no output yet
+        self._cache_key = cache_key(root.conversation_id)
+
+    @classmethod
+    def hydrate(
+        cls, stored: StoredConversation, *, known_root: tuple[bytes, Root] | None = None
+    ) -> History:
+        """Rebuild the history and its dedupe/retry state from stored bytes alone.
+
+        ``known_root``: a root and its encoding that the caller has at hand; when the
+        stored root is exactly those bytes, they are not decoded again.
+        """
+        cid = stored.conversation_id
+        if known_root is not None and known_root[0] == stored.root:
+            root = known_root[1]
+        else:
+            root = Root.decode(stored.root, cid)
+        history = cls(root, canonical.sha256_hex(stored.root))
+        # decode_chain's checks, record by record: each record is hashed once, for the
+        # chain and the history's head -- by the store, if it did while loading.
+        digests = stored.digests
+        if digests is None or len(digests) != len(stored.records):
+            digests = tuple(canonical.sha256_hex(data) for data in stored.records)
+        for seq, (data, digest) in enumerate(zip(stored.records, digests, strict=True), 1):
+            history.apply(decode_record(data, cid, seq, history.head), digest)
+        if history.head != stored.head:
+            raise CheckpointError(
+                f"conversation {cid!r}: records end at a different head "
+                "than the store recorded (truncated?)"
+            )
+        return history
+
+    @property
+    def epoch(self) -> int:
+        return len(self.epochs) - 1
+
+    @property
+    def messages(self) -> list[CanonicalMessage]:
+        """The current epoch's messages (do not mutate: use :meth:`apply`)."""
+        return self.epochs[-1]
+
+    @property
+    def latest_context(self) -> CanonicalMessage | None:
+        if self.context_index is None:
+            return None
+        return self.epochs[-1][self.context_index]
+
+    def apply(self, record: Record, record_digest: str) -> None:
+        """Apply one more record; the only way the history changes."""
+        if record.seq != self.seq + 1:
+            raise CheckpointError(f"record {record.seq} applied after record {self.seq}")
+        if record.reset:
+            self.epochs.append([])
+            self.context_index = None
+            self.pending_calls.clear()
+        current = self.epochs[-1]
+        for message in record.messages:
+            if message.kind is MessageKind.REQUEST_CONTEXT:
+                self.context_index = len(current)
+            elif message.kind is MessageKind.ASSISTANT:
+                self.assistant_count += 1
+                for part in message.parts:
+                    if isinstance(part, ToolCallPart):
+                        self.pending_calls[part.call_id] = part.name
+                        self.call_ids.add(part.call_id)
+            elif message.kind is MessageKind.TOOL_RESULT:
+                for part in message.parts:
+                    if isinstance(part, ToolResultPart):
+                        self.pending_calls.pop(part.call_id, None)
+            current.append(message)
+        if record.type is RecordType.USER:
+            self.user_turns += 1
+        self.awaiting_output = record.type in (
+            RecordType.USER,
+            RecordType.EVENT,
+            RecordType.TOOL_RESULTS,
+        )
+        self.events[record.event_id] = EventInfo(
+            record.type, record.request_digest, self.epoch, len(current), self.context_index
+        )
+        self.seq = record.seq
+        self.head = record_digest
+
+    def project(self, info: EventInfo | None = None) -> ModelRequest:
+        """The provider-independent request for the current state (or an earlier event)."""
+        if info is None:
+            epoch, length, context_index = self.epoch, len(self.epochs[-1]), self.context_index
+        else:
+            epoch, length, context_index = info.epoch, info.length, info.context_index
+        hints = [CacheHint(CachePosition.TOOLS), CacheHint(CachePosition.INSTRUCTIONS)]
+        if context_index is not None:
+            hints.append(CacheHint(CachePosition.CONTEXT, context_index))
+        if length:
+            hints.append(CacheHint(CachePosition.TAIL, length - 1))
+        return ModelRequest(
+            conversation_id=self.root.conversation_id,
+            instructions=self.root.instructions,
+            tools=self.root.tools,
+            settings=self.root.settings,
+            messages=MessageView(self.epochs[epoch], length),
+            cache_hints=tuple(hints),
+            cache_key=self._cache_key,
+            epoch=epoch,
+        )

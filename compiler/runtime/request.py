@@ -1,0 +1,111 @@
+"""AgentRunRequest: one incoming event of a conversation, validated at the edge.
+
+A request is loaded from JSON or YAML (or a plain mapping), validated against the
+``agent_run_request`` JSON Schema, and frozen. Conversation-level data (``context``) and
+turn-level data (everything else) stay apart so each compiles into its own message.
+The timestamp is whatever the client sent: prefixlock never reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import SpecErrors
+from ..spec.loader import LoadedDocument, load_yaml_file
+from ..spec.validate import validate_value
+
+
+class RequestKind(StrEnum):
+    USER = "user"  # a user turn
+    BACKGROUND = "background"  # a background completion (e.g. a finished subagent)
+    INJECTED = "injected"  # a runtime event the harness injects
+
+
+@attrs.frozen
+class AgentRunRequest:
+    """A validated request. Nested JSON values are kept as canonical JSON text."""
+
+    conversation_id: str
+    event_id: str
+    kind: RequestKind
+    mode: str | None = None
+    query: str | None = None
+    #: canonical JSON text of the list of ``{path, start_line?, end_line?, text}``
+    selected_context: str = "[]"
+    #: canonical JSON text of the list of ``{path, cursor_line?}``
+    open_files: str = "[]"
+    #: canonical JSON text of a free-form object
+    action_context: str = "{}"
+    timestamp: str | None = None
+    #: canonical JSON text of the conversation-level context object
+    context: str = "{}"
+    text: str | None = None
+    compact_summary: str | None = None
+
+    @classmethod
+    def from_value(
+        cls, value: Any, *, file: str = "<request>", doc: LoadedDocument | None = None
+    ) -> AgentRunRequest:
+        """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem."""
+        errors = validate_value(value, "agent_run_request", doc, file)
+        if errors:
+            raise SpecErrors(errors)
+        assert isinstance(value, Mapping)
+        compact = value.get("compact")
+        return cls(
+            conversation_id=value["conversation_id"],
+            event_id=value["event_id"],
+            kind=RequestKind(value["kind"]),
+            mode=value.get("mode"),
+            query=value.get("query"),
+            selected_context=canonical.dumps(value.get("selected_context", [])),
+            open_files=canonical.dumps(value.get("open_files", [])),
+            action_context=canonical.dumps(value.get("action_context", {})),
+            timestamp=value.get("timestamp"),
+            context=canonical.dumps(value.get("context", {})),
+            text=value.get("text"),
+            compact_summary=compact["summary"] if compact is not None else None,
+        )
+
+    @classmethod
+    def load(cls, path: Path | str) -> AgentRunRequest:
+        """Load a request from a JSON or YAML file (JSON is read as YAML: same positions)."""
+        doc = load_yaml_file(Path(path), str(path))
+        return cls.from_value(doc.value, file=doc.file, doc=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "conversation_id": self.conversation_id,
+            "event_id": self.event_id,
+            "kind": str(self.kind),
+        }
+        optional: dict[str, Any] = {
+            "mode": self.mode,
+            "query": self.query,
+            "timestamp": self.timestamp,
+            "text": self.text,
+            "compact": None if self.compact_summary is None else {"summary": self.compact_summary},
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        for key in ("selected_context", "open_files", "action_context", "context"):
+            value = canonical.loads(getattr(self, key))
+            if value:
+                out[key] = value
+        return out
+
+    @property
+    def digest(self) -> str:
+        """Content digest: two deliveries of one event must have the same digest."""
+        return canonical.digest(self.to_json())
+
+    @property
+    def context_value(self) -> dict[str, Any]:
+        value = canonical.loads(self.context)
+        assert isinstance(value, dict)
+        return value

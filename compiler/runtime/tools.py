@@ -1,0 +1,42 @@
+"""What a caller hands a :class:`~prefixlock.runtime.conversation.Conversation` about
+tools: the calls in model output and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import HistoryError
+from ..core.messages import ToolCallPart
+
+__all__ = ["ToolCall", "ToolResult"]
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call in model output. ``arguments`` is an object or its JSON text."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | str = attrs.field(factory=dict)
+    thought_signature: str | None = None
+
+    def to_part(self) -> ToolCallPart:
+        value = (
+            canonical.loads(self.arguments) if isinstance(self.arguments, str) else self.arguments
+        )
+        if not isinstance(value, dict):
+            raise HistoryError(f"tool call {self.id!r}: arguments must be a JSON object")
+        return ToolCallPart(self.id, self.name, canonical.dumps(value), self.thought_signature)
+
+
+@attrs.frozen
+class ToolResult:
+    """The result of one tool call: its text output, and whether the tool failed."""
+
+    call_id: str
+    output: str
+    is_error: bool = False

@@ -1,0 +1,353 @@
+"""Building a bundle from a spec root.
+
+:func:`build_bundle` reads a spec root (``docs/specs.md``), validates every file against
+its schema, checks what the schemas cannot (paths stay inside the root and exist, templates) and
+collects the problems of *all* files before raising one :class:`SpecErrors`. Nothing is
+written; :func:`write_outputs` writes a built bundle atomically and :func:`check_outputs`
+compares it with what is on disk (both in :mod:`prefixlock.spec.outputs`, re-exported here).
+
+Parts (files under ``--out``, default ``<root>/build``), each pinned in the manifest by
+sha256 and size:
+
+=========================  ==========================================================
+``instructions.md``        the system instructions, verbatim
+``tools.json``             the tool prefix: canonical JSON, tools sorted by name
+``settings.json``          provider settings, sorted by provider
+``context-defaults.json``  built-in rules, skills, subagents and MCP servers
+``modes.json``             default mode; each mode's name, reminder, runtime template
+``templates/<path>``       the source of the context and every runtime template
+=========================  ==========================================================
+
+``manifest.json`` lists the parts sorted by name; the bundle digest is the digest of
+that list's canonical JSON, so it depends on the parts' bytes and names only (never on
+the absolute root, the order of files on disk, the hash seed, time zone or locale). The
+same manifest, pretty-printed, is the lock file ``<root>/prefixlock.lock``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core import canonical
+from ..core.errors import BuildError, Location, SpecError, SpecErrors
+from ..core.jsonpath import json_path
+from ..core.model import ProviderSettings, ToolSpec
+from ..core.resources import example_dir
+from .bundle import Bundle, BundlePart, Mode
+from .loader import LoadedDocument, load_yaml_file, read_text_file
+from .outputs import LOCK_FILE, MANIFEST, check_outputs, write_lock, write_outputs
+from .templates import CompiledTemplate, compile_template
+from .validate import validate_document
+from .variables import CONVERSATION_VARIABLES, TURN_VARIABLES
+
+__all__ = [
+    "LOCK_FILE",
+    "MANIFEST",
+    "build_bundle",
+    "check_outputs",
+    "find_example_root",
+    "write_lock",
+    "write_outputs",
+]
+
+MANIFEST_FORMAT = 1
+
+#: (file, schema) of the files every spec root must have.
+_REQUIRED = (
+    ("rules/agent.yaml", "agent"),
+    ("rules/tools.yaml", "tools"),
+    ("rules/providers.yaml", "providers"),
+)
+#: (file, schema, key) of the conversation-level defaults; a missing file is empty.
+_DEFAULTS = (
+    ("rules/rules.yaml", "rules", "rules"),
+    ("rules/skills.yaml", "skills", "skills"),
+    ("rules/subagents.yaml", "subagents", "subagents"),
+    ("rules/mcp.yaml", "mcp", "servers"),
+)
+
+
+# --- building -----------------------------------------------------------------------------
+
+
+class _Builder:
+    """Collects the errors of every file while the bundle's pieces are checked."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.resolved_root = root.resolve()
+        self.errors: list[SpecError] = []
+        #: file -> JSON paths where its schema found a problem
+        self.invalid: dict[str, frozenset[str]] = {}
+
+    def add(self, errors: Iterable[SpecError]) -> None:
+        self.errors.extend(errors)
+
+    def fail(self, doc: LoadedDocument, parts: Sequence[str | int], message: str) -> None:
+        path = json_path(parts)
+        self.errors.append(SpecError(doc.location(path), path, message))
+
+    def load(self, file: str, schema: str, *, required: bool) -> LoadedDocument | None:
+        """Load and validate one YAML file; None if it is missing or does not parse.
+
+        Schema violations are recorded (see :meth:`reported`) but the document is still
+        returned, so that its paths and templates are checked too.
+        """
+        path = self.root / file
+        if not path.is_file():
+            if required:
+                self.errors.append(SpecError(Location(file), "", "required file is missing"))
+            return None
+        try:
+            doc = load_yaml_file(path, file)
+        except SpecErrors as err:
+            self.add(err.errors)
+            return None
+        problems = validate_document(doc, schema)
+        self.add(problems)
+        self.invalid[file] = frozenset(p.path for p in problems)
+        return doc
+
+    def reported(self, doc: LoadedDocument, parts: Sequence[str | int]) -> bool:
+        """Whether the schema already reported a problem with the value at ``parts``."""
+        return json_path(parts) in self.invalid.get(doc.file, frozenset())
+
+    def path(self, doc: LoadedDocument, parts: Sequence[str | int]) -> str | None:
+        """The root-relative path at ``parts`` of ``doc``, checked to be a file inside.
+
+        None if it is not (reported) or if it is absent or not a string (which the
+        schema reports).
+        """
+        value = _get(doc.value, parts)
+        if not isinstance(value, str) or not value or self.reported(doc, parts):
+            return None
+        normal = posixpath.normpath(value)
+        if posixpath.isabs(value) or normal == ".." or normal.startswith("../"):
+            self.fail(doc, parts, f"path {value!r} leaves the spec root")
+            return None
+        full = self.root / normal
+        if not full.resolve().is_relative_to(self.resolved_root):
+            self.fail(doc, parts, f"path {value!r} leads outside the spec root (symbolic link)")
+            return None
+        if not full.is_file():
+            problem = (
+                f"path {value!r} is not a file"
+                if full.exists()
+                else f"file {value!r} does not exist"
+            )
+            self.fail(doc, parts, problem)
+            return None
+        return normal
+
+    def text(self, name: str) -> str | None:
+        try:
+            return read_text_file(self.root / name, name)
+        except SpecErrors as err:
+            self.add(err.errors)
+            return None
+
+    def template(self, name: str, *, runtime: bool) -> CompiledTemplate | None:
+        source = self.text(name)
+        if source is None:
+            return None
+        try:
+            if runtime:
+                return compile_template(
+                    name,
+                    source,
+                    TURN_VARIABLES,
+                    CONVERSATION_VARIABLES,
+                    "conversation-level",
+                    template_kind="runtime",
+                )
+            return compile_template(
+                name,
+                source,
+                CONVERSATION_VARIABLES,
+                TURN_VARIABLES,
+                "turn-level",
+                template_kind="request-context",
+            )
+        except SpecErrors as err:
+            self.add(err.errors)
+            return None
+
+
+def _get(value: Any, parts: Sequence[str | int]) -> Any:
+    """The value at ``parts``, or None where the document has no such member."""
+    for part in parts:
+        if isinstance(value, Mapping) and isinstance(part, str):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            return None
+    return value
+
+
+def build_bundle(root: Path | str) -> Bundle:
+    """Validate and compile the spec root ``root``.
+
+    Raises :class:`SpecErrors` listing every problem of every file (nothing stops at the
+    first file), or :class:`BuildError` if ``root`` is not a folder.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise BuildError(f"spec root {str(root)!r} is not a folder")
+    b = _Builder(root)
+    agent_doc, tools_doc, providers_doc = (
+        b.load(file, schema, required=True) for file, schema in _REQUIRED
+    )
+    defaults_docs = [(b.load(file, schema, required=False), key) for file, schema, key in _DEFAULTS]
+    instructions, context_template, runtimes = _agent_files(b, agent_doc)
+    if b.errors:
+        raise SpecErrors(b.errors)
+
+    assert agent_doc is not None and tools_doc is not None and providers_doc is not None
+    assert instructions is not None and context_template is not None
+    agent = agent_doc.value
+    modes = []
+    for mode_name, spec in sorted(agent["modes"].items()):
+        runtime = runtimes[posixpath.normpath(spec["runtime"])]
+        assert runtime is not None
+        modes.append(Mode(name=mode_name, reminder=spec["reminder"], runtime=runtime))
+    tools = [
+        ToolSpec(
+            name=tool["name"],
+            description=tool["description"],
+            parameters=canonical.dumps(tool["parameters"]),
+        )
+        for tool in tools_doc.value["tools"]
+    ]
+    settings = [
+        ProviderSettings(
+            provider=provider,
+            model=item["model"],
+            max_tokens=item["max_tokens"],
+            options=canonical.dumps(item.get("options", {})),
+        )
+        for provider, item in providers_doc.value["providers"].items()
+    ]
+    defaults: dict[str, Any] = {"rules": [], "skills": [], "subagents": [], "mcp": {"servers": []}}
+    for doc, key in defaults_docs:
+        if doc is not None:
+            if key == "servers":
+                defaults["mcp"] = {"servers": doc.value["servers"]}
+            else:
+                defaults[key] = doc.value[key]
+    return _assemble(
+        agent=agent["name"],
+        instructions=instructions,
+        tools=tuple(sorted(tools, key=lambda t: t.name)),
+        settings=tuple(sorted(settings, key=lambda s: s.provider)),
+        context_template=context_template,
+        modes=tuple(modes),
+        default_mode=agent["default_mode"],
+        defaults=defaults,
+    )
+
+
+def _agent_files(
+    b: _Builder, doc: LoadedDocument | None
+) -> tuple[str | None, CompiledTemplate | None, dict[str, CompiledTemplate | None]]:
+    """Read the instructions and compile the templates ``agent.yaml`` names.
+
+    Done even when ``agent.yaml`` has schema errors elsewhere, so that one build reports
+    the problems of every file; runtime templates are keyed by normalized path.
+    """
+    instructions: str | None = None
+    context_template: CompiledTemplate | None = None
+    runtimes: dict[str, CompiledTemplate | None] = {}
+    if doc is None:
+        return instructions, context_template, runtimes
+    name = b.path(doc, ("instructions",))
+    if name is not None:
+        instructions = b.text(name)
+    name = b.path(doc, ("context_template",))
+    if name is not None:
+        context_template = b.template(name, runtime=False)
+    modes = _get(doc.value, ("modes",))
+    for mode_name in sorted(modes) if isinstance(modes, Mapping) else ():
+        name = b.path(doc, ("modes", mode_name, "runtime"))
+        if name is not None and name not in runtimes:
+            runtimes[name] = b.template(name, runtime=True)
+    return instructions, context_template, runtimes
+
+
+def _assemble(
+    *,
+    agent: str,
+    instructions: str,
+    tools: tuple[ToolSpec, ...],
+    settings: tuple[ProviderSettings, ...],
+    context_template: CompiledTemplate,
+    modes: tuple[Mode, ...],
+    default_mode: str,
+    defaults: dict[str, Any],
+) -> Bundle:
+    """Lay out the parts of checked pieces and compute the manifest and digest."""
+    json_type = "application/json"
+    parts: dict[str, BundlePart] = {}
+
+    def add(name: str, data: bytes, media_type: str) -> None:
+        parts[name] = BundlePart(name=name, data=data, media_type=media_type)
+
+    add("instructions.md", instructions.encode("utf-8"), "text/markdown")
+    add("tools.json", canonical.dumpb([t.to_json() for t in tools]), json_type)
+    add("settings.json", canonical.dumpb([s.to_json() for s in settings]), json_type)
+    add("context-defaults.json", canonical.dumpb(defaults), json_type)
+    modes_value = {
+        "default_mode": default_mode,
+        "modes": [
+            {"name": m.name, "reminder": m.reminder, "template": _template_part(m.runtime)}
+            for m in modes
+        ],
+    }
+    add("modes.json", canonical.dumpb(modes_value), json_type)
+    for template in (context_template, *(m.runtime for m in modes)):
+        add(_template_part(template), template.source.encode("utf-8"), "text/x-jinja2")
+
+    ordered = tuple(parts[name] for name in sorted(parts))
+    listed = [{"name": p.name, "sha256": p.sha256, "size": p.size} for p in ordered]
+    digest = canonical.digest(listed)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "agent": agent,
+        "digest": digest,
+        "parts": listed,
+        "tools": [t.name for t in tools],
+    }
+    return Bundle(
+        agent=agent,
+        digest=digest,
+        instructions=instructions,
+        tools=tools,
+        settings=settings,
+        context_template=context_template,
+        modes=modes,
+        default_mode=default_mode,
+        defaults=types.MappingProxyType(defaults),
+        parts=ordered,
+        manifest=types.MappingProxyType(manifest),
+    )
+
+
+def _template_part(template: CompiledTemplate) -> str:
+    return f"templates/{template.name}"
+
+
+def find_example_root() -> Path:
+    """The bundled example spec root (``prefixlock init`` copies it).
+
+    It ships as ``<package>/_example``. In a checkout, ``_example/rules`` and
+    ``_example/prompt`` are symlinks to the repository's own folders, and the root is the
+    repository itself (the build refuses paths that leave the root through a link).
+    """
+    root = (example_dir() / "rules").resolve().parent
+    if (root / "rules" / "agent.yaml").is_file() and (root / "prompt").is_dir():
+        return root
+    raise BuildError("the bundled example spec root is not installed")

@@ -1,0 +1,639 @@
+"""Load spec files: YAML with positions, and strict UTF-8 text.
+
+This is the only module that imports :mod:`yaml`. It composes YAML into nodes (which
+keep their marks) and builds plain JSON values itself, so that every value keeps the
+``file:line:col`` it came from, addressed by its JSON path (``$.rules[2].kind``).
+
+What a YAML spec file may hold:
+
+* exactly one document; an empty file is the value ``None`` (the schema then says what
+  was expected);
+* JSON-compatible values only: mappings with **string** keys, sequences, strings,
+  integers, finite floats, booleans and null. Scalars resolve by the **YAML 1.2 core
+  schema** (what editors' YAML language servers use): ``yes``/``no``/``on``/``off`` and
+  dates stay strings, ``0o17`` and ``0x1F`` are integers, ``.inf``/``.nan`` are refused;
+* the core tags ``!!str !!int !!float !!bool !!null !!map !!seq`` and nothing else;
+* anchors, aliases and merge keys (``<<: *base``), with the expansion of aliases bounded
+  by :data:`ALIAS_NODE_BUDGET` nodes so that a "billion laughs" file is refused quickly
+  and with bounded memory;
+* no duplicate keys; nesting at most :data:`MAX_DEPTH` levels.
+
+Every problem of a file is collected and raised together as one sorted
+:class:`~prefixlock.core.errors.SpecErrors`; a YAML syntax error stops parsing, so it is
+reported alone. Lines and columns are 1-based; columns count code points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+from yaml.error import Mark, MarkedYAMLError
+from yaml.events import AliasEvent, StreamEndEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
+
+from ..core.errors import Location, SpecError, SpecErrors
+from ..core.jsonpath import json_path, parent_path
+
+__all__ = [
+    "ALIAS_NODE_BUDGET",
+    "MAX_DEPTH",
+    "LoadedDocument",
+    "load_yaml_bytes",
+    "load_yaml_file",
+    "load_yaml_text",
+    "read_text_file",
+]
+
+#: At most this many values may be produced by expanding aliases in one file.
+ALIAS_NODE_BUDGET = 10_000
+
+#: Collections may nest at most this deep (also after alias expansion).
+MAX_DEPTH = 100
+
+_BOM = b"\xef\xbb\xbf"
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT = _TAG + "str", _TAG + "int", _TAG + "float"
+_BOOL, _NULL, _MERGE = _TAG + "bool", _TAG + "null", _TAG + "merge"
+_MAP, _SEQ = _TAG + "map", _TAG + "seq"
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@attrs.frozen
+class LoadedDocument:
+    """A parsed spec file: its plain JSON value and where every node of it starts."""
+
+    #: display name (the spec-root-relative path as given)
+    file: str
+    #: plain Python: dict / list / str / int / float / bool / None
+    value: Any
+    #: JSON path -> where that node starts, e.g. ``"$"``, ``"$.rules[2].kind"``
+    locations: Mapping[str, Location]
+    #: JSON path of a mapping member -> where its key starts (for "unknown key" errors)
+    key_locations: Mapping[str, Location] = attrs.field(factory=dict)
+
+    def location(self, path: str) -> Location:
+        """The node's location, else its nearest ancestor's, else ``file:1:1``."""
+        while True:
+            found = self.locations.get(path)
+            if found is not None:
+                return found
+            parent = parent_path(path)
+            if parent is None:
+                return Location(self.file, 1, 1)
+            path = parent
+
+    def key_location(self, path: str) -> Location:
+        """Where the key of the member at ``path`` starts, else :meth:`location`."""
+        found = self.key_locations.get(path)
+        return found if found is not None else self.location(path)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def load_yaml_text(text: str, file: str) -> LoadedDocument:
+    """Parse one YAML document; raises :class:`SpecErrors` naming every problem."""
+    if text.startswith("\ufeff"):
+        raise SpecErrors([_bom_error(file)])
+    try:
+        loader = _Loader(text, file)
+    except ReaderError as err:
+        line, column = _line_col(text, int(err.position))
+        message = f"character U+{int(err.character):04X} is not allowed in YAML"
+        raise SpecErrors([SpecError(Location(file, line, column), "", message)]) from None
+    try:
+        root = _compose(loader)
+    except MarkedYAMLError as err:
+        raise SpecErrors([_syntax_error(err, file)]) from None
+    except _Fatal as err:
+        raise SpecErrors([err.error]) from None
+    finally:
+        loader.dispose()
+    builder = _Builder(file, loader.errors)
+    value = builder.build_document(root)
+    if builder.errors:
+        raise SpecErrors(_dedupe(builder.errors))
+    return LoadedDocument(file, value, builder.locations, builder.key_locations)
+
+
+def load_yaml_bytes(data: bytes, file: str) -> LoadedDocument:
+    """Check that ``data`` is UTF-8 without a BOM, then :func:`load_yaml_text`."""
+    return load_yaml_text(_decode(data, file), file)
+
+
+def load_yaml_file(path: Path, file: str | None = None) -> LoadedDocument:
+    """Read and load a YAML file; ``file`` is its display name (default: the path)."""
+    name = path.as_posix() if file is None else file
+    return load_yaml_bytes(_read_bytes(path, name), name)
+
+
+def read_text_file(path: Path, file: str | None = None) -> str:
+    """Read a template or instruction file byte for byte.
+
+    It must be UTF-8 without a BOM and use ``\\n`` line endings; otherwise raises
+    :class:`SpecErrors` naming the line and column of each kind of problem.
+    """
+    name = path.as_posix() if file is None else file
+    text = _decode(_read_bytes(path, name), name)
+    first_cr = text.find("\r")
+    if first_cr >= 0:
+        line, column = _line_col(text, first_cr)
+        count = text.count("\r")
+        message = (
+            "carriage return (\\r) found: line endings must be \\n "
+            f"({count} carriage return{'s' if count != 1 else ''} in this file)"
+        )
+        raise SpecErrors([SpecError(Location(name, line, column), "", message)])
+    return text
+
+
+# --------------------------------------------------------------------------- bytes and text
+
+
+def _read_bytes(path: Path, file: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise SpecErrors([SpecError(Location(file), "", f"cannot read file: {reason}")]) from None
+
+
+def _bom_error(file: str) -> SpecError:
+    return SpecError(
+        Location(file, 1, 1),
+        "",
+        "file starts with a UTF-8 byte order mark (BOM); "
+        "spec files are UTF-8 without a BOM (save it without one)",
+    )
+
+
+def _decode(data: bytes, file: str) -> str:
+    """Strict UTF-8 without a BOM, else :class:`SpecErrors` (BOM and first bad byte)."""
+    errors: list[SpecError] = []
+    start = 0
+    if data.startswith(_BOM):
+        errors.append(_bom_error(file))
+        start = len(_BOM)
+    try:
+        text = data[start:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        offset = start + err.start
+        line_start = data.rfind(b"\n", start, offset) + 1 or start
+        line = data.count(b"\n", 0, offset) + 1
+        column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+        errors.append(
+            SpecError(
+                Location(file, line, column),
+                "",
+                f"invalid UTF-8: byte 0x{data[offset]:02x} at byte offset {offset} "
+                "cannot be decoded (files must be UTF-8)",
+            )
+        )
+        text = ""
+    if errors:
+        raise SpecErrors(errors)
+    return text
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+def _where(file: str, mark: Mark | None) -> Location:
+    if mark is None:
+        return Location(file, 1, 1)
+    return Location(file, mark.line + 1, mark.column + 1)
+
+
+def _syntax_error(err: MarkedYAMLError, file: str) -> SpecError:
+    problem = err.problem or err.context or "invalid YAML"
+    message = f"YAML syntax error: {problem}"
+    if err.problem and err.context:
+        context = err.context
+        if err.context_mark is not None:
+            mark = err.context_mark
+            context += f" at line {mark.line + 1}, column {mark.column + 1}"
+        message += f" ({context})"
+    return SpecError(_where(file, err.problem_mark or err.context_mark), "$", message)
+
+
+def _dedupe(errors: list[SpecError]) -> list[SpecError]:
+    """One error per (location, message): an alias repeats its target's problems."""
+    seen: dict[tuple[Location, str], SpecError] = {}
+    for error in sorted(errors):
+        seen.setdefault((error.location, error.message), error)
+    return list(seen.values())
+
+
+# --------------------------------------------------------------------------- composition
+
+
+class _Fatal(Exception):
+    """An error after which composition cannot go on."""
+
+    def __init__(self, error: SpecError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _AliasNode(Node):
+    """An alias occurrence; PyYAML would hand back the anchored node and lose this mark."""
+
+    def __init__(self, anchor: str, target: Node, start_mark: Mark, end_mark: Mark) -> None:
+        super().__init__(target.tag, target, start_mark, end_mark)
+        self.anchor = anchor
+        self.target = target
+
+
+class _UndefinedAlias(Node):
+    """An alias whose anchor is not defined (before it); the builder reports it."""
+
+    def __init__(self, anchor: str, start_mark: Mark, end_mark: Mark) -> None:
+        super().__init__(_NULL, "", start_mark, end_mark)
+        self.anchor = anchor
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """The YAML 1.2 core schema, plus the merge key ``<<``."""
+
+
+for _tag, _regexp, _first in (
+    (_NULL, r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    (_BOOL, r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    (_INT, r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    (
+        _FLOAT,
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+0123456789."),
+    ),
+    (_MERGE, r"^(?:<<)$", ["<"]),
+):
+    _CoreResolver.add_implicit_resolver(_tag, re.compile(_regexp), _first)
+
+
+class _Loader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    _CoreResolver,
+):
+    """PyYAML's reader, scanner, parser and composer; no constructor: we build values.
+
+    Pure Python on purpose, not libyaml: error messages must not depend on whether the
+    C extension happens to be installed.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _CoreResolver.__init__(self)
+        self.file = file
+        self.depth = 0  # collections being composed
+        self.errors: list[SpecError] = []
+
+    def next_event(self) -> Any:
+        return self.get_event()  # type: ignore[no-untyped-call]
+
+    def peek_next_event(self) -> Any:
+        return self.peek_event()  # type: ignore[no-untyped-call]
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        """PyYAML's ``compose_node``, keeping alias marks and bounding the nesting depth."""
+        if self.check_event(AliasEvent):
+            event = self.next_event()
+            anchor = str(event.anchor)
+            if anchor not in self.anchors:
+                return _UndefinedAlias(anchor, event.start_mark, event.end_mark)
+            return _AliasNode(anchor, self.anchors[anchor], event.start_mark, event.end_mark)
+        event = self.peek_next_event()
+        anchor = event.anchor
+        if anchor is not None and anchor in self.anchors:
+            first = self.anchors[anchor].start_mark
+            self.errors.append(
+                SpecError(
+                    _where(self.file, event.start_mark),
+                    "$",
+                    f"duplicate anchor &{anchor} (first defined at line {first.line + 1})",
+                )
+            )
+        if self.check_event(yaml.events.ScalarEvent):
+            return self.compose_scalar_node(anchor)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Fatal(
+                SpecError(
+                    _where(self.file, event.start_mark),
+                    "$",
+                    f"nesting deeper than {MAX_DEPTH} levels",
+                )
+            )
+        try:
+            node: Node
+            if self.check_event(yaml.events.SequenceStartEvent):
+                node = self.compose_sequence_node(anchor)
+            else:
+                node = self.compose_mapping_node(anchor)
+        finally:
+            self.depth -= 1
+        return node
+
+    def compose_scalar_node(self, anchor: Any) -> ScalarNode:
+        """PyYAML's, except that the non-specific tag ``!`` means a string (YAML spec)."""
+        event = self.next_event()
+        if event.tag == "!":
+            tag = _STR
+        elif event.tag is None:
+            tag = self.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
+        else:
+            tag = event.tag
+        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        if anchor is not None:
+            self.anchors[anchor] = node
+        return node
+
+
+def _compose(loader: _Loader) -> Node | None:
+    """The single document's root node (``None`` for an empty file)."""
+    loader.next_event()  # STREAM-START
+    root: Node | None = None
+    if not loader.check_event(StreamEndEvent):
+        root = loader.compose_document()
+    if not loader.check_event(StreamEndEvent):
+        event = loader.peek_next_event()
+        loader.errors.append(
+            SpecError(
+                _where(loader.file, event.start_mark),
+                "$",
+                "a second YAML document starts here; a spec file holds exactly one document",
+            )
+        )
+    return root
+
+
+# --------------------------------------------------------------------------- values
+
+
+class _BudgetExceeded(Exception):
+    pass
+
+
+def _show_tag(tag: str) -> str:
+    return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
+
+
+class _Builder:
+    """Builds plain values from nodes, recording locations and collecting errors."""
+
+    def __init__(self, file: str, errors: list[SpecError]) -> None:
+        self.file = file
+        self.errors = list(errors)
+        self.locations: dict[str, Location] = {}
+        self.key_locations: dict[str, Location] = {}
+        self.expanded = 0  # values produced while expanding aliases
+        self.alias_depth = 0
+        self.outer_alias: _AliasNode | None = None
+        self.active: set[int] = set()  # collections being built (recursive aliases)
+        self.depth = 0
+
+    def where(self, node: Node) -> Location:
+        return _where(self.file, node.start_mark)
+
+    def error(self, node: Node, parts: Sequence[str | int], message: str) -> None:
+        self.errors.append(SpecError(self.where(node), json_path(parts), message))
+
+    def build_document(self, root: Node | None) -> Any:
+        if root is None:
+            self.locations["$"] = Location(self.file, 1, 1)
+            return None
+        try:
+            return self.build(root, ())
+        except _BudgetExceeded:
+            alias = self.outer_alias
+            assert alias is not None
+            self.errors.append(
+                SpecError(
+                    self.where(alias),
+                    "$",
+                    f"expanding alias *{alias.anchor} exceeds the limit of {ALIAS_NODE_BUDGET} "
+                    "values produced by aliases in one file (a 'billion laughs' document?)",
+                )
+            )
+            return None
+
+    # -- nodes
+
+    def build(self, node: Node, parts: tuple[str | int, ...]) -> Any:
+        if isinstance(node, _AliasNode):
+            return self.build_alias(node, parts)
+        if isinstance(node, _UndefinedAlias):
+            self.undefined(node, parts)
+            return None
+        if self.alias_depth:
+            self.expanded += 1
+            if self.expanded > ALIAS_NODE_BUDGET:
+                raise _BudgetExceeded
+        self.locations[json_path(parts)] = self.where(node)
+        if isinstance(node, ScalarNode):
+            return self.scalar(node, parts)
+        if node.tag not in (_MAP, _SEQ):
+            self.error(node, parts, f"unsupported tag {_show_tag(node.tag)} {self.tag_hint()}")
+            return None
+        with self.nested(node, parts) as ok:
+            if not ok:
+                return None
+            if isinstance(node, SequenceNode):
+                return [self.build(item, (*parts, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, MappingNode)
+            return self.mapping(node, parts)
+
+    @contextmanager
+    def nested(self, node: Node, parts: tuple[str | int, ...]) -> Iterator[bool]:
+        if self.depth >= MAX_DEPTH:
+            self.error(node, parts, f"nesting deeper than {MAX_DEPTH} levels")
+            yield False
+            return
+        self.depth += 1
+        self.active.add(id(node))
+        try:
+            yield True
+        finally:
+            self.active.discard(id(node))
+            self.depth -= 1
+
+    def build_alias(self, alias: _AliasNode, parts: tuple[str | int, ...]) -> Any:
+        if id(alias.target) in self.active:
+            self.error(alias, parts, f"recursive alias *{alias.anchor} (it refers to itself)")
+            return None
+        if self.alias_depth == 0:
+            self.outer_alias = alias
+        self.alias_depth += 1
+        try:
+            value = self.build(alias.target, parts)
+        finally:
+            self.alias_depth -= 1
+        # The alias itself is where this value is used; its members stay in the anchor.
+        self.locations[json_path(parts)] = self.where(alias)
+        return value
+
+    def undefined(self, node: _UndefinedAlias, parts: Sequence[str | int]) -> None:
+        self.error(
+            node, parts, f"undefined alias *{node.anchor} (no anchor &{node.anchor} before it)"
+        )
+
+    @staticmethod
+    def tag_hint() -> str:
+        return "(only JSON-compatible values: !!str, !!int, !!float, !!bool, !!null, !!map, !!seq)"
+
+    def scalar(self, node: ScalarNode, parts: tuple[str | int, ...]) -> Any:
+        text: str = node.value
+        tag = node.tag
+        if tag in (_STR, _MERGE):
+            return self.string(node, parts, text)
+        if tag == _NULL:
+            if text in ("", "~", "null", "Null", "NULL"):
+                return None
+            self.error(node, parts, f"{text!r} is not a valid !!null")
+            return None
+        if tag == _BOOL:
+            if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+                return text.lower() == "true"
+            self.error(node, parts, f"{text!r} is not a valid !!bool (use true or false)")
+            return None
+        if tag == _INT:
+            return self.integer(node, parts, text)
+        if tag == _FLOAT:
+            return self.number(node, parts, text)
+        self.error(node, parts, f"unsupported tag {_show_tag(tag)} {self.tag_hint()}")
+        return None
+
+    def string(self, node: Node, parts: tuple[str | int, ...], text: str) -> str | None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            try:  # JSON-style escaped surrogate pairs ("\ud83d\ude00") form one character
+                text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+            except UnicodeDecodeError as err:
+                code = int.from_bytes(err.object[err.start : err.start + 2], "little")
+                self.error(node, parts, f"string contains a lone surrogate U+{code:04X}")
+                return None
+        return text
+
+    def integer(self, node: Node, parts: tuple[str | int, ...], text: str) -> int | None:
+        if re.fullmatch(r"0o[0-7]+", text):
+            return int(text[2:], 8)
+        if re.fullmatch(r"0x[0-9a-fA-F]+", text):
+            return int(text[2:], 16)
+        if re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text, 10)
+        self.error(node, parts, f"{text!r} is not a valid !!int")
+        return None
+
+    def number(self, node: Node, parts: tuple[str | int, ...], text: str) -> float | None:
+        if re.fullmatch(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", text):
+            value = float("nan")
+        elif _FLOAT_TEXT.fullmatch(text):
+            value = float(text)
+        else:
+            self.error(node, parts, f"{text!r} is not a valid !!float")
+            return None
+        if value != value or value in (float("inf"), float("-inf")):
+            self.error(node, parts, f"number {text} is not finite; JSON has no infinity or NaN")
+            return None
+        return value
+
+    # -- mappings
+
+    def key(self, node: Node, parts: tuple[str | int, ...]) -> str | None:
+        """A mapping key: a string, else an error at the key."""
+        if isinstance(node, _UndefinedAlias):
+            self.undefined(node, parts)
+            return None
+        target = node.target if isinstance(node, _AliasNode) else node
+        if isinstance(target, ScalarNode) and target.tag in (_STR, _MERGE):
+            key = self.string(node, parts, target.value)
+            return key
+        if isinstance(target, ScalarNode):
+            kind = _SCALAR_KINDS.get(target.tag, f"a {_show_tag(target.tag)} value")
+            shown = f"{kind}: {target.value}" if target.value else kind
+            self.error(
+                node, parts, f"key must be a string, got {shown} (quote it to make it a string)"
+            )
+            return None
+        kind = "an object" if isinstance(target, MappingNode) else "an array"
+        self.error(node, parts, f"key must be a string, got {kind}")
+        return None
+
+    def mapping(self, node: MappingNode, parts: tuple[str | int, ...]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        explicit: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        merges = [(k, v) for k, v in node.value if _is_merge_key(k)]
+        # Merged members first, so that explicit members overwrite their locations.
+        here = json_path(parts)
+        own = self.locations[here]
+        for key_node, value_node in merges:
+            for source in self.merge_sources(key_node, value_node, parts):
+                built = self.build(source, parts)
+                if isinstance(built, dict):
+                    for key, value in built.items():
+                        merged.setdefault(key, value)
+        self.locations[here] = own
+        for key_node, value_node in node.value:
+            if _is_merge_key(key_node):
+                continue
+            key = self.key(key_node, parts)
+            if key is None:
+                continue
+            member = (*parts, key)
+            if key in first_line:
+                self.error(
+                    key_node,
+                    member,
+                    f"duplicate key {key!r} (first defined at line {first_line[key]})",
+                )
+                continue
+            first_line[key] = key_node.start_mark.line + 1
+            self.key_locations[json_path(member)] = self.where(key_node)
+            explicit[key] = self.build(value_node, member)
+        for key in explicit:
+            merged.pop(key, None)
+        return {**merged, **explicit}
+
+    def merge_sources(
+        self, key_node: Node, value_node: Node, parts: tuple[str | int, ...]
+    ) -> list[Node]:
+        """The mappings a merge key ``<<`` names, earliest (strongest) first."""
+        target = value_node.target if isinstance(value_node, _AliasNode) else value_node
+        if isinstance(target, MappingNode):
+            return [value_node]
+        if isinstance(target, SequenceNode) and not isinstance(value_node, _AliasNode):
+            items: list[Node] = list(target.value)
+            if all(
+                isinstance(i.target if isinstance(i, _AliasNode) else i, MappingNode) for i in items
+            ):
+                return items
+        self.error(key_node, parts, "merge key << expects a mapping or a list of mappings")
+        return []
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_SCALAR_KINDS = {_NULL: "null", _BOOL: "a boolean", _INT: "an integer", _FLOAT: "a number"}
+
+
+def _is_merge_key(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == _MERGE

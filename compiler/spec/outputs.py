@@ -1,0 +1,178 @@
+"""Writing a built bundle to disk atomically, and comparing it with what is there.
+
+Re-exported by :mod:`prefixlock.spec.build`. The output folder holds every part of the bundle
+plus ``manifest.json``; the lock file ``<root>/prefixlock.lock`` holds the same manifest.
+A build swaps a complete new output folder in and replaces the lock file with
+:func:`os.replace`, so an interrupted or failed write leaves the earlier outputs intact.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..core import canonical
+from ..core.errors import BuildError
+from .bundle import Bundle
+
+__all__ = ["LOCK_FILE", "MANIFEST", "check_outputs", "write_lock", "write_outputs"]
+
+#: The lock file at the spec root: the manifest, pretty-printed.
+LOCK_FILE = "prefixlock.lock"
+#: The manifest's name under the output folder.
+MANIFEST = "manifest.json"
+
+
+def _outputs(bundle: Bundle) -> dict[str, bytes]:
+    """Every file of the output folder: the parts and the manifest."""
+    files = {part.name: part.data for part in bundle.parts}
+    files[MANIFEST] = bundle.manifest_bytes()
+    return files
+
+
+def _check_out(root: Path, out: Path) -> None:
+    """Refuse an output folder whose replacement would destroy specs or foreign files."""
+    resolved_root, resolved_out = root.resolve(), out.resolve()
+    if resolved_root.is_relative_to(resolved_out):
+        raise BuildError(f"output folder {str(out)!r} must not be the spec root or contain it")
+    for folder in ("prompt", "rules"):
+        if resolved_out.is_relative_to(resolved_root / folder):
+            raise BuildError(f"output folder {str(out)!r} must not be inside {folder}/")
+    if out.exists():
+        if not out.is_dir():
+            raise BuildError(f"output folder {str(out)!r} exists and is not a folder")
+        if any(out.iterdir()) and not (out / MANIFEST).is_file():
+            raise BuildError(
+                f"refusing to replace {str(out)!r}: it is not empty and holds no {MANIFEST}"
+                " of an earlier build"
+            )
+
+
+def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
+    """Write the parts and the manifest to ``out`` and the lock file to ``root``.
+
+    The output folder is written complete into a temporary folder next to ``out`` and
+    then swapped in; the lock file is replaced with :func:`os.replace`. A failure leaves
+    the earlier outputs in place.
+    """
+    root, out = Path(root), Path(out)
+    _check_out(root, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private
+        for name, data in sorted(_outputs(bundle).items()):
+            _write_file(staging / name, data)
+        _swap_in(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    write_lock(bundle, root)
+
+
+def write_lock(bundle: Bundle, root: Path) -> None:
+    """Replace ``<root>/prefixlock.lock`` atomically (temporary file, then rename)."""
+    _replace_file(Path(root) / LOCK_FILE, bundle.manifest_bytes())
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Replace folder ``out`` by ``staging`` (two renames; the old one is restored on
+    failure, then deleted)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / "out")
+    try:
+        os.replace(staging, out)
+    except BaseException:
+        os.replace(old / "out", out)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes it private
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    """The process umask (read by setting it, then restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _lock_changes(lock: bytes, bundle: Bundle) -> str:
+    """Which parts a stale lock file disagrees on, e.g. ``tools.json changed``."""
+    try:
+        old = canonical.loads(lock)
+        old_parts = {p["name"]: p["sha256"] for p in old["parts"]}
+    except (ValueError, TypeError, KeyError, canonical.CanonicalJSONError):
+        return "it is not a lock file prefixlock can read"
+    new_parts = {p.name: p.sha256 for p in bundle.parts}
+    changes = []
+    for name in sorted(old_parts.keys() | new_parts.keys()):
+        if name not in old_parts:
+            changes.append(f"{name} added")
+        elif name not in new_parts:
+            changes.append(f"{name} removed")
+        elif old_parts[name] != new_parts[name]:
+            changes.append(f"{name} changed")
+    return ", ".join(changes) or "its layout (re-run prefixlock build)"
+
+
+def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
+    """What differs from ``bundle`` on disk, one line per problem, sorted; empty if none.
+
+    The lock file ``<root>/prefixlock.lock`` is always compared; the output folder only
+    if ``out`` is given. Lines name the file: ``prefixlock.lock differs``,
+    ``tools.json is missing``, ``templates/x.md.j2 is not part of the bundle``,
+    ``build/ is missing``.
+    """
+    problems: list[str] = []
+    lock = Path(root) / LOCK_FILE
+    if not lock.is_file():
+        problems.append(f"{LOCK_FILE} is missing")
+    elif lock.read_bytes() != bundle.manifest_bytes():
+        problems.append(f"{LOCK_FILE} differs: {_lock_changes(lock.read_bytes(), bundle)}")
+    if out is None:
+        return problems
+    out = Path(out)
+    if not out.is_dir():
+        problems.append(f"{out.name}/ is missing")
+        return problems
+    expected = _outputs(bundle)
+    present = {
+        path.relative_to(out).as_posix()
+        for path in sorted(out.rglob("*"))
+        if path.is_file() or path.is_symlink()
+    }
+    for name in sorted(expected.keys() | present):
+        if name not in present:
+            problems.append(f"{name} is missing")
+        elif name not in expected:
+            problems.append(f"{name} is not part of the bundle")
+        elif (out / name).read_bytes() != expected[name]:
+            problems.append(f"{name} differs")
+    return problems

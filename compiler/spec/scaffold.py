@@ -1,0 +1,79 @@
+"""``prefixlock init``: a new spec root from the bundled example, with its schemas.
+
+The example's ``rules/*.yaml`` headers are pointed at the schemas written beside them,
+the new root is built and its lock file written; the folder appears complete or not at
+all (it is assembled in a staging folder and renamed into place).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..core.errors import UsageError
+from .build import build_bundle, find_example_root, write_lock
+from .bundle import Bundle
+from .validate import SCHEMA_NAMES, schema_text
+
+__all__ = ["SCHEMAS_FOLDER", "init_project", "point_headers_at_schemas", "write_schemas"]
+
+#: Where ``init`` writes the schemas, and how a ``rules/*.yaml`` file reaches them.
+SCHEMAS_FOLDER = "schemas"
+_HEADER = re.compile(rb"# yaml-language-server: \$schema=(?:\S*/)?(?P<kind>[a-z_]+)\.schema\.json")
+
+
+def point_headers_at_schemas(rules: Path) -> None:
+    """Rewrite each YAML file's ``$schema`` first line to ``../schemas/<kind>.schema.json``.
+
+    Only a first line naming a shipped schema changes; every other byte is kept.
+    """
+    for path in sorted(rules.glob("*.yaml")):
+        data = path.read_bytes()
+        first, newline, rest = data.partition(b"\n")
+        match = _HEADER.fullmatch(first)
+        kind = match["kind"].decode() if match is not None else ""
+        if kind not in SCHEMA_NAMES:
+            continue
+        header = f"# yaml-language-server: $schema=../{SCHEMAS_FOLDER}/{kind}.schema.json"
+        path.write_bytes(header.encode() + newline + rest)
+
+
+def write_schemas(out: Path) -> list[Path]:
+    """Write every schema into ``out``, side by side: their relative ``$ref``s resolve there."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in sorted(SCHEMA_NAMES):
+        path = out / f"{name}.schema.json"
+        path.write_bytes(schema_text(name).encode("utf-8"))
+        written.append(path)
+    return written
+
+
+def init_project(target: Path) -> Bundle:
+    """Create the spec root ``target`` (absent or empty) from the bundled example and
+    return its bundle; raises :class:`~prefixlock.core.errors.UsageError` if ``target``
+    exists and is not empty."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"refusing to init {str(target)!r}: it exists and is not empty")
+    example = find_example_root()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Build in a staging folder next to the target and move it in complete.
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
+    try:
+        ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")
+        for folder in ("prompt", "rules"):
+            shutil.copytree(example / folder, staging / folder, ignore=ignore)
+        write_schemas(staging / SCHEMAS_FOLDER)
+        point_headers_at_schemas(staging / "rules")
+        bundle = build_bundle(staging)
+        write_lock(bundle, staging)
+        if target.exists():
+            target.rmdir()
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return bundle

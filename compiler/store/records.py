@@ -1,0 +1,314 @@
+"""Checkpoints: an immutable root plus append-only, hash-chained records.
+
+Encoding (format version :data:`FORMAT`), canonical JSON throughout:
+
+* root: ``{"format", "kind": "root", "conversation", "bundle_digest", "instructions",
+  "tools", "settings"}``; its digest starts the chain.
+* record ``seq`` (1, 2, ...): ``{"format", "kind": "record", "conversation", "seq",
+  "prev", "type", "event_id", "request_digest", "reset", "messages"}`` where ``prev`` is
+  the digest of the previous record's bytes (the root's for seq 1).
+
+A record with ``reset: true`` starts a new compaction epoch: the current history becomes
+exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
+the conversation, the seq, the chain and every message's content digest, so a flipped bit
+or a spliced record is an error, never a wrong history. Stores additionally keep the head
+(last seq and digest) so that a truncated tail is detected too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
+from typing import Any
+
+import attrs
+
+from ..core import canonical
+from ..core.errors import CheckpointError
+from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
+from ..core.model import ProviderSettings, ToolSpec
+
+FORMAT = 1
+
+
+class RecordType(StrEnum):
+    USER = "user"  # a user turn: [context?] runtime (reset when auto-compacting)
+    EVENT = "event"  # a background completion / injected runtime event
+    ASSISTANT = "assistant"  # model output: text, tool calls, opaque parts
+    TOOL_RESULTS = "tool_results"  # one batch of tool results
+    COMPACT = "compact"  # manual compaction: reset to [summary]
+
+
+@attrs.frozen
+class Root:
+    """What a conversation starts with and keeps, even across new bundle deploys."""
+
+    conversation_id: str
+    bundle_digest: str
+    instructions: str
+    tools: tuple[ToolSpec, ...]
+    settings: tuple[ProviderSettings, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "kind": "root",
+            "conversation": self.conversation_id,
+            "bundle_digest": self.bundle_digest,
+            "instructions": self.instructions,
+            "tools": [t.to_json() for t in self.tools],
+            "settings": [s.to_json() for s in self.settings],
+        }
+
+    def encode(self) -> bytes:
+        return canonical.dumpb(self.to_json())
+
+    @classmethod
+    def decode(cls, data: bytes, conversation_id: str | None = None) -> Root:
+        obj = _load_object(data, "root")
+        try:
+            root = cls(
+                conversation_id=obj["conversation"],
+                bundle_digest=obj["bundle_digest"],
+                instructions=obj["instructions"],
+                tools=tuple(
+                    ToolSpec(t["name"], t["description"], canonical.dumps(t["parameters"]))
+                    for t in obj["tools"]
+                ),
+                settings=tuple(
+                    ProviderSettings(
+                        s["provider"], s["model"], s["max_tokens"], canonical.dumps(s["options"])
+                    )
+                    for s in obj["settings"]
+                ),
+            )
+        except (KeyError, TypeError) as err:
+            raise CheckpointError(f"malformed root: missing or bad field {err}") from None
+        if root.encode() != data:
+            raise CheckpointError("root is not in canonical form (corrupted?)")
+        if conversation_id is not None and root.conversation_id != conversation_id:
+            raise CheckpointError(
+                f"root belongs to conversation {root.conversation_id!r}, not {conversation_id!r}"
+            )
+        return root
+
+
+@attrs.frozen
+class Record:
+    seq: int
+    type: RecordType
+    event_id: str
+    messages: tuple[CanonicalMessage, ...]
+    request_digest: str | None = None
+    reset: bool = False
+
+    def encode(self, conversation_id: str, prev: str) -> bytes:
+        return canonical.dumpb(
+            {
+                "format": FORMAT,
+                "kind": "record",
+                "conversation": conversation_id,
+                "seq": self.seq,
+                "prev": prev,
+                "type": str(self.type),
+                "event_id": self.event_id,
+                "request_digest": self.request_digest,
+                "reset": self.reset,
+                "messages": [m.to_json() for m in self.messages],
+            }
+        )
+
+
+def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
+    try:
+        obj = canonical.loads(data)
+    except (ValueError, canonical.CanonicalJSONError) as err:
+        raise CheckpointError(f"{kind} is not valid JSON: {err}") from None
+    if not isinstance(obj, dict) or obj.get("kind") != kind:
+        raise CheckpointError(f"expected a {kind}, got {str(obj)[:60]!r}")
+    if obj.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{kind} has format {obj.get('format')!r}; this prefixlock reads format {FORMAT}"
+        )
+    return obj
+
+
+def decode_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
+    """Decode record ``seq`` and verify it continues the chain after ``prev``.
+
+    Fast path first (:func:`_scan_record`); whatever it cannot vouch for is decoded by
+    :func:`_decode_record_checked`, which gives the precise error.
+    """
+    record = _scan_record(data, conversation_id, seq, prev)
+    if record is None:
+        record = _decode_record_checked(data, conversation_id, seq, prev)
+    return record
+
+
+def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
+    """The full decode: parse, rebuild every value, recompute every message digest and
+    re-encode the record to check its canonical form."""
+    obj = _load_object(data, "record")
+    where = f"conversation {conversation_id!r} record {seq}"
+    if obj.get("conversation") != conversation_id:
+        raise CheckpointError(f"{where}: belongs to {obj.get('conversation')!r}")
+    if obj.get("seq") != seq:
+        raise CheckpointError(f"{where}: has seq {obj.get('seq')!r} (missing or reordered)")
+    if obj.get("prev") != prev:
+        raise CheckpointError(f"{where}: hash chain broken (prev does not match)")
+    try:
+        record = Record(
+            seq=seq,
+            type=RecordType(obj["type"]),
+            event_id=obj["event_id"],
+            messages=tuple(CanonicalMessage.from_json(m) for m in obj["messages"]),
+            request_digest=obj["request_digest"],
+            reset=obj["reset"],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CheckpointError(f"{where}: malformed: {err!r}") from None
+    except CheckpointError as err:
+        raise CheckpointError(f"{where}: {err}") from None
+    if record.encode(conversation_id, prev) != data:
+        raise CheckpointError(f"{where}: not in canonical form (corrupted?)")
+    return record
+
+
+def decode_chain(
+    root_data: bytes, records: Iterable[bytes], conversation_id: str | None = None
+) -> tuple[Root, list[Record], str]:
+    """Decode a whole conversation; returns the root, the records and the head digest."""
+    root = Root.decode(root_data, conversation_id)
+    prev = canonical.sha256_hex(root_data)
+    out: list[Record] = []
+    for seq, data in enumerate(records, start=1):
+        out.append(decode_record(data, root.conversation_id, seq, prev))
+        prev = canonical.sha256_hex(data)
+    return root, out, prev
+
+
+# -- the fast path ------------------------------------------------------------------------
+#
+# Hydration decodes every record of a conversation, so decoding must cost about what
+# parsing does. Rebuilding every value, re-encoding it canonically and hashing each message
+# again costs several times that. :func:`_scan_record` reads the same bytes in one pass:
+#
+# * the record envelope is matched exactly, key by key in canonical order, by literals
+#   and regular expressions that admit only canonical values (strings without escapes,
+#   digests, integers without leading zeros), so the envelope is canonical;
+# * each message's ``parts`` are parsed by the C scanner of :mod:`json`, which also
+#   reports where they end, and the stored content digest is checked against SHA-256 of
+#   exactly those bytes (``{"kind":...,"parts":...,"role":...}``), which is what the
+#   writer hashed: a changed byte in a message is a digest mismatch, and no message is
+#   re-encoded;
+# * the chain (``prev``), conversation and seq are checked as before.
+#
+# Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
+# an id, a digest mismatch, an unknown kind -- returns None, and
+# :func:`_decode_record_checked` decodes the record the slow way and reports the precise
+# error. The fast path accepts exactly what the checked path accepts for every record a
+# writer produced; bytes that only the checked path refuses would have to be crafted to
+# match their own digests.
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} has no JSON form")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+#: ``(text, index) -> (value, end)``: the C scanner behind :func:`json.loads` (untyped).
+_scan_value: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+#: A JSON string that needs no escape (so it is canonical as it stands), and a digest.
+_PLAIN = r'"([^"\\\x00-\x1f]*)"'
+_DIGEST = r'"(sha256:[0-9a-f]{64})"'
+_EVENT_ID = re.compile(_PLAIN + f',"format":{FORMAT},"kind":"record","messages":\\[')
+_MESSAGE_HEAD = re.compile(
+    r'\{"digest":' + _DIGEST + ',"id":' + _PLAIN + ',"kind":"([a-z_]+)","parts":'
+)
+_MESSAGE_TAIL = re.compile(r',"role":"([a-z]+)"\}([,\]])')
+_RECORD_TAIL = re.compile(
+    r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),"seq":([1-9][0-9]*),'
+    r'"type":"([a-z_]+)"\}'
+)
+_TYPES = {t.value: t for t in RecordType}
+_KINDS = {k.value: k for k in MessageKind}
+_ROLES = {r.value: r for r in Role}
+
+
+class _NotFast(Exception):
+    """The fast path cannot vouch for these bytes; decode them the checked way."""
+
+
+def _quoted(value: str) -> str:
+    """The canonical JSON string for ``value`` (fast for digests and plain ids)."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _scan_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Record | None:
+    try:
+        return _scan(data, conversation_id, seq, prev)
+    except (
+        _NotFast,
+        ValueError,  # invalid UTF-8 or JSON, NaN
+        TypeError,
+        KeyError,  # an unknown record type, message kind or role
+        AttributeError,  # parts that are not objects
+        StopIteration,  # no JSON value where parts should be
+        RecursionError,
+        CheckpointError,  # a part the checked path refuses, with its own message
+    ):
+        return None
+
+
+def _scan(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
+    text = data.decode("utf-8")
+    # For ASCII, a position in the text is the same position in the bytes: hash those.
+    view = memoryview(data) if len(text) == len(data) else None
+    head = '{"conversation":' + _quoted(conversation_id) + ',"event_id":'
+    if not text.startswith(head):
+        raise _NotFast
+    match = _EVENT_ID.match(text, len(head))
+    if match is None:
+        raise _NotFast
+    event_id = match[1]
+    pos = match.end()
+    messages: list[CanonicalMessage] = []
+    end = "," if text.startswith("{", pos) else "]"
+    if end == "]":
+        pos += 1
+    while end == ",":
+        match = _MESSAGE_HEAD.match(text, pos)
+        if match is None:
+            raise _NotFast
+        digest, message_id, kind = match.groups()
+        start = match.end(2) + 2  # content: "{" + text[start:stop], from "kind" to "}"
+        raw_parts, pos = _scan_value(text, match.end())
+        match = _MESSAGE_TAIL.match(text, pos)
+        if match is None:
+            raise _NotFast
+        role, end = match.groups()
+        stop = match.end(1) + 2
+        pos = match.end()
+        hasher = hashlib.sha256(b"{")
+        hasher.update(view[start:stop] if view is not None else text[start:stop].encode())
+        if "sha256:" + hasher.hexdigest() != digest:
+            raise _NotFast
+        parts = tuple(part_from_json(p) for p in raw_parts if None not in p.values())
+        if len(parts) != len(raw_parts):
+            raise _NotFast  # a null field: the checked path says what is wrong
+        messages.append(CanonicalMessage(message_id, _KINDS[kind], _ROLES[role], parts, digest))
+    tail = ',"prev":' + _quoted(prev)
+    if not text.startswith(tail, pos):
+        raise _NotFast
+    match = _RECORD_TAIL.fullmatch(text, pos + len(tail))
+    if match is None or match[3] != str(seq):
+        raise _NotFast
+    request_digest, reset, _, record_type = match.groups()
+    return Record(
+        seq, _TYPES[record_type], event_id, tuple(messages), request_digest, reset == "true"
+    )
