@@ -40,8 +40,8 @@ from typing import Any, ClassVar, NoReturn
 import attrs
 
 from ..core import canonical
-from ..core.canonical import CanonicalJSONError, Ordered
-from ..core.errors import SerializationError
+from ..core.canonical import Ordered
+from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,

@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.canonical import CanonicalJSONError, Ordered
-from ..core.errors import SerializationError
+from ..core.canonical import Ordered
+from ..core.errors import CanonicalJSONError, SerializationError
 
 
 @attrs.frozen

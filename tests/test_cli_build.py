@@ -283,13 +283,36 @@ def test_init_scaffolds_a_spec_root_that_builds(
     target = tmp_path / "my-agent"
     code, out, err = run(capsys, "init", str(target))
     assert (code, err) == (0, "")
-    assert sorted(p.name for p in target.iterdir()) == [LOCK_FILE, "prompt", "rules", "schemas"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        "golden",
+        LOCK_FILE,
+        "prompt",
+        "rules",
+        "schemas",
+    ]
     assert out.splitlines()[0].startswith(f"created {target}/ from the bundled example")
     assert "next steps:" in out
     # the scaffold is the example, and its lock file is current
     assert run(capsys, "build", "--root", str(target), "--check")[0] == 0
     assert run(capsys, "build", "--root", str(target))[0] == 0
     assert (target / "build" / "tools.json").is_file()
+
+
+def test_init_starts_a_golden_scenario_that_verify_replays_in_the_new_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "my-agent"
+    assert run(capsys, "init", str(target))[0] == 0
+    scenario = target / "golden" / "identical-context" / "scenario.yaml"
+    first, _, rest = scenario.read_bytes().partition(b"\n")
+    assert first == b"# yaml-language-server: $schema=../../schemas/scenario.schema.json"
+    shipped = REPO / "golden" / "identical-context" / "scenario.yaml"
+    assert rest == shipped.read_bytes().partition(b"\n")[2]
+    assert header_schema(scenario) == (target / "schemas" / "scenario.schema.json").resolve()
+    monkeypatch.chdir(target)
+    code, out, err = run(capsys, "verify", "--no-hash-seed")
+    assert (code, err) == (0, "")
+    assert out.endswith("1 scenario(s) x 5 provider(s): every invariant holds\n")
 
 
 def test_init_writes_the_schemas_and_points_the_yaml_headers_at_them(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..spec.build import LOCK_FILE, MANIFEST, build_bundle, check_outputs, write_outputs
 from ..spec.bundle import Bundle
-from ..spec.scaffold import SCHEMAS_FOLDER, init_project, write_schemas
+from ..spec.scaffold import GOLDEN, SCHEMAS_FOLDER, init_project, write_schemas
 from ..spec.validate import SCHEMA_NAMES
 from .console import FINDING, OK, Command, err, out
 
@@ -121,6 +121,7 @@ def _run_init(args: argparse.Namespace) -> int:
         (f"edit {target / 'rules'}/*.yaml and {agent_dir}/", ""),
         (f"prefixlock build --root {target}", f"compile; updates {LOCK_FILE}"),
         (f"prefixlock build --root {target} --check", "in CI and pre-commit"),
+        (f"cd {target} && prefixlock verify", f"replay {GOLDEN}/*/scenario.yaml, check invariants"),
     ]
     width = max(len(step) for step, note in steps if note)
     for step, note in steps:

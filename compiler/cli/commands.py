@@ -63,6 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         count = len(error.errors)
         err(f"prefixlock {args.command}: {count} error{'s' if count != 1 else ''}")
         return BAD_INPUT
+    except BrokenPipeError:
+        raise  # our reader went away: not bad input (see main)
     except (PrefixlockError, OSError) as error:
         err(f"prefixlock {args.command}: {error}")
         return BAD_INPUT

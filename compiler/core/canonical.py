@@ -20,13 +20,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import PrefixlockError
+from .errors import CanonicalJSONError
 
 JsonValue = Any  # a JSON value: None, bool, int, float, str, list/tuple, dict/Ordered
-
-
-class CanonicalJSONError(PrefixlockError):
-    """A value that has no canonical JSON form."""
 
 
 class Ordered(dict[str, Any]):

@@ -18,6 +18,8 @@
     ├── CheckpointError             a store or record that is corrupt, truncated or racing
     │   └── CheckpointRaceError     another writer appended the same seq first
     ├── SerializationError          a provider cannot express a message part
+    ├── CanonicalJSONError          a value with no canonical JSON form (NaN, a non-string
+    │                               key, a lone surrogate, ...)
     └── CacheSimulationError        a body the cache simulator cannot read or price
 
 A :class:`SpecError` is a value, not an exception: loaders collect all of them for a file
@@ -116,6 +118,10 @@ class CheckpointRaceError(CheckpointError):
 
 class SerializationError(PrefixlockError):
     """A provider cannot express part of a request."""
+
+
+class CanonicalJSONError(PrefixlockError):
+    """A value that has no canonical JSON form."""
 
 
 class CacheSimulationError(PrefixlockError):

@@ -33,8 +33,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.canonical import CanonicalJSONError
-from ..core.errors import InputError, UsageError
+from ..core.errors import CanonicalJSONError, InputError, UsageError
 from ..providers import NAMES, get
 from .jsondiff import (
     MISSING,

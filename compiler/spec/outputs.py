@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..core import canonical
-from ..core.errors import BuildError
+from ..core.errors import BuildError, CanonicalJSONError
 from .bundle import Bundle
 
 __all__ = ["LOCK_FILE", "MANIFEST", "check_outputs", "write_lock", "write_outputs"]
@@ -128,7 +128,7 @@ def _lock_changes(lock: bytes, bundle: Bundle) -> str:
     try:
         old = canonical.loads(lock)
         old_parts = {p["name"]: p["sha256"] for p in old["parts"]}
-    except (ValueError, TypeError, KeyError, canonical.CanonicalJSONError):
+    except (ValueError, TypeError, KeyError, CanonicalJSONError):
         return "it is not a lock file prefixlock can read"
     new_parts = {p.name: p.sha256 for p in bundle.parts}
     changes = []

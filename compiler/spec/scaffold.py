@@ -1,4 +1,5 @@
-"""``prefixlock init``: a new spec root from the bundled example, with its schemas.
+"""``prefixlock init``: a new spec root from the bundled example, with its schemas and a
+starter scenario under ``golden/``.
 
 The example's ``rules/*.yaml`` headers are pointed at the schemas written beside them,
 the new root is built and its lock file written; the folder appears complete or not at
@@ -14,31 +15,42 @@ import tempfile
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.resources import example_dir
 from .build import build_bundle, find_example_root, write_lock
 from .bundle import Bundle
 from .validate import SCHEMA_NAMES, schema_text
 
-__all__ = ["SCHEMAS_FOLDER", "init_project", "point_headers_at_schemas", "write_schemas"]
+__all__ = ["GOLDEN", "SCHEMAS_FOLDER", "init_project", "point_headers_at_schemas", "write_schemas"]
 
+#: The folder of scenarios (and their pinned bodies) that ``prefixlock verify`` replays.
+GOLDEN = "golden"
 #: Where ``init`` writes the schemas, and how a ``rules/*.yaml`` file reaches them.
 SCHEMAS_FOLDER = "schemas"
 _HEADER = re.compile(rb"# yaml-language-server: \$schema=(?:\S*/)?(?P<kind>[a-z_]+)\.schema\.json")
 
 
-def point_headers_at_schemas(rules: Path) -> None:
-    """Rewrite each YAML file's ``$schema`` first line to ``../schemas/<kind>.schema.json``.
+def point_headers_at_schemas(folder: Path, *, up: int = 1) -> None:
+    """Rewrite the ``$schema`` first line of each YAML file in ``folder`` to
+    ``<up x ../>schemas/<kind>.schema.json``.
 
     Only a first line naming a shipped schema changes; every other byte is kept.
     """
-    for path in sorted(rules.glob("*.yaml")):
+    for path in sorted(folder.glob("*.yaml")):
         data = path.read_bytes()
         first, newline, rest = data.partition(b"\n")
         match = _HEADER.fullmatch(first)
         kind = match["kind"].decode() if match is not None else ""
         if kind not in SCHEMA_NAMES:
             continue
-        header = f"# yaml-language-server: $schema=../{SCHEMAS_FOLDER}/{kind}.schema.json"
+        schema = f"{'../' * up}{SCHEMAS_FOLDER}/{kind}.schema.json"
+        header = f"# yaml-language-server: $schema={schema}"
         path.write_bytes(header.encode() + newline + rest)
+
+
+def _starter_scenarios() -> list[Path]:
+    """The scenarios a new project starts its ``golden/`` with (``prefixlock verify``
+    replays them): ``<package>/_example/golden/*/scenario.yaml``."""
+    return sorted((example_dir() / GOLDEN).glob("*/scenario.yaml"))
 
 
 def write_schemas(out: Path) -> list[Path]:
@@ -66,6 +78,11 @@ def init_project(target: Path) -> Bundle:
         ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")
         for folder in ("prompt", "rules"):
             shutil.copytree(example / folder, staging / folder, ignore=ignore)
+        for scenario in _starter_scenarios():
+            case = staging / GOLDEN / scenario.parent.name
+            case.mkdir(parents=True)
+            shutil.copyfile(scenario, case / scenario.name)
+            point_headers_at_schemas(case, up=2)
         write_schemas(staging / SCHEMAS_FOLDER)
         point_headers_at_schemas(staging / "rules")
         bundle = build_bundle(staging)

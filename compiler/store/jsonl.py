@@ -30,7 +30,7 @@ from typing import IO, Any, cast
 import attrs
 
 from ..core import canonical
-from ..core.errors import CheckpointError
+from ..core.errors import CanonicalJSONError, CheckpointError
 from .contract import Store
 from .records import FORMAT, Record, Root, decode_chain, decode_record
 
@@ -188,7 +188,7 @@ def _parse(data: bytes, name: str) -> _Parsed:
             raise CheckpointError(f"{where}: blank line")
         try:
             obj = canonical.loads(line)
-        except (ValueError, canonical.CanonicalJSONError) as err:
+        except (ValueError, CanonicalJSONError) as err:
             raise CheckpointError(f"{where}: not valid JSON: {err}") from None
         if isinstance(obj, dict) and obj.get("kind") == "end":
             _check_trailer(where, line, obj, cid, len(records), prev)

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import CheckpointError
+from ..core.errors import CanonicalJSONError, CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
 
@@ -125,7 +125,7 @@ class Record:
 def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
     try:
         obj = canonical.loads(data)
-    except (ValueError, canonical.CanonicalJSONError) as err:
+    except (ValueError, CanonicalJSONError) as err:
         raise CheckpointError(f"{kind} is not valid JSON: {err}") from None
     if not isinstance(obj, dict) or obj.get("kind") != kind:
         raise CheckpointError(f"expected a {kind}, got {str(obj)[:60]!r}")

@@ -1,0 +1,123 @@
+"""The public API: one import name, ``__all__`` pinned, ``python -m prefixlock``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import prefixlock
+import pytest
+
+#: What an agent server and a build script use. Changing it is an API change.
+PUBLIC = [
+    "AgentRunRequest",
+    "BuildError",
+    "Bundle",
+    "CacheSimulationError",
+    "CanonicalMessage",
+    "CheckpointError",
+    "CheckpointRaceError",
+    "ConflictError",
+    "Conversation",
+    "HistoryError",
+    "InputError",
+    "Location",
+    "MemoryStore",
+    "MessageKind",
+    "ModelRequest",
+    "PrefixlockError",
+    "Provider",
+    "RequestKind",
+    "Role",
+    "SQLiteStore",
+    "SerializationError",
+    "SpecError",
+    "SpecErrors",
+    "Store",
+    "ToolCall",
+    "ToolResult",
+    "UnknownCallError",
+    "UnknownNameError",
+    "UsageError",
+    "__version__",
+    "build_bundle",
+    "check_outputs",
+    "find_example_root",
+    "providers",
+    "write_lock",
+    "write_outputs",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(prefixlock.__all__) == sorted(PUBLIC)
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_resolves(name: str) -> None:
+    assert getattr(prefixlock, name) is not None
+
+
+def test_providers_are_a_subpackage_with_get() -> None:
+    assert prefixlock.providers.__name__ == "prefixlock.providers"
+    assert prefixlock.providers.get("anthropic").name == "anthropic"
+    assert prefixlock.providers.NAMES == (
+        "anthropic",
+        "bedrock-converse",
+        "gemini",
+        "openai-chat",
+        "openai-responses",
+    )
+
+
+def test_every_error_class_is_a_prefixlock_error() -> None:
+    for name in PUBLIC:
+        value = getattr(prefixlock, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, prefixlock.PrefixlockError), name
+
+
+def test_version_is_the_distribution_version() -> None:
+    assert prefixlock.__version__ == metadata.version("prefixlock")
+
+
+def test_python_dash_m_prefixlock_prints_the_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "prefixlock", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"prefixlock {metadata.version('prefixlock')}\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize("name", ["compiler", "providers"])
+def test_the_source_folder_names_are_not_importable(name: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {name}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.endswith(f"ModuleNotFoundError: No module named '{name}'\n")
+
+
+def test_a_closed_output_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    # The reader closes its end before the command prints (`prefixlock verify | head -0`).
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prefixlock", "schema", "--out", str(tmp_path / "s")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert (process.wait(), stderr) == (141, b"")
