@@ -29,6 +29,7 @@ from .core.errors import (
     InputError,
     Location,
     PrefixlockError,
+    ResponseError,
     SerializationError,
     SpecError,
     SpecErrors,
@@ -38,6 +39,7 @@ from .core.errors import (
 )
 from .core.messages import CanonicalMessage, MessageKind, Role
 from .core.model import ModelRequest
+from .core.output import ModelOutput, Usage
 from .providers import Provider
 from .runtime.conversation import Conversation
 from .runtime.request import AgentRunRequest, RequestKind
@@ -62,10 +64,12 @@ __all__ = [
     "Location",
     "MemoryStore",
     "MessageKind",
+    "ModelOutput",
     "ModelRequest",
     "PrefixlockError",
     "Provider",
     "RequestKind",
+    "ResponseError",
     "Role",
     "SQLiteStore",
     "SerializationError",
@@ -76,6 +80,7 @@ __all__ = [
     "ToolResult",
     "UnknownCallError",
     "UnknownNameError",
+    "Usage",
     "UsageError",
     "__version__",
     "build_bundle",

@@ -55,6 +55,7 @@ from ..core.messages import (
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .frame import Frame, join_body
 from .scan import KeyScan
+from .transport import Transport
 
 #: Part class -> handler stem (``text`` -> ``text_part``).
 PART_NAMES: Mapping[type[Any], str] = {
@@ -111,11 +112,13 @@ class PartAt:
         )
 
 
-class Provider:
+class Provider(Transport):
     """One wire format. Subclasses set the flags below and define handlers.
 
     Public API: :attr:`name`, :meth:`serialize`, :meth:`body`, :meth:`wire_body`,
-    :meth:`strip_cache_markers`, :attr:`MESSAGES_KEY`.
+    :meth:`strip_cache_markers`, :attr:`MESSAGES_KEY`; from :class:`~.transport.Transport`:
+    :meth:`http_request`, :meth:`parse_response`, :meth:`stream_reader`,
+    :meth:`is_retryable`.
     """
 
     #: Registry name (``openai-chat``); also the ``OpaquePart.provider`` it accepts.

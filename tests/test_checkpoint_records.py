@@ -15,6 +15,7 @@ from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
+    FORMAT_USAGE,
     Record,
     RecordType,
     Root,
@@ -106,8 +107,14 @@ def test_wrong_format_version() -> None:
     _, _, root_bytes, record_bytes = rich_chain()
     with pytest.raises(CheckpointError, match="root has format 2; this prefixlock reads format 1"):
         Root.decode(reencode(root_bytes, format=FORMAT + 1))
-    bad = reencode(record_bytes[0], format=FORMAT + 1)
-    with pytest.raises(CheckpointError, match="record has format 2"):
+    bad = reencode(record_bytes[0], format=FORMAT_USAGE + 1)
+    with pytest.raises(
+        CheckpointError, match="record has format 3; this prefixlock reads format 1 and 2"
+    ):
+        decode_chain(root_bytes, [bad])
+    # format 2 is the format of a record with usage: without usage it is not canonical
+    bad = reencode(record_bytes[0], format=FORMAT_USAGE)
+    with pytest.raises(CheckpointError, match="record 1: not in canonical form"):
         decode_chain(root_bytes, [bad])
 
 

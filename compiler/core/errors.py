@@ -18,6 +18,9 @@
     ├── CheckpointError             a store or record that is corrupt, truncated or racing
     │   └── CheckpointRaceError     another writer appended the same seq first
     ├── SerializationError          a provider cannot express a message part
+    ├── ResponseError               a provider response or stream that cannot be read or
+    │                               reports an error; ``retry_safe`` says whether sending
+    │                               the same request again (same event id) may succeed
     ├── CanonicalJSONError          a value with no canonical JSON form (NaN, a non-string
     │                               key, a lone surrogate, ...)
     └── CacheSimulationError        a body the cache simulator cannot read or price
@@ -118,6 +121,21 @@ class CheckpointRaceError(CheckpointError):
 
 class SerializationError(PrefixlockError):
     """A provider cannot express part of a request."""
+
+
+class ResponseError(PrefixlockError):
+    """A provider response or stream that cannot be read, or that reports an error.
+
+    Nothing of it was recorded. ``retry_safe`` is true when sending the same request
+    again (the same event id, so the same bytes) may succeed: a truncated stream, a
+    rate limit, an overloaded or failing server. It is false when the provider refused
+    the request itself, or sent something this prefixlock cannot read.
+    """
+
+    def __init__(self, message: str, *, retry_safe: bool) -> None:
+        self.retry_safe = retry_safe
+        hint = "a retry with the same event id is safe" if retry_safe else "do not retry as is"
+        super().__init__(f"{message} ({hint})")
 
 
 class CanonicalJSONError(PrefixlockError):

@@ -37,9 +37,11 @@ from ..core.messages import (
     Part,
     Role,
     TextPart,
+    ToolCallPart,
     ToolResultPart,
 )
 from ..core.model import ModelRequest
+from ..core.output import ModelOutput, Usage
 from ..spec.bundle import Bundle
 from ..store.contract import Store
 from ..store.records import Record, RecordType, Root, decode_record
@@ -111,6 +113,11 @@ class Conversation:
     ) -> CanonicalMessage:
         """Record model output: ``parts`` (e.g. opaque reasoning) then text, then calls."""
         return self._with_race_retry(lambda: self._assistant(text, tool_calls, parts))
+
+    def record(self, output: ModelOutput) -> CanonicalMessage:
+        """Record a provider's :class:`ModelOutput` as the assistant message, parts in
+        model order, and store its usage beside the record."""
+        return self._with_race_retry(lambda: self._record(output))
 
     def tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:
         """Results for every pending tool call, in one batch -> the next model call."""
@@ -200,25 +207,39 @@ class Conversation:
     def _assistant(
         self, text: str | None, tool_calls: Sequence[ToolCall], parts: Sequence[Part]
     ) -> CanonicalMessage:
-        h = self.history
-        if not h.awaiting_output:
-            raise HistoryError("assistant output without a pending model call")
         all_parts: list[Part] = list(parts)
         if text is not None:
             all_parts.append(TextPart(text))
+        all_parts.extend(call.to_part() for call in tool_calls)
+        return self._append_output(all_parts, None)
+
+    def _record(self, output: ModelOutput) -> CanonicalMessage:
+        parts = [
+            ToolCall(p.call_id, p.name, p.arguments, p.thought_signature).to_part()
+            if isinstance(p, ToolCallPart)
+            else p
+            for p in output.parts
+        ]
+        return self._append_output(parts, output.usage)
+
+    def _append_output(self, parts: Sequence[Part], usage: Usage | None) -> CanonicalMessage:
+        h = self.history
+        if not h.awaiting_output:
+            raise HistoryError("assistant output without a pending model call")
         seen: set[str] = set()
-        for call in tool_calls:
-            if call.id in h.call_ids or call.id in seen:
-                raise HistoryError(f"tool call id {call.id!r} was already used")
-            seen.add(call.id)
-            all_parts.append(call.to_part())
-        if not all_parts:
+        for part in parts:
+            if isinstance(part, ToolCallPart):
+                if part.call_id in h.call_ids or part.call_id in seen:
+                    raise HistoryError(f"tool call id {part.call_id!r} was already used")
+                seen.add(part.call_id)
+        if not parts:
             raise HistoryError("assistant output has no parts")
         n = h.assistant_count + 1
         message = CanonicalMessage.create(
-            f"assistant:{n}", MessageKind.ASSISTANT, Role.ASSISTANT, tuple(all_parts)
+            f"assistant:{n}", MessageKind.ASSISTANT, Role.ASSISTANT, tuple(parts)
         )
-        self._append(Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,)))
+        record = Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,), usage=usage)
+        self._append(record)
         return message
 
     def _tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:

@@ -6,7 +6,11 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   "tools", "settings"}``; its digest starts the chain.
 * record ``seq`` (1, 2, ...): ``{"format", "kind": "record", "conversation", "seq",
   "prev", "type", "event_id", "request_digest", "reset", "messages"}`` where ``prev`` is
-  the digest of the previous record's bytes (the root's for seq 1).
+  the digest of the previous record's bytes (the root's for seq 1). An assistant record
+  written by :meth:`Conversation.record` with the provider's token usage has format
+  :data:`FORMAT_USAGE` and one more member, ``"usage"`` (:class:`~prefixlock.core.output.Usage`);
+  every other record keeps format :data:`FORMAT`, so stores written before usage existed
+  open unchanged.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -30,8 +34,13 @@ from ..core import canonical
 from ..core.errors import CanonicalJSONError, CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
+from ..core.output import Usage
 
 FORMAT = 1
+#: The format of a record that carries usage (the root and other records stay at 1).
+FORMAT_USAGE = 2
+#: Every record format this prefixlock reads.
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE)
 
 
 class RecordType(StrEnum):
@@ -104,22 +113,25 @@ class Record:
     messages: tuple[CanonicalMessage, ...]
     request_digest: str | None = None
     reset: bool = False
+    #: the provider's token usage of the model call this record answers (assistant only)
+    usage: Usage | None = None
 
     def encode(self, conversation_id: str, prev: str) -> bytes:
-        return canonical.dumpb(
-            {
-                "format": FORMAT,
-                "kind": "record",
-                "conversation": conversation_id,
-                "seq": self.seq,
-                "prev": prev,
-                "type": str(self.type),
-                "event_id": self.event_id,
-                "request_digest": self.request_digest,
-                "reset": self.reset,
-                "messages": [m.to_json() for m in self.messages],
-            }
-        )
+        value: dict[str, Any] = {
+            "format": FORMAT if self.usage is None else FORMAT_USAGE,
+            "kind": "record",
+            "conversation": conversation_id,
+            "seq": self.seq,
+            "prev": prev,
+            "type": str(self.type),
+            "event_id": self.event_id,
+            "request_digest": self.request_digest,
+            "reset": self.reset,
+            "messages": [m.to_json() for m in self.messages],
+        }
+        if self.usage is not None:
+            value["usage"] = self.usage.to_json()
+        return canonical.dumpb(value)
 
 
 def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
@@ -129,9 +141,11 @@ def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
         raise CheckpointError(f"{kind} is not valid JSON: {err}") from None
     if not isinstance(obj, dict) or obj.get("kind") != kind:
         raise CheckpointError(f"expected a {kind}, got {str(obj)[:60]!r}")
-    if obj.get("format") != FORMAT:
+    formats = RECORD_FORMATS if kind == "record" else (FORMAT,)
+    if obj.get("format") not in formats:
+        readable = " and ".join(str(f) for f in formats)
         raise CheckpointError(
-            f"{kind} has format {obj.get('format')!r}; this prefixlock reads format {FORMAT}"
+            f"{kind} has format {obj.get('format')!r}; this prefixlock reads format {readable}"
         )
     return obj
 
@@ -167,6 +181,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             messages=tuple(CanonicalMessage.from_json(m) for m in obj["messages"]),
             request_digest=obj["request_digest"],
             reset=obj["reset"],
+            usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None

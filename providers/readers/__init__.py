@@ -1,0 +1,30 @@
+"""Reading what the model sends back: one :class:`~.base.Reader` per provider.
+
+``reader(name)`` returns the reader of a provider; the provider objects of
+:func:`prefixlock.providers.get` expose the same methods (``parse_response``,
+``stream_reader``, ``is_retryable``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ...core.errors import SerializationError
+from .base import Reader, StreamReader
+
+__all__ = ["MODULES", "Reader", "StreamReader", "reader"]
+
+#: Provider name -> ``"module:Class"`` of its reader, imported on first use.
+MODULES: dict[str, str] = {}
+
+
+def reader(name: str) -> Reader:
+    """The response reader of provider ``name``."""
+    target = MODULES.get(name)
+    if target is None:
+        raise SerializationError(f"provider {name!r} has no response reader yet")
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name, __name__), class_name)
+    instance = cls()
+    assert isinstance(instance, Reader)
+    return instance

@@ -1,0 +1,167 @@
+"""What every response reader shares: the :class:`Reader` interface, stream readers over
+SSE or AWS event-stream frames, and the helpers that build a
+:class:`~prefixlock.core.output.ModelOutput`.
+
+A reader maps the provider's response to parts in model order and never merges or
+reorders them: opaque blocks stay whole (canonical JSON of the block as received), each
+text block stays its own part, each tool call keeps its id and argument string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...core import canonical
+from ...core.errors import CanonicalJSONError, ResponseError
+from ...core.messages import OpaquePart, Part, TextPart, ToolCallPart
+from ...core.output import ModelOutput, Usage
+from .eventstream import Frame, FrameDecoder
+from .sse import Event, SSEDecoder
+
+__all__ = [
+    "EventStreamReader",
+    "Reader",
+    "SSEStreamReader",
+    "StreamReader",
+    "count",
+    "load_object",
+    "opaque",
+    "text",
+    "tool_call",
+    "usage",
+]
+
+#: HTTP statuses a retry may cure: timeout, conflict, rate limit, any server error.
+#: (The official OpenAI and Anthropic SDKs retry exactly these: ``_should_retry``.)
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class StreamReader:
+    """Feed a streamed response in chunks of any size; :meth:`result` once it ended."""
+
+    def feed(self, chunk: bytes) -> None:
+        raise NotImplementedError
+
+    def result(self) -> ModelOutput:
+        raise NotImplementedError
+
+
+class Reader:
+    """One provider's responses: a whole JSON body, a stream, an error status."""
+
+    #: the provider registry name (``anthropic``)
+    name: ClassVar[str]
+
+    def parse_response(self, body: bytes) -> ModelOutput:
+        """The output of a whole (non-streamed) JSON response body."""
+        raise NotImplementedError
+
+    def stream_reader(self) -> StreamReader:
+        """A new reader for one streamed response."""
+        raise NotImplementedError
+
+    def is_retryable(self, status: int, body: bytes) -> bool:
+        """Whether sending the same request again may succeed after this HTTP error."""
+        return status in RETRY_STATUSES or status >= 500
+
+
+class SSEStreamReader(StreamReader):
+    """A stream of server-sent events; subclasses handle each event and say when the
+    terminal event arrived (``self.done``)."""
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+        self.done = False
+
+    def feed(self, chunk: bytes) -> None:
+        for event in self._decoder.feed(chunk):
+            if self.done:
+                raise ResponseError(f"event {event.event!r} after the end", retry_safe=False)
+            self.on_event(event)
+
+    def result(self) -> ModelOutput:
+        self._decoder.close()
+        if not self.done:
+            raise ResponseError("the stream ended before its final event", retry_safe=True)
+        return self.output()
+
+    def on_event(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def output(self) -> ModelOutput:
+        raise NotImplementedError
+
+    def data(self, event: Event) -> dict[str, Any]:
+        return load_object(event.data.encode("utf-8"), f"event {event.event!r}")
+
+
+class EventStreamReader(StreamReader):
+    """A stream of AWS event-stream frames (Bedrock ``ConverseStream``)."""
+
+    def __init__(self) -> None:
+        self._decoder = FrameDecoder()
+        self.done = False
+
+    def feed(self, chunk: bytes) -> None:
+        for frame in self._decoder.feed(chunk):
+            self.on_frame(frame)
+
+    def result(self) -> ModelOutput:
+        self._decoder.close()
+        if not self.done:
+            raise ResponseError("the stream ended before its final event", retry_safe=True)
+        return self.output()
+
+    def on_frame(self, frame: Frame) -> None:
+        raise NotImplementedError
+
+    def output(self) -> ModelOutput:
+        raise NotImplementedError
+
+
+# -- building outputs ------------------------------------------------------------------
+
+
+def load_object(body: bytes, what: str = "response") -> dict[str, Any]:
+    """A JSON object, or a :class:`ResponseError` that is not retry-safe."""
+    try:
+        value = canonical.loads(body)
+    except (ValueError, CanonicalJSONError) as err:
+        raise ResponseError(f"{what}: not JSON ({err})", retry_safe=False) from None
+    if not isinstance(value, dict):
+        raise ResponseError(f"{what}: expected a JSON object", retry_safe=False)
+    return value
+
+
+def opaque(provider: str, block: Mapping[str, Any]) -> OpaquePart:
+    """A provider's own block, kept whole."""
+    return OpaquePart(provider, canonical.dumps(block))
+
+
+def text(value: str) -> TextPart:
+    return TextPart(value)
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> ToolCallPart:
+    """A tool call with the argument string as the model sent it."""
+    return ToolCallPart(call_id, name, arguments)
+
+
+def count(value: Any) -> int | None:
+    """A token count from a usage object, or ``None`` when absent."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def usage(raw: Mapping[str, Any], **figures: int | None) -> Usage:
+    return Usage(**figures, raw=canonical.dumps(dict(raw)))
+
+
+def output(
+    provider: str,
+    parts: list[Part],
+    stop_reason: str | None,
+    used: Usage | None,
+    model: str | None,
+) -> ModelOutput:
+    return ModelOutput(provider, tuple(parts), stop_reason, used, model)

@@ -1,0 +1,134 @@
+"""HTTP without guesswork: the method, path, headers and exact body of a model call, the
+stream flag in a fixed place, and which error statuses a retry may cure.
+
+The body of a streaming call is the non-streaming body with the stream fields appended
+as the last top-level members (``...,"stream":true}``), so a conversation that streams
+sends the same bytes on every retry, and the bytes before the stream fields are exactly
+:meth:`~prefixlock.providers.base.Provider.serialize`'s. Gemini and Bedrock put streaming
+in the path instead. Credentials are the caller's: no auth header is set here (Bedrock
+requests are signed with SigV4 by the caller's AWS client).
+
+Sources: Anthropic Messages ``POST /v1/messages`` with ``anthropic-version: 2023-06-01``
+and ``"stream": true`` (docs.anthropic.com/en/api/messages, /en/api/streaming); OpenAI
+``POST /v1/chat/completions`` with ``stream_options.include_usage`` and
+``POST /v1/responses`` (platform.openai.com/docs/api-reference); Gemini
+``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
+(ai.google.dev/api/generate-content); Bedrock ``POST /model/{modelId}/converse`` and
+``/converse-stream`` (docs.aws.amazon.com/bedrock/latest/APIReference).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+from typing import ClassVar
+
+import attrs
+
+from ..core.errors import SerializationError
+from ..core.model import ModelRequest, ProviderSettings
+from ..core.output import ModelOutput
+from .readers import StreamReader, reader
+
+__all__ = ["ROUTES", "HttpRequest", "Route", "Transport"]
+
+
+@attrs.frozen
+class HttpRequest:
+    """One model call over HTTP: POST ``path`` (relative to the API's base URL)."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@attrs.frozen
+class Route:
+    """Where a provider's calls go and what a streaming call adds."""
+
+    path: str
+    stream_path: str
+    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    stream_headers: tuple[tuple[str, str], ...] = ()
+    #: appended inside the body's closing brace for a streaming call
+    stream_fields: bytes = b""
+
+
+_JSON = (("content-type", "application/json"),)
+_SSE = (("accept", "text/event-stream"),)
+
+#: Provider name -> its route; ``{model}`` is replaced by the URL-quoted model id.
+ROUTES: Mapping[str, Route] = {
+    "anthropic": Route(
+        "/v1/messages",
+        "/v1/messages",
+        (("anthropic-version", "2023-06-01"), *_JSON),
+        _SSE,
+        b'"stream":true',
+    ),
+    "bedrock-converse": Route(
+        "/model/{model}/converse",
+        "/model/{model}/converse-stream",
+        _JSON,
+        (("accept", "application/vnd.amazon.eventstream"),),
+    ),
+    "gemini": Route(
+        "/v1beta/models/{model}:generateContent",
+        "/v1beta/models/{model}:streamGenerateContent?alt=sse",
+        _JSON,
+        _SSE,
+    ),
+    "openai-chat": Route(
+        "/v1/chat/completions",
+        "/v1/chat/completions",
+        _JSON,
+        _SSE,
+        b'"stream":true,"stream_options":{"include_usage":true}',
+    ),
+    "openai-responses": Route("/v1/responses", "/v1/responses", _JSON, _SSE, b'"stream":true'),
+}
+
+
+class Transport:
+    """HTTP requests and response reading for a :class:`~.base.Provider`."""
+
+    name: ClassVar[str]
+
+    def serialize(self, request: ModelRequest) -> bytes:
+        raise NotImplementedError
+
+    def _settings(self, request: ModelRequest) -> ProviderSettings:
+        raise NotImplementedError
+
+    def http_request(self, request: ModelRequest, *, stream: bool = False) -> HttpRequest:
+        """The exact call: method, path, the headers the body needs, the body bytes."""
+        settings = self._settings(request)
+        route = ROUTES[self.name]
+        if stream and route.stream_fields:
+            stream_key = route.stream_fields.split(b'"')[1].decode()
+            if stream_key in settings.options_value:
+                raise SerializationError(
+                    f"{self.name}: option {stream_key!r} is set by http_request(stream=...)"
+                )
+        body = self.serialize(request)
+        if stream and route.stream_fields:
+            body = body[:-1] + b"," + route.stream_fields + b"}"
+        template = route.stream_path if stream else route.path
+        path = template.replace("{model}", urllib.parse.quote(settings.model, safe=""))
+        headers = dict(route.headers)
+        if stream:
+            headers.update(route.stream_headers)
+        return HttpRequest("POST", path, headers, body)
+
+    def parse_response(self, body: bytes) -> ModelOutput:
+        """The :class:`ModelOutput` of a whole JSON response."""
+        return reader(self.name).parse_response(body)
+
+    def stream_reader(self) -> StreamReader:
+        """A reader for one streamed response: ``feed(chunk)``, then ``result()``."""
+        return reader(self.name).stream_reader()
+
+    def is_retryable(self, status: int, body: bytes) -> bool:
+        """Whether sending the same request again may succeed after this HTTP error."""
+        return reader(self.name).is_retryable(status, body)

@@ -1,0 +1,116 @@
+"""``Conversation.record(output)``: model output appended in model order, usage stored
+beside the record, and the record format that carries it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conv_helpers import example_bundle, user
+from prefixlock import Conversation, HistoryError, SQLiteStore, ToolResult, providers
+from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
+from prefixlock.core.output import ModelOutput, Usage
+from prefixlock.store.records import FORMAT, FORMAT_USAGE, decode_chain
+
+THINKING = OpaquePart("anthropic", '{"signature":"c2ln","thinking":"plan","type":"thinking"}')
+USAGE = Usage(
+    input_tokens=1200,
+    cache_read_tokens=1000,
+    cache_write_tokens=150,
+    output_tokens=40,
+    reasoning_tokens=None,
+    raw='{"cache_creation_input_tokens":150,"cache_read_input_tokens":1000,'
+    '"input_tokens":50,"output_tokens":40}',
+)
+OUTPUT = ModelOutput(
+    "anthropic",
+    (
+        THINKING,
+        TextPart("First I read the file."),
+        ToolCallPart("toolu_01", "read_file", '{"path": "a.py"}'),
+        TextPart("Then the test."),
+        ToolCallPart("toolu_02", "read_file", '{"path":"test_a.py"}'),
+    ),
+    "tool_use",
+    USAGE,
+    "claude-sonnet-4-5",
+)
+
+
+def _records(db: Path) -> list[bytes]:
+    with SQLiteStore(db) as store:
+        stored = store.load("conv-1")
+    assert stored is not None
+    return list(stored.records)
+
+
+def test_record_keeps_model_order_and_stores_usage_beside_the_record(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "conv-1")
+    conv.handle(user("u1"))
+    message = conv.record(OUTPUT)
+    assert [type(p).__name__ for p in message.parts] == [
+        "OpaquePart",
+        "TextPart",
+        "ToolCallPart",
+        "TextPart",
+        "ToolCallPart",
+    ]
+    assert message.parts[0] == THINKING
+    assert message.parts[3] == TextPart("Then the test.")  # two texts, never merged
+    assert [p.call_id for p in OUTPUT.tool_calls] == ["toolu_01", "toolu_02"]
+    with SQLiteStore(db) as store:
+        stored = store.load("conv-1")
+        assert stored is not None
+        _, records, _ = decode_chain(stored.root, stored.records)
+    assert [r.usage for r in records] == [None, USAGE]
+    assert b'"format":%d' % FORMAT_USAGE in stored.records[1]
+    assert b'"format":%d' % FORMAT in stored.records[0]
+
+
+def test_recorded_output_survives_a_restart_and_the_next_request_is_identical(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "conv-1")
+    conv.handle(user("u1"))
+    conv.record(OUTPUT)
+    results = [ToolResult("toolu_01", "print(1)"), ToolResult("toolu_02", "def test(): ...")]
+    uninterrupted = conv.tool_results(results)
+    db2 = tmp_path / "s2.db"
+    conv2 = Conversation.open(SQLiteStore(db2), example_bundle(), "conv-1")
+    conv2.handle(user("u1"))
+    conv2.record(OUTPUT)
+    reopened = Conversation.open(SQLiteStore(db2), example_bundle(), "conv-1")
+    after_restart = reopened.tool_results(results)
+    assert after_restart.same_as(uninterrupted)
+    anthropic = providers.get("anthropic")
+    body = anthropic.serialize(after_restart)
+    assert body == providers.get("anthropic").serialize(uninterrupted)
+    assert b'"signature":"c2ln"' in body
+
+
+def test_a_retry_of_the_model_call_is_not_recorded_twice(tmp_path: Path) -> None:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), "conv-1")
+    conv.handle(user("u1"))
+    conv.record(OUTPUT)
+    with pytest.raises(HistoryError, match="assistant output without a pending model call"):
+        conv.record(OUTPUT)
+
+
+def test_record_refuses_reused_call_ids_and_empty_output(tmp_path: Path) -> None:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), "conv-1")
+    conv.handle(user("u1"))
+    with pytest.raises(HistoryError, match="assistant output has no parts"):
+        conv.record(ModelOutput("anthropic", ()))
+    twice = ModelOutput("anthropic", (OUTPUT.parts[2], OUTPUT.parts[2]))
+    with pytest.raises(HistoryError, match="tool call id 'toolu_01' was already used"):
+        conv.record(twice)
+    assert len(_records(tmp_path / "s.db")) == 1
+
+
+def test_usage_json_round_trip_and_refusals() -> None:
+    assert Usage.from_json(USAGE.to_json()) == USAGE
+    bad = {**USAGE.to_json(), "output_tokens": -1}
+    with pytest.raises(ValueError, match="usage output_tokens: expected a count or null"):
+        Usage.from_json(bad)
