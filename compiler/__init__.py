@@ -8,7 +8,7 @@ between releases; ``tests/test_public_api.py`` pins this list.
     import prefixlock
 
     bundle = prefixlock.build_bundle("specs/")
-    store = prefixlock.SQLiteStore("conversations.db")
+    store = prefixlock.open_store("sqlite:///var/lib/agent/conversations.db")  # postgresql://..
     conv = prefixlock.Conversation.open(store, bundle, "conv-1")
     request = conv.handle(prefixlock.AgentRunRequest.from_value({...}))
     body = prefixlock.providers.get("anthropic").serialize(request)
@@ -48,6 +48,7 @@ from .spec.build import build_bundle, check_outputs, find_example_root, write_lo
 from .spec.bundle import Bundle
 from .store.contract import MemoryStore, Store
 from .store.sqlite import SQLiteStore
+from .store.urls import open_store
 
 __all__ = [
     "AgentRunRequest",
@@ -86,6 +87,7 @@ __all__ = [
     "build_bundle",
     "check_outputs",
     "find_example_root",
+    "open_store",
     "providers",
     "write_lock",
     "write_outputs",

@@ -38,6 +38,7 @@ OWNERS = {
     "jsonschema": "prefixlock.spec.validate",
     "referencing": "prefixlock.spec.validate",
     "sqlite3": "prefixlock.store.sqlite",
+    "psycopg": "prefixlock.store.postgres",
     "subprocess": "prefixlock.review.processes",
 }
 

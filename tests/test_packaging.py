@@ -27,6 +27,8 @@ DISTRIBUTIONS = {
     "referencing": "referencing",
     "attrs": "attrs",
 }
+#: Import name -> (extra, distribution) of the optional dependencies, imported lazily.
+OPTIONAL = {"psycopg": ("postgres", "psycopg")}
 
 
 def test_the_listed_packages_are_exactly_the_folders() -> None:
@@ -79,11 +81,14 @@ def test_every_imported_library_is_a_declared_dependency() -> None:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.partition(".")[0])
     third_party = sorted(imported - stdlib - {"__future__"})
-    assert third_party == sorted(DISTRIBUTIONS)
-    assert {DISTRIBUTIONS[name] for name in third_party} <= declared
+    assert third_party == sorted({*DISTRIBUTIONS, *OPTIONAL})
+    assert {DISTRIBUTIONS[name] for name in DISTRIBUTIONS} <= declared
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for name, (extra, distribution) in OPTIONAL.items():
+        assert any(r.startswith(distribution) for r in extras[extra]), name
 
 
 def test_mypy_checks_the_package_folder() -> None:
     assert PYPROJECT["tool"]["mypy"]["files"] == ["compiler"]
     assert PYPROJECT["tool"]["mypy"]["strict"] is True
-    assert set(OWNERS) <= set(DISTRIBUTIONS) | set(sys.stdlib_module_names)
+    assert set(OWNERS) <= {*DISTRIBUTIONS, *OPTIONAL, *sys.stdlib_module_names}

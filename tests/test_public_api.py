@@ -48,6 +48,7 @@ PUBLIC = [
     "build_bundle",
     "check_outputs",
     "find_example_root",
+    "open_store",
     "providers",
     "write_lock",
     "write_outputs",

@@ -9,21 +9,26 @@ from pathlib import Path
 from ..core import canonical
 from ..core.errors import InputError
 from ..review.inspection import inspect_json, inspect_text
+from ..store.contract import DurableStore
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
-from ..store.sqlite import SQLiteStore
+from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
 from .console import FINDING, OK, Command, err, out
 
 __all__ = ["COMMANDS"]
 
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("store", type=Path, help="the SQLite checkpoint store")
+    parser.add_argument(
+        "store",
+        help="the checkpoint store: a SQLite file path, sqlite:///path/to.db or postgresql://...",
+    )
 
 
-def _open_store(path: Path) -> SQLiteStore:
-    if not path.is_file():
-        raise InputError(f"{path}: no such store")
-    return SQLiteStore(path)
+def _open_store(target: str, *, create: bool = False) -> DurableStore:
+    """Open the store ``target`` names; an SQLite file must exist unless ``create``."""
+    if not create and not is_postgres_url(target) and not sqlite_path(target).is_file():
+        raise InputError(f"{redact_url(target)}: no such store")
+    return open_store(target)
 
 
 def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,9 +57,9 @@ def _run_integrity(args: argparse.Namespace) -> int:
     for problem in problems:
         err(problem)
     if problems:
-        err(f"prefixlock integrity: {len(problems)} problem(s) in {args.store}")
+        err(f"prefixlock integrity: {len(problems)} problem(s) in {redact_url(args.store)}")
         return FINDING
-    out(f"{args.store}: ok ({count} conversation{'s' if count != 1 else ''})")
+    out(f"{redact_url(args.store)}: ok ({count} conversation{'s' if count != 1 else ''})")
     return OK
 
 
@@ -78,9 +83,9 @@ def _import_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_import(args: argparse.Namespace) -> int:
     read_jsonl(args.jsonl)  # verify everything first: a bad file creates no store
-    with SQLiteStore(args.store) as store:
+    with _open_store(args.store, create=True) as store:
         conversation = import_jsonl(args.jsonl, store)
-    out(f"imported {conversation} into {args.store}")
+    out(f"imported {conversation} into {redact_url(args.store)}")
     return OK
 
 
@@ -93,7 +98,7 @@ COMMANDS = (
     ),
     Command(
         "integrity",
-        "check a checkpoint store (PRAGMA integrity_check, hash chains, heads)",
+        "check a checkpoint store (database checks, hash chains, heads)",
         _store_arguments,
         _run_integrity,
     ),

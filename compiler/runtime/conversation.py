@@ -52,9 +52,6 @@ from .tools import ToolCall, ToolResult
 
 T = TypeVar("T")
 
-#: How often an operation is retried after losing a race to another writer.
-RACE_RETRIES = 5
-
 #: Event ids prefixlock gives its own records; a client's event id may not start so.
 RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
 
@@ -304,8 +301,14 @@ class Conversation:
         self.store.append(self.id, record.seq, record.event_id, data)
         self.history.apply(record, canonical.sha256_hex(data))
 
-    def _catch_up(self) -> None:
-        """Apply records another writer appended since our last one."""
+    def catch_up(self) -> int:
+        """Apply the records other writers appended since our head; returns how many.
+
+        Reads only the records after the head (one ``load(after=seq)``), so it costs the
+        same at any history length. A worker of a fleet that keeps conversations open
+        calls it before handling an event that another worker may have preceded; the
+        operations call it themselves after losing a race.
+        """
         h = self.history
         stored = self.store.load(self.id, after=h.seq)
         if stored is None:
@@ -315,11 +318,19 @@ class Conversation:
             record = decode_record(data, self.id, seq, prev)
             prev = canonical.sha256_hex(data)
             h.apply(record, prev)
+        return len(stored.records)
 
     def _with_race_retry(self, operation: Callable[[], T]) -> T:
-        for _ in range(RACE_RETRIES):
+        """Run ``operation``; after each lost race catch up and run it again.
+
+        Every lost race means another writer appended, so catching up always makes
+        progress and the loop ends when this writer wins or finds its event already
+        stored (a retry). A race with nothing new to catch up is no race but a store
+        that disagrees with itself; that error is raised.
+        """
+        while True:
             try:
                 return operation()
             except CheckpointRaceError:
-                self._catch_up()
-        return operation()
+                if self.catch_up() == 0:
+                    raise

@@ -12,7 +12,8 @@ and verifies them. Guarantees every store gives:
 
 from __future__ import annotations
 
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, Self
 
 import attrs
 
@@ -51,6 +52,23 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class DurableStore(Store, Protocol):
+    """A store that outlives the process (SQLite, PostgreSQL): checkable and closable."""
+
+    def integrity_check(self) -> list[str]:
+        """Every problem found in the store, one line each; empty when it is sound."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 
 def seq_conflict(conversation_id: str, seq: int, head: int) -> CheckpointRaceError:

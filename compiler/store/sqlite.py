@@ -48,8 +48,8 @@ from typing import Any, TypeVar
 
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
+from .checks import check_conversation
 from .contract import StoredConversation, seq_conflict
-from .records import decode_chain
 
 #: The SQLite library this Python links (``sqlite3.sqlite_version``).
 SQLITE_VERSION = sqlite3.sqlite_version
@@ -445,12 +445,6 @@ class SQLiteStore:
         return problems
 
     def _check_conversation(self, cid: str) -> None:
-        stored = self.load(cid)
-        if stored is None:
-            raise CheckpointError(f"conversation {cid!r}: has records or a head but no root")
-        _, records, head = decode_chain(stored.root, stored.records, cid)
-        if head != stored.head:
-            raise CheckpointError(f"conversation {cid!r}: decoded chain does not end at the head")
         columns = self._run(
             "DEFERRED",
             f"reading event ids of {cid!r}",
@@ -458,12 +452,7 @@ class SQLiteStore:
                 "SELECT seq, event_id FROM records WHERE conversation = ? ORDER BY seq", (cid,)
             ).fetchall(),
         )
-        for record, (seq, event_id) in zip(records, columns, strict=False):
-            if record.event_id != event_id:
-                raise CheckpointError(
-                    f"conversation {cid!r} record {seq}: event id column {event_id!r} does not "
-                    f"match the record's event id {record.event_id!r}"
-                )
+        check_conversation(self, cid, columns)
 
     def pragmas(self) -> dict[str, Any]:
         """The connection settings that matter, for ``inspect`` and tests."""

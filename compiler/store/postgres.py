@@ -1,0 +1,482 @@
+"""The fleet checkpoint store: PostgreSQL through psycopg 3 (``prefixlock[postgres]``).
+
+The same contract as :class:`~prefixlock.store.sqlite.SQLiteStore`, for many agent-server
+processes on many machines sharing one database. It needs only transactions, row locks
+and unique constraints, so a PostgreSQL-compatible database can hold it too.
+
+Schema (version :data:`SCHEMA_VERSION`, in the connection's current schema; the table
+``prefixlock_meta`` marks the database as prefixlock's, so that another program's tables of
+the same names are refused rather than written into)::
+
+    prefixlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
+        -- ('application', 'prefixlock'), ('schema_version', '1')
+    prefixlock_roots(conversation TEXT PRIMARY KEY, body BYTEA NOT NULL, digest TEXT NOT NULL)
+    prefixlock_records(conversation TEXT NOT NULL REFERENCES prefixlock_roots,
+                       seq BIGINT NOT NULL, event_id TEXT NOT NULL, body BYTEA NOT NULL,
+                       digest TEXT NOT NULL,
+                       PRIMARY KEY (conversation, seq), UNIQUE (conversation, event_id))
+    prefixlock_heads(conversation TEXT PRIMARY KEY REFERENCES prefixlock_roots,
+                     seq BIGINT NOT NULL, digest TEXT NOT NULL)
+
+The schema is created on first use, under a transaction-scoped advisory lock so that
+workers starting together create it once.
+
+Concurrency: ``append`` is one transaction that locks the conversation's head row
+(``SELECT ... FOR UPDATE``), checks ``seq == head + 1`` and the event id, inserts the
+record and moves the head; a writer that loses gets
+:class:`~prefixlock.core.errors.CheckpointRaceError` and nothing of its attempt is
+visible. ``load`` reads in one ``REPEATABLE READ READ ONLY`` transaction, so head and
+rows come from one snapshot. ``load(after=seq)`` reads only the rows after ``seq`` (plus
+the root and head rows), so a warm worker's catch-up costs the same at any history length.
+
+Errors: every :class:`psycopg.Error` becomes a
+:class:`~prefixlock.core.errors.CheckpointError` naming the store by its URL with the
+password replaced by ``***``; the password never appears in a message.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from ..core import canonical
+from ..core.errors import CheckpointError, CheckpointRaceError
+from .checks import check_conversation
+from .contract import StoredConversation, seq_conflict
+from .urls import redact_url, url_password
+
+__all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresStore"]
+
+#: ``prefixlock_meta.schema_version`` of the schema this module reads and writes.
+SCHEMA_VERSION = 1
+#: ``prefixlock_meta.application``: marks the tables as a prefixlock store's.
+APPLICATION = "prefixlock"
+#: The tables of the schema, the marker first.
+TABLES = ("prefixlock_meta", "prefixlock_roots", "prefixlock_records", "prefixlock_heads")
+
+#: ``pg_advisory_xact_lock`` key taken while creating the schema ("PFLK").
+_CREATE_LOCK = 0x50464C4B
+
+_SCHEMA = (
+    "CREATE TABLE prefixlock_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE prefixlock_roots ("
+    " conversation TEXT PRIMARY KEY, body BYTEA NOT NULL, digest TEXT NOT NULL)",
+    "CREATE TABLE prefixlock_records ("
+    " conversation TEXT NOT NULL REFERENCES prefixlock_roots (conversation),"
+    " seq BIGINT NOT NULL CHECK (seq >= 1), event_id TEXT NOT NULL,"
+    " body BYTEA NOT NULL, digest TEXT NOT NULL,"
+    " PRIMARY KEY (conversation, seq), UNIQUE (conversation, event_id))",
+    "CREATE TABLE prefixlock_heads ("
+    " conversation TEXT PRIMARY KEY REFERENCES prefixlock_roots (conversation),"
+    " seq BIGINT NOT NULL CHECK (seq >= 0), digest TEXT NOT NULL)",
+)
+
+T = TypeVar("T")
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+class PostgresStore:
+    """A :class:`~prefixlock.store.contract.Store` in a PostgreSQL database.
+
+    One connection per store object, guarded by a lock, so a store may be shared by
+    threads (not across ``fork``: open the store in the child). Use it as a context
+    manager or call :meth:`close`.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        self._url = url
+        self._secrets = url_password(url)
+        #: the URL with its password replaced by ``***``: safe to print
+        self.name = redact_url(url)
+        self._lock = threading.RLock()
+        self._conn: Conn | None = None
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+        except psycopg.Error as err:
+            raise self._error(err, "opening the store") from None
+        except ValueError as err:  # psycopg rejects a malformed URL with ProgrammingError
+            raise self._error(err, "opening the store") from None
+        try:
+            self._conn = conn
+            if not self._run("reading the schema version", self._check_schema):
+                self._run("creating the schema", self._create_schema)
+        except BaseException:
+            self._conn = None
+            conn.close()
+            raise
+
+    # -- connection and transactions ------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text.replace(self._url, self.name)
+
+    def _error(self, err: Exception, doing: str) -> CheckpointError:
+        message = " ".join(str(err).split()) or type(err).__name__
+        return CheckpointError(
+            self._scrub(f"{self.name}: postgresql error while {doing}: {message}")
+        )
+
+    def _run(self, doing: str, work: Callable[[Conn], T], *, snapshot: bool = False) -> T:
+        """Run ``work`` in one transaction: committed if it returns, rolled back if not.
+
+        ``snapshot`` reads in one ``REPEATABLE READ READ ONLY`` snapshot.
+        """
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise CheckpointError(f"{self.name}: store is closed")
+            try:
+                with conn.transaction():
+                    if snapshot:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    return work(conn)
+            except psycopg.Error as err:
+                raise self._error(err, doing) from None
+
+    def _check_schema(self, conn: Conn) -> bool:
+        """True if the database holds our schema; False if it holds none of its tables."""
+        found = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+                (list(TABLES),),
+            )
+        ]
+        if not found:
+            return False
+        if "prefixlock_meta" not in found:
+            raise CheckpointError(
+                f"{self.name} is not a prefixlock store: it holds another program's tables "
+                f"named {', '.join(sorted(found))} (no prefixlock_meta table)"
+            )
+        columns = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = 'prefixlock_meta'"
+            )
+        }
+        meta: dict[str, str] = {}
+        if columns == {"key", "value"}:
+            meta = {
+                str(k): str(v) for k, v in conn.execute("SELECT key, value FROM prefixlock_meta")
+            }
+        if meta.get("application") != APPLICATION:
+            raise CheckpointError(
+                f"{self.name} is not a prefixlock store: table prefixlock_meta belongs to "
+                "another program (no application 'prefixlock' row)"
+            )
+        version = meta.get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise CheckpointError(
+                f"{self.name}: store schema version {version} is not supported; this "
+                f"prefixlock reads schema version {SCHEMA_VERSION}"
+            )
+        missing = sorted(set(TABLES) - set(found))
+        if missing:
+            raise CheckpointError(
+                f"{self.name}: store is damaged: table(s) {', '.join(missing)} are missing"
+            )
+        return True
+
+    def _create_schema(self, conn: Conn) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+        if self._check_schema(conn):  # another worker created it meanwhile
+            return
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO prefixlock_meta (key, value) VALUES "
+            "('application', %s), ('schema_version', %s)",
+            (APPLICATION, str(SCHEMA_VERSION)),
+        )
+
+    def close(self) -> None:
+        """Close the connection. Idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                conn.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.name!r})"
+
+    # -- the Store protocol -----------------------------------------------------------
+
+    def create_root(self, conversation_id: str, root: bytes) -> bytes:
+        """Store ``root`` unless the conversation exists; return the stored root."""
+        data = bytes(root)
+        digest = canonical.sha256_hex(data)
+
+        def work(conn: Conn) -> bytes:
+            inserted = conn.execute(
+                "INSERT INTO prefixlock_roots (conversation, body, digest) VALUES (%s, %s, %s) "
+                "ON CONFLICT (conversation) DO NOTHING RETURNING conversation",
+                (conversation_id, data, digest),
+            ).fetchone()
+            if inserted is not None:
+                conn.execute(
+                    "INSERT INTO prefixlock_heads (conversation, seq, digest) VALUES (%s, 0, %s)",
+                    (conversation_id, digest),
+                )
+                return data
+            row = conn.execute(
+                "SELECT body, digest FROM prefixlock_roots WHERE conversation = %s",
+                (conversation_id,),
+            ).fetchone()
+            if row is None:  # pragma: no cover - a conflict means the row exists
+                raise CheckpointError(f"conversation {conversation_id!r}: root vanished")
+            return _verified_root(conversation_id, row[0], row[1])
+
+        return self._run(f"creating conversation {conversation_id!r}", work)
+
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
+        """Append record ``seq`` (which must be head + 1) in one transaction."""
+        data = bytes(record)
+        digest = canonical.sha256_hex(data)
+        where = f"conversation {conversation_id!r}"
+
+        def work(conn: Conn) -> None:
+            # The row lock orders writers of one conversation; the loser then sees the
+            # winner's head (READ COMMITTED re-reads the locked row).
+            row = conn.execute(
+                "SELECT seq FROM prefixlock_heads WHERE conversation = %s FOR UPDATE",
+                (conversation_id,),
+            ).fetchone()
+            if row is None:
+                root = conn.execute(
+                    "SELECT 1 FROM prefixlock_roots WHERE conversation = %s", (conversation_id,)
+                ).fetchone()
+                if root is not None:
+                    raise CheckpointError(f"{where}: the store has its root but no head")
+                raise CheckpointError(f"{where} has no root")
+            head = int(row[0])
+            if seq != head + 1:
+                raise seq_conflict(conversation_id, seq, head)
+            taken = conn.execute(
+                "SELECT seq FROM prefixlock_records WHERE conversation = %s AND event_id = %s",
+                (conversation_id, event_id),
+            ).fetchone()
+            if taken is not None:
+                raise CheckpointRaceError(
+                    f"{where}: event {event_id!r} is already stored (record {taken[0]})"
+                )
+            try:
+                conn.execute(
+                    "INSERT INTO prefixlock_records (conversation, seq, event_id, body, digest) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    (conversation_id, seq, event_id, data, digest),
+                )
+            except pg_errors.UniqueViolation as err:
+                # The checks above make this unreachable unless the head lags the rows.
+                message = " ".join(str(err).split())
+                raise CheckpointRaceError(
+                    f"{where}: record {seq} / event {event_id!r} is already stored ({message})"
+                ) from None
+            conn.execute(
+                "UPDATE prefixlock_heads SET seq = %s, digest = %s WHERE conversation = %s",
+                (seq, digest, conversation_id),
+            )
+
+        self._run(f"appending record {seq} to {where}", work)
+
+    def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
+        """The root and the records with seq > ``after``, verified against the head.
+
+        Checks: every returned row's body matches its stored digest, the root's too; the
+        seqs after ``after`` are contiguous; the last row is the head (seq and digest).
+        Any mismatch is a :class:`CheckpointError` naming the conversation and the seq.
+        """
+        if after < 0:
+            raise ValueError(f"after must be >= 0, not {after}")
+        where = f"conversation {conversation_id!r}"
+
+        def work(conn: Conn) -> StoredConversation | None:
+            row = conn.execute(
+                "SELECT r.body, r.digest, h.seq, h.digest,"
+                " (SELECT max(seq) FROM prefixlock_records WHERE conversation = %(c)s),"
+                " (SELECT count(*) FROM prefixlock_records"
+                "  WHERE conversation = %(c)s AND seq > %(a)s)"
+                " FROM prefixlock_roots r LEFT JOIN prefixlock_heads h"
+                " ON h.conversation = r.conversation WHERE r.conversation = %(c)s",
+                {"c": conversation_id, "a": after},
+            ).fetchone()
+            if row is None:
+                orphan = conn.execute(
+                    "SELECT 1 FROM prefixlock_heads WHERE conversation = %(c)s UNION ALL "
+                    "SELECT 1 FROM prefixlock_records WHERE conversation = %(c)s LIMIT 1",
+                    {"c": conversation_id},
+                ).fetchone()
+                if orphan is not None:
+                    raise CheckpointError(f"{where}: has records or a head but no root")
+                return None
+            root_body, root_digest, head_seq, head_digest, last, count = row
+            root = _verified_root(conversation_id, root_body, root_digest)
+            if head_seq is None:
+                raise CheckpointError(f"{where}: has no head row (store is damaged)")
+            last = int(last or 0)
+            if count != max(0, last - after):
+                missing = self._first_missing(conn, conversation_id, after)
+                raise CheckpointError(
+                    f"{where}: record {missing} is missing (gap in seq; "
+                    f"{count} records stored, last is {last})"
+                )
+            if head_seq > last:
+                raise CheckpointError(
+                    f"{where}: truncated: the head is record {head_seq} but the last stored "
+                    f"record is {last}"
+                )
+            if head_seq < last:
+                raise CheckpointError(
+                    f"{where}: record {last} is past the head (record {head_seq}); it was not "
+                    "written by a prefixlock append"
+                )
+            records: list[bytes] = []
+            digests: list[str] = []
+            expected = after + 1
+            if last > after:
+                rows = conn.execute(
+                    "SELECT seq, body, digest FROM prefixlock_records "
+                    "WHERE conversation = %s AND seq > %s ORDER BY seq",
+                    (conversation_id, after),
+                )
+                for seq, body, digest in rows:
+                    if seq != expected:  # unreachable after the count check; a guard
+                        raise CheckpointError(f"{where}: record {expected} is missing")
+                    records.append(_verified(where, seq, body, digest))
+                    digests.append(digest)  # verified: the body's own digest
+                    expected += 1
+            if last == 0:
+                last_digest = canonical.sha256_hex(root)
+            elif records:
+                last_digest = digests[-1]
+            else:  # after >= head: still verify the head row against its record
+                body, digest = conn.execute(
+                    "SELECT body, digest FROM prefixlock_records "
+                    "WHERE conversation = %s AND seq = %s",
+                    (conversation_id, last),
+                ).fetchone() or (None, None)
+                last_digest = canonical.sha256_hex(_verified(where, last, body, digest))
+            if head_digest != last_digest:
+                raise CheckpointError(
+                    f"{where}: the head digest does not match record {last} "
+                    f"(head {head_digest}, record {last_digest})"
+                )
+            return StoredConversation(
+                conversation_id, root, tuple(records), head_digest, tuple(digests)
+            )
+
+        return self._run(f"loading {where}", work, snapshot=True)
+
+    def conversations(self) -> list[str]:
+        """Stored conversation ids, sorted by code point."""
+        rows = self._run(
+            "listing conversations",
+            lambda conn: conn.execute("SELECT conversation FROM prefixlock_roots").fetchall(),
+            snapshot=True,
+        )
+        return sorted(str(r[0]) for r in rows)
+
+    # -- checks -----------------------------------------------------------------------
+
+    def integrity_check(self) -> list[str]:
+        """Every problem found in the store, one line each; empty when it is sound.
+
+        Loads and fully decodes every conversation (format, hash chain, message digests,
+        head) and compares the event id column with each record's event id.
+        """
+        try:
+            ids = self._run(
+                "listing conversations",
+                lambda conn: conn.execute(
+                    "SELECT conversation FROM prefixlock_roots UNION "
+                    "SELECT conversation FROM prefixlock_heads UNION "
+                    "SELECT conversation FROM prefixlock_records"
+                ).fetchall(),
+                snapshot=True,
+            )
+        except CheckpointError as err:
+            return [str(err)]
+        problems: list[str] = []
+        for cid in sorted(str(r[0]) for r in ids):
+            try:
+                columns = self._run(
+                    f"reading event ids of {cid!r}", _event_id_reader(cid), snapshot=True
+                )
+                check_conversation(self, cid, columns)
+            except CheckpointError as err:
+                message = str(err)
+                if not message.startswith(f"conversation {cid!r}"):
+                    message = f"conversation {cid!r}: {message}"
+                problems.append(message)
+        return problems
+
+    @staticmethod
+    def _first_missing(conn: Conn, cid: str, after: int) -> int:
+        expected = after + 1
+        for (seq,) in conn.execute(
+            "SELECT seq FROM prefixlock_records WHERE conversation = %s AND seq > %s ORDER BY seq",
+            (cid, after),
+        ):
+            if seq != expected:
+                return expected
+            expected += 1
+        return expected
+
+
+def _event_id_reader(cid: str) -> Callable[[Conn], list[tuple[int, str]]]:
+    def read(conn: Conn) -> list[tuple[int, str]]:
+        rows = conn.execute(
+            "SELECT seq, event_id FROM prefixlock_records WHERE conversation = %s ORDER BY seq",
+            (cid,),
+        )
+        return [(int(seq), str(event_id)) for seq, event_id in rows]
+
+    return read
+
+
+def _verified(where: str, seq: int, body: object, digest: object) -> bytes:
+    if not isinstance(body, bytes):
+        raise CheckpointError(
+            f"{where} record {seq}: body is stored as {type(body).__name__}, not bytes"
+        )
+    actual = canonical.sha256_hex(body)
+    if actual != digest:
+        raise CheckpointError(
+            f"{where} record {seq}: body does not match its stored digest "
+            f"(stored {digest}, computed {actual}): corrupted (bit flip?)"
+        )
+    return body
+
+
+def _verified_root(cid: str, body: object, digest: object) -> bytes:
+    if not isinstance(body, bytes):
+        raise CheckpointError(
+            f"conversation {cid!r}: root is stored as {type(body).__name__}, not bytes"
+        )
+    actual = canonical.sha256_hex(body)
+    if actual != digest:
+        raise CheckpointError(
+            f"conversation {cid!r}: root does not match its stored digest "
+            f"(stored {digest}, computed {actual}): corrupted (bit flip?)"
+        )
+    return body
