@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from conv_helpers import example_bundle, user
 from prefixlock import Conversation, HistoryError, SQLiteStore, ToolResult, providers
@@ -63,7 +64,7 @@ def test_record_keeps_model_order_and_stores_usage_beside_the_record(tmp_path: P
         stored = store.load("conv-1")
         assert stored is not None
         _, records, _ = decode_chain(stored.root, stored.records)
-    assert [r.usage for r in records] == [None, USAGE]
+    assert [r.usage for r in records] == [None, attrs.evolve(USAGE, provider="anthropic")]
     assert b'"format":%d' % FORMAT_USAGE in stored.records[1]
     assert b'"format":%d' % FORMAT in stored.records[0]
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..core import canonical
 from ..core.errors import InputError
+from ..review.cacheuse import DEFAULT_SLACK, cache_use
 from ..review.inspection import inspect_json, inspect_text
+from ..review.tables import align
 from ..store.contract import DurableStore
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
@@ -35,6 +37,33 @@ def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
     _store_arguments(parser)
     parser.add_argument("conversation", nargs="?", help="conversation id (default: list them)")
     parser.add_argument("--json", action="store_true", help="print canonical JSON")
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="per recorded model call: prompt tokens, cached tokens the prefix predicts, "
+        "tokens the provider read from and wrote to its cache; exit 1 if a call read fewer "
+        "than predicted",
+    )
+    parser.add_argument(
+        "--slack",
+        type=float,
+        default=DEFAULT_SLACK,
+        metavar="SHARE",
+        help="with --cache: how far below the prediction a cache read may fall before it "
+        "is flagged (default: %(default)s)",
+    )
+
+
+def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
+    report = cache_use(store, args.conversation, slack=args.slack)
+    if args.json:
+        out(canonical.dumps_pretty(report.to_json()).rstrip("\n"))
+    else:
+        for line in align(report.rows()):
+            out(line.rstrip())
+        flagged = len(report.flagged)
+        out(f"{len(report.calls)} recorded call(s), {flagged} with fewer cached than predicted")
+    return FINDING if report.flagged else OK
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
@@ -43,6 +72,8 @@ def _run_inspect(args: argparse.Namespace) -> int:
             for conversation in store.conversations():
                 out(conversation)
             return OK
+        if args.cache:
+            return _run_cache(store, args)
         if args.json:
             out(canonical.dumps_pretty(inspect_json(store, args.conversation)).rstrip("\n"))
         else:

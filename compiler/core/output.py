@@ -50,10 +50,13 @@ class Usage:
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     raw: str = "{}"
+    #: the provider that reported it (set when :meth:`Conversation.record` stores it)
+    provider: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: getattr(self, name) for name in _FIGURES}
         out["raw"] = canonical.loads(self.raw)
+        out["provider"] = self.provider
         return out
 
     @classmethod
@@ -62,7 +65,10 @@ class Usage:
         for name, value in figures.items():
             if value is not None and (type(value) is not int or value < 0):
                 raise ValueError(f"usage {name}: expected a count or null, got {value!r}")
-        return cls(**figures, raw=canonical.dumps(data["raw"]))
+        provider = data["provider"]
+        if provider is not None and not isinstance(provider, str):
+            raise ValueError(f"usage provider: expected a name or null, got {provider!r}")
+        return cls(**figures, raw=canonical.dumps(data["raw"]), provider=provider)
 
 
 @attrs.frozen

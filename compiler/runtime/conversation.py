@@ -217,7 +217,10 @@ class Conversation:
             else p
             for p in output.parts
         ]
-        return self._append_output(parts, output.usage)
+        used = output.usage
+        if used is not None and used.provider is None:
+            used = attrs.evolve(used, provider=output.provider)
+        return self._append_output(parts, used)
 
     def _append_output(self, parts: Sequence[Part], usage: Usage | None) -> CanonicalMessage:
         h = self.history

@@ -153,8 +153,24 @@ def count(value: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
-def usage(raw: Mapping[str, Any], **figures: int | None) -> Usage:
-    return Usage(**figures, raw=canonical.dumps(dict(raw)))
+def usage(
+    raw: Mapping[str, Any],
+    *,
+    input_tokens: int | None = None,
+    cache_read_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
+    output_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+) -> Usage:
+    """A :class:`Usage` with the provider's own usage object kept as ``raw``."""
+    return Usage(
+        input_tokens,
+        cache_read_tokens,
+        cache_write_tokens,
+        output_tokens,
+        reasoning_tokens,
+        raw=canonical.dumps(dict(raw)),
+    )
 
 
 def output(

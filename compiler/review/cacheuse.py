@@ -1,0 +1,161 @@
+"""Observed against predicted cache hits: ``prefixlock inspect STORE CONV --cache``.
+
+For every model call whose output was recorded with usage
+(:meth:`Conversation.record <prefixlock.runtime.conversation.Conversation.record>`), the
+request that call sent is rebuilt from the stored records alone (the history as it stood
+just before the output) and serialized for the provider that answered. The cache
+simulator (:mod:`prefixlock.cache.simulator`) replays those bodies and predicts, per call,
+the share of the prompt the prefix made cacheable. Applied to the prompt size the provider
+reported, that share is the **predicted** cached tokens; the provider's own cache-read
+and cache-write figures are the **observed** ones.
+
+A call is flagged when the provider read fewer tokens from the cache than predicted,
+beyond ``slack`` (default 10%, for tokenizer and block-rounding differences): a prefix
+the server believes stable did not hit, which a server can alert on. Calls whose
+provider reports no cache figure (``None``) are shown and never flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from .. import providers as registry
+from ..cache.simulator import simulate
+from ..core import canonical
+from ..core.errors import CheckpointError
+from ..runtime.history import History
+from ..store.contract import Store
+from ..store.records import RecordType, Root, decode_record
+
+__all__ = ["DEFAULT_SLACK", "CacheUse", "CallCacheUse", "cache_use"]
+
+#: How far below the prediction an observed cache read may fall before it is flagged.
+DEFAULT_SLACK = 0.10
+
+
+@attrs.frozen
+class CallCacheUse:
+    """One recorded model call: what the prefix predicts and what the provider saw."""
+
+    call: int
+    seq: int
+    provider: str
+    predicted_share: float
+    predicted_tokens: int | None
+    input_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    flagged: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "seq": self.seq,
+            "provider": self.provider,
+            "predicted_share": round(self.predicted_share, 4),
+            "predicted_cached_tokens": self.predicted_tokens,
+            "input_tokens": self.input_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "flagged": self.flagged,
+        }
+
+
+@attrs.frozen
+class CacheUse:
+    """Every recorded call of one conversation."""
+
+    conversation: str
+    slack: float
+    calls: tuple[CallCacheUse, ...]
+
+    @property
+    def flagged(self) -> tuple[CallCacheUse, ...]:
+        return tuple(call for call in self.calls if call.flagged)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conversation": self.conversation,
+            "slack": self.slack,
+            "calls": [call.to_json() for call in self.calls],
+            "flagged": [call.call for call in self.flagged],
+        }
+
+    def rows(self) -> list[list[str]]:
+        """A table: header, then one row per call."""
+        header = ["call", "seq", "provider", "prompt", "predicted", "read", "written", ""]
+        body = [
+            [
+                str(c.call),
+                str(c.seq),
+                c.provider,
+                _figure(c.input_tokens),
+                _figure(c.predicted_tokens),
+                _figure(c.cache_read_tokens),
+                _figure(c.cache_write_tokens),
+                "FEWER CACHED THAN PREDICTED" if c.flagged else "",
+            ]
+            for c in self.calls
+        ]
+        return [header, *body]
+
+
+def _figure(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLACK) -> CacheUse:
+    """Observed against predicted cache reads for every recorded call of a conversation."""
+    stored = store.load(conversation_id)
+    if stored is None:
+        known = ", ".join(store.conversations()) or "none"
+        raise CheckpointError(f"no conversation {conversation_id!r} in the store (stored: {known})")
+    root = Root.decode(stored.root, conversation_id)
+    history = History(root, canonical.sha256_hex(stored.root))
+    wires: dict[str, registry.Provider] = {}
+    bodies: dict[str, list[bytes]] = {}
+    answered: list[tuple[int, str, Any]] = []  # (seq, provider, usage)
+    for seq, data in enumerate(stored.records, start=1):
+        record = decode_record(data, conversation_id, seq, history.head)
+        used = record.usage
+        if record.type is RecordType.ASSISTANT and used is not None and used.provider:
+            wire = wires.setdefault(used.provider, registry.get(used.provider))
+            bodies.setdefault(used.provider, []).append(wire.serialize(history.project()))
+            answered.append((seq, used.provider, used))
+        history.apply(record, canonical.sha256_hex(data))
+    shares: dict[str, list[float]] = {}
+    for name, sent in bodies.items():
+        report = simulate(name, sent)
+        shares[name] = [
+            c.cache_read_tokens / c.input_tokens if c.input_tokens else 0.0 for c in report.calls
+        ]
+    seen: dict[str, int] = {}
+    calls = []
+    for number, (seq, name, used) in enumerate(answered, start=1):
+        index = seen.get(name, 0)
+        seen[name] = index + 1
+        share = shares[name][index]
+        predicted = None if used.input_tokens is None else math.floor(share * used.input_tokens)
+        flagged = (
+            predicted is not None
+            and used.cache_read_tokens is not None
+            and predicted > 0
+            and used.cache_read_tokens < predicted * (1 - slack)
+        )
+        calls.append(
+            CallCacheUse(
+                number,
+                seq,
+                name,
+                share,
+                predicted,
+                used.input_tokens,
+                used.cache_read_tokens,
+                used.cache_write_tokens,
+                flagged,
+            )
+        )
+    return CacheUse(conversation_id, slack, tuple(calls))
