@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..review.golden import update_golden
 from ..spec.build import LOCK_FILE, MANIFEST, build_bundle, check_outputs, write_outputs
 from ..spec.bundle import Bundle
 from ..spec.scaffold import GOLDEN, SCHEMAS_FOLDER, init_project, write_schemas
@@ -104,7 +105,7 @@ def _init_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_init(args: argparse.Namespace) -> int:
     target: Path = args.dir
-    bundle = init_project(target)
+    bundle = init_project(target, populate=lambda root: update_golden([root / GOLDEN]))
     agent_dir = target / "prompt" / bundle.agent
     out(
         f"created {target}/ from the bundled example: agent {bundle.agent!r},"

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
+from ..review.golden import check_golden, update_golden
 from ..review.replay import provider_names, replay_bodies, write_bodies
 from ..review.scenario import load_scenario
 from ..review.verify import verify
@@ -155,6 +156,43 @@ def _run_diff(args: argparse.Namespace) -> int:
     return FINDING if report.broken and not args.allow_prefix_break else OK
 
 
+def _golden_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or case folders (default: golden/*/scenario.yaml)",
+    )
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 naming every stale file"
+    )
+    what.add_argument(
+        "--update", action="store_true", help="rewrite the bodies and calls.md that differ"
+    )
+
+
+def _run_golden(args: argparse.Namespace) -> int:
+    if args.update:
+        report = update_golden(args.paths)
+        for folder in report.updated:
+            out(f"updated {folder}/")
+        out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
+        return OK
+    report = check_golden(args.paths)
+    for problem in report.problems:
+        err(problem)
+    if not report.ok:
+        err(
+            f"prefixlock golden: {len(report.problems)} stale golden file(s); "
+            "review the change and run `prefixlock golden --update`"
+        )
+        return FINDING
+    out(f"{len(report.cases)} case(s): every golden file matches a fresh replay")
+    return OK
+
+
 COMMANDS = (
     Command(
         "replay",
@@ -167,6 +205,12 @@ COMMANDS = (
         "replay scenarios and check every prefix invariant per provider",
         _verify_arguments,
         _run_verify,
+    ),
+    Command(
+        "golden",
+        "check (--check) or rewrite (--update) the golden bodies and calls.md of every case",
+        _golden_arguments,
+        _run_golden,
     ),
     Command(
         "diff",

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import PrefixlockError, SpecError, SpecErrors
+from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.build import build_bundle, find_example_root
@@ -76,8 +76,10 @@ __all__ = [
     "Step",
     "ToolResultsStep",
     "UserStep",
+    "golden_scenarios",
     "load_scenario",
     "merge_base",
+    "scenario_files",
 ]
 
 
@@ -309,3 +311,29 @@ def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str,
     if key in base:
         return f"$.base.{key}{rest}"
     return given
+
+
+# --- finding scenarios ---------------------------------------------------------------
+
+
+def golden_scenarios(root: Path | str = ".") -> list[Path]:
+    """The project's golden scenarios: ``golden/*/scenario.yaml``, sorted."""
+    return sorted(Path(root).glob("golden/*/scenario.yaml"))
+
+
+def scenario_files(paths: Sequence[Path]) -> list[Path]:
+    """The scenario files ``paths`` name: files as given, a folder's own
+    ``scenario.yaml`` or else its ``*/scenario.yaml``."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = [path / "scenario.yaml"] if (path / "scenario.yaml").is_file() else []
+            found = found or sorted(path.glob("*/scenario.yaml"))
+            if not found:
+                raise InputError(f"{path}: no scenario.yaml in it or its subfolders")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such scenario file or folder")
+    return files

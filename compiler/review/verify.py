@@ -30,21 +30,20 @@ import attrs
 
 from ..cache.simulator import simulate
 from ..cache.tokens import get_tokenizer
-from ..core.errors import InputError, UsageError
+from ..core.errors import UsageError
 from ..core.messages import MessageKind
 from ..core.resources import python_module_command
 from . import processes
 from .invariants import Failure, check_bodies, check_history, same_bytes
 from .jsondiff import common_prefix
 from .replay import Call, provider_names, replay, replay_bodies, serialize_calls
-from .scenario import Scenario, load_scenario
+from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
 from .sources import SourceIndex
 from .tables import align
 
 __all__ = [
     "Report",
     "Row",
-    "golden_scenarios",
     "scenario_label",
     "verify",
     "verify_scenario",
@@ -128,27 +127,6 @@ class Report:
 def scenario_label(path: Path) -> str:
     """``golden/midnight/scenario.yaml`` -> ``midnight``; ``x/crash.yaml`` -> ``crash``."""
     return path.parent.name if path.name == "scenario.yaml" and path.parent.name else path.stem
-
-
-def golden_scenarios(root: Path | str = ".") -> list[Path]:
-    """The project's golden scenarios: ``golden/*/scenario.yaml``, sorted."""
-    return sorted(Path(root).glob("golden/*/scenario.yaml"))
-
-
-def _scenario_files(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = [path / "scenario.yaml"] if (path / "scenario.yaml").is_file() else []
-            found = found or sorted(path.glob("*/scenario.yaml"))
-            if not found:
-                raise InputError(f"{path}: no scenario.yaml in it or its subfolders")
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise InputError(f"{path}: no such scenario file or folder")
-    return files
 
 
 def _other_environment() -> dict[str, str]:
@@ -284,7 +262,7 @@ def verify(
     """
     names = provider_names(providers)
     get_tokenizer(tokenizer)  # refuse an unknown or missing tokenizer before any work
-    files = _scenario_files(paths) if paths else golden_scenarios()
+    files = scenario_files(paths) if paths else golden_scenarios()
     if not files:
         raise UsageError("no scenarios: golden/*/scenario.yaml is empty; pass PATH")
     scenarios = [load_scenario(path) for path in files]

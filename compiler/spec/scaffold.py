@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import UsageError
@@ -64,10 +65,14 @@ def write_schemas(out: Path) -> list[Path]:
     return written
 
 
-def init_project(target: Path) -> Bundle:
+def init_project(target: Path, *, populate: Callable[[Path], object] | None = None) -> Bundle:
     """Create the spec root ``target`` (absent or empty) from the bundled example and
     return its bundle; raises :class:`~prefixlock.core.errors.UsageError` if ``target``
-    exists and is not empty."""
+    exists and is not empty.
+
+    ``populate(root)`` runs on the complete new root before it is moved into place (the
+    CLI writes the starter case's golden bodies with it); if it fails, nothing appears.
+    """
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"refusing to init {str(target)!r}: it exists and is not empty")
     example = find_example_root()
@@ -87,6 +92,8 @@ def init_project(target: Path) -> Bundle:
         point_headers_at_schemas(staging / "rules")
         bundle = build_bundle(staging)
         write_lock(bundle, staging)
+        if populate is not None:
+            populate(staging)
         if target.exists():
             target.rmdir()
         os.replace(staging, target)

@@ -1,0 +1,243 @@
+"""Golden files: each case's exact request bodies and its readable ``calls.md``, pinned.
+
+A case is ``golden/<case>/scenario.yaml`` beside ``<provider>/0001.json`` ... (the exact
+bytes every model call POSTs) and ``calls.md`` (the readable form). :func:`check_golden`
+replays every case for every provider and compares byte for byte; a difference names
+the file, the first differing byte offset with the bytes around it, the JSON path of the
+first difference and a short diff of the pretty-printed JSON (wire key order kept).
+:func:`update_golden` rewrites what differs (each provider folder swapped in whole, each
+file written atomically) and removes stale bodies.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import providers as registry
+from ..core import canonical
+from ..core.canonical import Ordered
+from ..core.jsonpath import json_path
+from .render import render_calls
+from .replay import replay, serialize_calls, write_bodies
+from .scenario import golden_scenarios, load_scenario, scenario_files
+
+__all__ = [
+    "CALLS_MD",
+    "CaseGolden",
+    "GoldenReport",
+    "check_golden",
+    "expected_case",
+    "file_problems",
+    "folder_problems",
+    "report",
+    "update_golden",
+]
+
+CALLS_MD = "calls.md"
+#: At most this many lines of unified diff per differing file.
+MAX_DIFF_LINES = 40
+#: Bytes shown on each side of the first difference.
+SNIPPET = 40
+
+
+@attrs.frozen(eq=False)
+class CaseGolden:
+    """What a case's golden files must hold: bodies per provider and ``calls.md``."""
+
+    folder: Path
+    bodies: dict[str, list[bytes]]
+    page: bytes
+
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        for name, bodies in self.bodies.items():
+            found += folder_problems(self.folder / name, bodies)
+        found += file_problems(self.folder / CALLS_MD, self.page)
+        return [f"{self.folder.name}/{problem}" for problem in found]
+
+    def write(self) -> None:
+        write_bodies(self.bodies, self.folder)
+        write_file(self.folder / CALLS_MD, self.page)
+
+
+@attrs.frozen
+class GoldenReport:
+    """Per case, what differs (``check``) or what was rewritten (``update``)."""
+
+    cases: tuple[str, ...]
+    problems: tuple[str, ...]
+    updated: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def expected_case(scenario_path: Path) -> CaseGolden:
+    """Replay one case for every provider."""
+    scenario = load_scenario(scenario_path)
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, registry.NAMES)
+    page = render_calls(scenario, calls, bodies).encode("utf-8")
+    return CaseGolden(scenario_path.parent, bodies, page)
+
+
+def _cases(paths: Sequence[Path], root: Path) -> list[Path]:
+    return scenario_files(paths) if paths else golden_scenarios(root)
+
+
+def check_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:
+    """Compare every case's golden files with a fresh replay; writes nothing."""
+    files = _cases(paths, root)
+    problems: list[str] = []
+    for path in files:
+        problems += expected_case(path).problems()
+    return GoldenReport(tuple(str(p.parent) for p in files), tuple(problems))
+
+
+def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:
+    """Rewrite the golden files of every case that differs from a fresh replay.
+
+    Every case is replayed before anything is written: a scenario error writes nothing.
+    """
+    expected = [expected_case(path) for path in _cases(paths, root)]
+    updated = []
+    for case in expected:
+        if case.problems():
+            case.write()
+            updated.append(str(case.folder))
+    return GoldenReport(tuple(str(c.folder) for c in expected), (), tuple(updated))
+
+
+# --- byte-exact comparison ------------------------------------------------------------
+
+
+def first_difference(expected: bytes, actual: bytes) -> int | None:
+    """The offset of the first differing byte (the shorter length if one is a prefix)."""
+    for offset, (a, b) in enumerate(zip(expected, actual, strict=False)):
+        if a != b:
+            return offset
+    if len(expected) != len(actual):
+        return min(len(expected), len(actual))
+    return None
+
+
+_NOT_JSON = object()
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return canonical.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return _NOT_JSON
+
+
+def json_difference(a: Any, b: Any, parts: tuple[str | int, ...] = ()) -> str | None:
+    """The JSON path of the first difference between two parsed values (key order counts)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys_a, keys_b = list(a), list(b)
+        for i in range(max(len(keys_a), len(keys_b))):
+            if i >= len(keys_a) or i >= len(keys_b) or keys_a[i] != keys_b[i]:
+                key = keys_a[i] if i < len(keys_a) else keys_b[i]
+                return json_path((*parts, key))
+            found = json_difference(a[keys_a[i]], b[keys_b[i]], (*parts, keys_a[i]))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            if i >= len(a) or i >= len(b):
+                return json_path((*parts, i))
+            found = json_difference(a[i], b[i], (*parts, i))
+            if found is not None:
+                return found
+        return None
+    if type(a) is not type(b) or a != b:
+        return json_path(parts)
+    return None
+
+
+def _ordered(value: Any) -> Any:
+    """Parsed JSON with every object's key order kept by the canonical pretty printer."""
+    if isinstance(value, dict):
+        return Ordered((k, _ordered(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
+
+
+def _lines(data: bytes, parsed: Any) -> list[str]:
+    if parsed is not _NOT_JSON:
+        return canonical.dumps_pretty(_ordered(parsed)).splitlines()
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def report(name: str, expected: bytes, actual: bytes) -> str:
+    """Why ``actual`` is not ``expected``, for a person (empty if they are equal)."""
+    offset = first_difference(expected, actual)
+    if offset is None:
+        return ""
+    lo = max(0, offset - SNIPPET)
+    out = [
+        f"{name}: first differing byte at offset {offset} "
+        f"(golden {len(expected)} bytes, replayed {len(actual)} bytes)",
+        f"  golden:   {expected[lo : offset + SNIPPET]!r}",
+        f"  replayed: {actual[lo : offset + SNIPPET]!r}",
+    ]
+    a, b = _parse(expected), _parse(actual)
+    if a is not _NOT_JSON and b is not _NOT_JSON:
+        out.append(f"  JSON path: {json_difference(a, b)}")
+    diff = list(
+        difflib.unified_diff(
+            _lines(expected, a), _lines(actual, b), "golden", "replayed", n=2, lineterm=""
+        )
+    )
+    if len(diff) > MAX_DIFF_LINES:
+        diff = [*diff[:MAX_DIFF_LINES], f"... ({len(diff) - MAX_DIFF_LINES} more diff lines)"]
+    out.extend(f"  {line}" for line in diff)
+    return "\n".join(out)
+
+
+def folder_problems(folder: Path, bodies: Sequence[bytes]) -> list[str]:
+    """Problems of ``folder`` holding exactly ``0001.json`` ... for ``bodies``."""
+    expected_names = [f"{n:04d}.json" for n in range(1, len(bodies) + 1)]
+    present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    problems = [
+        f"{folder.name}/{name}: stale golden file" for name in present if name not in expected_names
+    ]
+    for name, data in zip(expected_names, bodies, strict=True):
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{folder.name}/{name}: missing golden file")
+            continue
+        problem = report(f"{folder.name}/{name}", path.read_bytes(), data)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def file_problems(path: Path, data: bytes) -> list[str]:
+    if not path.is_file():
+        return [f"{path.name}: missing golden file"]
+    problem = report(path.name, path.read_bytes(), data)
+    return [problem] if problem else []
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` atomically (a temporary file renamed over ``path``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,73 @@
+"""``prefixlock golden --check | --update`` and the golden case ``init`` starts with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prefixlock.cli.commands import main
+from prefixlock.providers import NAMES
+
+CASE = Path("golden") / "identical-context"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_init_writes_the_starter_case_with_its_bodies_and_calls_md(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = project / CASE
+    assert sorted(p.name for p in case.iterdir()) == sorted([*NAMES, "calls.md", "scenario.yaml"])
+    assert sorted(p.name for p in (case / "anthropic").iterdir()) == ["0001.json", "0002.json", "0003.json"]
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 0
+    assert capsys.readouterr().out == "1 case(s): every golden file matches a fresh replay\n"
+
+
+def test_check_names_each_stale_file_and_update_rewrites_them(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = project / CASE / "gemini" / "0002.json"
+    original = body.read_bytes()
+    body.write_bytes(original.replace(b'"role":"model"', b'"role":"user"', 1))
+    (project / CASE / "openai-chat" / "0009.json").write_bytes(b"{}")
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "identical-context/gemini/0002.json: first differing byte at offset" in err
+    assert "JSON path: $.contents[" in err
+    assert "identical-context/openai-chat/0009.json: stale golden file" in err
+    assert err.endswith(
+        "prefixlock golden: 2 stale golden file(s); review the change and run "
+        "`prefixlock golden --update`\n"
+    )
+    assert main(["golden", "--update"]) == 0
+    assert capsys.readouterr().out == f"updated {CASE}/\n1 case(s), 1 updated\n"
+    assert body.read_bytes() == original
+    assert not (project / CASE / "openai-chat" / "0009.json").exists()
+    assert main(["golden", "--check", str(CASE)]) == 0
+
+
+def test_update_writes_nothing_when_a_scenario_is_bad(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = project / CASE / "anthropic" / "0001.json"
+    body.write_bytes(b"{}")
+    broken = project / "golden" / "broken" / "scenario.yaml"
+    broken.parent.mkdir()
+    broken.write_text("name: x\nconversation: c\nsteps:\n  - retry: u9\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["golden", "--update"]) == 2
+    assert "retry of unknown event 'u9'" in capsys.readouterr().err
+    assert body.read_bytes() == b"{}"
+
+
+def test_check_or_update_is_required(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["golden"]) == 2
+    assert "one of the arguments --check --update is required" in capsys.readouterr().err
