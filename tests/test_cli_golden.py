@@ -24,7 +24,8 @@ def test_init_writes_the_starter_case_with_its_bodies_and_calls_md(
 ) -> None:
     case = project / CASE
     assert sorted(p.name for p in case.iterdir()) == sorted([*NAMES, "calls.md", "scenario.yaml"])
-    assert sorted(p.name for p in (case / "anthropic").iterdir()) == ["0001.json", "0002.json", "0003.json"]
+    calls = ["0001.json", "0002.json", "0003.json"]
+    assert sorted(p.name for p in (case / "anthropic").iterdir()) == calls
     capsys.readouterr()
     assert main(["golden", "--check"]) == 0
     assert capsys.readouterr().out == "1 case(s): every golden file matches a fresh replay\n"
