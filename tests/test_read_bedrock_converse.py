@@ -10,8 +10,10 @@ format. A stream fixture is a list of ``{"event", "payload"}``; the tests frame 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import random
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,17 @@ import pytest
 from botocore.eventstream import ChecksumMismatch, EventStream, EventStreamBuffer
 from botocore.model import Shape, StructureShape
 from botocore.parsers import EventStreamJSONParser
-from prefixlock import providers
+from conv_helpers import CONV, example_bundle, user
+from prefixlock import Conversation, SQLiteStore, ToolResult, providers
 from prefixlock.core import canonical
 from prefixlock.core.errors import ResponseError
 from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
+from prefixlock.core.model import ModelRequest
 from prefixlock.core.output import ModelOutput
 from prefixlock.providers.readers import reader
 from prefixlock.providers.readers.eventstream import FrameDecoder, encode_frame
+from prefixlock.store.contract import MemoryStore
+from stub_server import Reply, stub_server
 
 DATA = Path(__file__).parent / "data" / "responses" / "bedrock-converse"
 NAMES = ["turn1_reasoning_parallel_tools", "turn2_redacted_edit", "turn3_final_text"]
@@ -504,3 +510,144 @@ def test_is_retryable_follows_the_documented_errors(
         assert shape.metadata["error"]["httpStatusCode"] == status
     error_body = json.dumps({"message": error_type}).encode()
     assert providers.get(PROVIDER).is_retryable(status, error_body) is retryable
+
+
+# -- round trip: parse -> record -> next request ---------------------------------------
+
+
+def wire_blocks(data: bytes) -> list[tuple[str, str]]:
+    """(role, block) of every message block in a body, cachePoints (which move) left out;
+    block-level, so merging consecutive same-role messages does not change it."""
+    wire = canonical.loads(data)
+    assert isinstance(wire, dict)
+    return [
+        (m["role"], canonical.dumps(block))
+        for m in wire["messages"]
+        for block in m["content"]
+        if set(block) != {"cachePoint"}
+    ]
+
+
+def results_for(out: ModelOutput) -> list[ToolResult]:
+    return [ToolResult(c.call_id, f"{c.name} ran: ok") for c in out.tool_calls]
+
+
+def test_round_trip_sends_every_opaque_part_back_byte_identical(tmp_path: Path) -> None:
+    bedrock = providers.get(PROVIDER)
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    previous = bedrock.serialize(conv.handle(user("u1")))
+    opaque_total = opaque_identical = 0
+    for name in NAMES:
+        out = bedrock.parse_response(body(name))
+        conv.record(out)
+        if out.tool_calls:
+            request = conv.tool_results(results_for(out))
+        else:
+            request = conv.handle(user("u2", "thanks"))
+        following = bedrock.serialize(request)
+        blocks = wire_blocks(following)
+        earlier = wire_blocks(previous)
+        assert blocks[: len(earlier)] == earlier  # the previous body is a prefix
+        for part in out.opaque:
+            opaque_total += 1
+            if part.data.encode() in following and ("assistant", part.data) in blocks:
+                opaque_identical += 1
+        sent_calls = [
+            canonical.loads(b)["toolUse"]["toolUseId"]  # type: ignore[index,call-overload]
+            for role, b in blocks[len(earlier) :]
+            if role == "assistant" and b.startswith('{"toolUse"')
+        ]
+        answered = [
+            canonical.loads(b)["toolResult"]["toolUseId"]  # type: ignore[index,call-overload]
+            for role, b in blocks[len(earlier) :]
+            if role == "user" and b.startswith('{"toolResult"')
+        ]
+        ids = [c.call_id for c in out.tool_calls]
+        assert sent_calls == ids
+        assert answered == ids
+        previous = following
+    figure = f"{opaque_identical} of {opaque_total}"
+    print(f"bedrock-converse round trip: opaque parts byte-identical {figure}")
+    assert (opaque_identical, opaque_total) == (2, 2)
+
+
+# -- end to end: prefixlock's bytes over HTTP to a local stand-in -----------------------
+
+#: turn -> whether the model call streams
+STREAMS = {NAMES[0]: False, NAMES[1]: True, NAMES[2]: True}
+
+
+def reference_bodies() -> list[bytes]:
+    """The bodies of an uninterrupted in-process run (no HTTP, no restart)."""
+    bedrock = providers.get(PROVIDER)
+    conv = Conversation.open(MemoryStore(), example_bundle(), CONV)
+    request = conv.handle(user("u1"))
+    bodies = []
+    for name in NAMES:
+        bodies.append(bedrock.http_request(request, stream=STREAMS[name]).body)
+        out = bedrock.parse_response(body(name))
+        conv.record(out)
+        if out.tool_calls:
+            request = conv.tool_results(results_for(out))
+    return bodies
+
+
+def send(url: str, request: ModelRequest, stream: bool) -> tuple[int, ModelOutput | bytes]:
+    bedrock = providers.get(PROVIDER)
+    exact = bedrock.http_request(request, stream=stream)
+    connection = http.client.HTTPConnection(urllib.parse.urlsplit(url).netloc)
+    try:
+        connection.request(exact.method, exact.path, body=exact.body, headers=dict(exact.headers))
+        response = connection.getresponse()
+        if response.status != 200:
+            return response.status, response.read()
+        if not stream:
+            return 200, bedrock.parse_response(response.read())
+        reader_ = bedrock.stream_reader()
+        while chunk := response.read(97):
+            reader_.feed(chunk)
+        return 200, reader_.result()
+    finally:
+        connection.close()
+
+
+def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Path) -> None:
+    bedrock = providers.get(PROVIDER)
+    rng = random.Random(11)
+    db = tmp_path / "s.db"
+    throttled = b'{"message":"Too many requests, please wait before trying again."}'
+    with stub_server() as stub:
+        stub.queue(Reply(200, body(NAMES[0])))
+        stub.queue(Reply(429, throttled, headers=(("x-amzn-ErrorType", "ThrottlingException"),)))
+        stub.queue(Reply(200, list(chunked(stream_bytes(NAMES[1]), rng)), EVENTSTREAM))
+        stub.queue(Reply(200, list(chunked(stream_bytes(NAMES[2]), rng)), EVENTSTREAM))
+        conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+        request = conv.handle(user("u1"))
+        sent = []
+        for name in NAMES:
+            while True:
+                sent.append(bedrock.http_request(request, stream=STREAMS[name]))
+                status, result = send(stub.url, request, STREAMS[name])
+                if status == 200:
+                    break
+                assert isinstance(result, bytes) and bedrock.is_retryable(status, result)
+            assert isinstance(result, ModelOutput)
+            assert result == bedrock.parse_response(body(name))
+            conv.record(result)
+            if name == NAMES[1]:  # the process restarts: everything from SQLite
+                conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+            if result.tool_calls:
+                request = conv.tool_results(results_for(result))
+        assert conv.request().messages[-1].role == "assistant"
+    assert len(stub.seen) == len(sent) == 4
+    for seen, exact in zip(stub.seen, sent, strict=True):
+        assert (seen.method, seen.path, seen.body) == (exact.method, exact.path, exact.body)
+        assert {k: seen.headers[k] for k in exact.headers} == dict(exact.headers)
+    model = urllib.parse.quote("anthropic.claude-sonnet-4-5-20250929-v1:0", safe="")
+    assert [s.path for s in stub.seen] == [
+        f"/model/{model}/converse",
+        *[f"/model/{model}/converse-stream"] * 3,
+    ]
+    assert stub.seen[1].body == stub.seen[2].body  # the retry sends the same bytes
+    bodies = [s.body for i, s in enumerate(stub.seen) if i != 1]
+    assert bodies == reference_bodies()
