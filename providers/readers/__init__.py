@@ -15,7 +15,9 @@ from .base import Reader, StreamReader
 __all__ = ["MODULES", "Reader", "StreamReader", "reader"]
 
 #: Provider name -> ``"module:Class"`` of its reader, imported on first use.
-MODULES: dict[str, str] = {}
+MODULES: dict[str, str] = {
+    "bedrock-converse": ".bedrock_converse:BedrockConverseReader",
+}
 
 
 def reader(name: str) -> Reader:
