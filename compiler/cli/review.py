@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
-from ..review.golden import check_golden, update_golden
+from ..review.golden import check_golden, pretty_body, update_golden
+from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, write_bodies
 from ..review.scenario import load_scenario
 from ..review.verify import verify
@@ -193,6 +195,58 @@ def _run_golden(args: argparse.Namespace) -> int:
     return OK
 
 
+def _render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--query", required=True, help="the user's message")
+    parser.add_argument("--mode", help="the mode (default: the agent's default mode)")
+    parser.add_argument(
+        "--context",
+        type=Path,
+        metavar="FILE",
+        help="YAML file holding the conversation-level context (rules, skills, subagents, "
+        "environment, git, mcp)",
+    )
+    parser.add_argument("--timestamp", help="the turn's timestamp (RFC 3339), if any")
+    parser.add_argument(
+        "--provider",
+        default="anthropic",
+        choices=PROVIDERS,
+        metavar="NAME",
+        help="wire format (default: anthropic)",
+    )
+    parser.add_argument(
+        "--root", type=Path, default=Path("."), metavar="DIR", help="spec root (default: .)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("body", "raw", "messages"),
+        default="body",
+        help="body: the request body, indented, wire key order kept (default); raw: the "
+        "exact bytes POSTed; messages: each canonical message's text",
+    )
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    context = load_context(args.context) if args.context is not None else None
+    shown = preview(
+        args.root,
+        query=args.query,
+        provider=args.provider,
+        mode=args.mode,
+        context=context,
+        timestamp=args.timestamp,
+    )
+    if args.format == "raw":
+        sys.stdout.buffer.write(shown.body)
+        sys.stdout.flush()
+    elif args.format == "messages":
+        for message in shown.request.messages:
+            out(f"--- {message.id} ({message.role})")
+            out(message.text.rstrip("\n"))
+    else:
+        out(pretty_body(shown.body).rstrip("\n"))
+    return OK
+
+
 COMMANDS = (
     Command(
         "replay",
@@ -205,6 +259,12 @@ COMMANDS = (
         "replay scenarios and check every prefix invariant per provider",
         _verify_arguments,
         _run_verify,
+    ),
+    Command(
+        "render",
+        "print what one user turn sends (the first call's body), without a scenario",
+        _render_arguments,
+        _run_render,
     ),
     Command(
         "golden",

@@ -36,6 +36,7 @@ __all__ = [
     "expected_case",
     "file_problems",
     "folder_problems",
+    "pretty_body",
     "report",
     "update_golden",
 ]
@@ -171,6 +172,11 @@ def _ordered(value: Any) -> Any:
     if isinstance(value, list):
         return [_ordered(v) for v in value]
     return value
+
+
+def pretty_body(data: bytes) -> str:
+    """A request body indented for people, its wire key order kept."""
+    return canonical.dumps_pretty(_ordered(canonical.loads(data)))
 
 
 def _lines(data: bytes, parsed: Any) -> list[str]:
