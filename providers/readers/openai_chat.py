@@ -7,8 +7,9 @@ the assistant content part of that shape (``ChatCompletionContentPartRefusalPara
 ``message.tool_calls[]`` -> tool calls (``id``, ``function.name``, ``function.arguments``
 verbatim). Stop reason: ``finish_reason``. Usage: ``prompt_tokens`` (cached included),
 ``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
-``completion_tokens_details.reasoning_tokens``; ``prompt_tokens_details.cache_write_tokens`` where reported (newer API
-versions), else ``None``.
+``completion_tokens_details.reasoning_tokens``;
+``prompt_tokens_details.cache_write_tokens`` where reported (newer API versions), else
+``None``.
 
 Stream: ``data: {chunk}`` lines ending with ``data: [DONE]``. Content, refusal and each
 tool call's ``arguments`` arrive as string deltas (tool calls by ``index``) that are

@@ -10,7 +10,8 @@ serializer sends back as that input item. Stop reason: ``status``, or
 ``incomplete_details.reason`` for an ``incomplete`` response; a ``failed`` response is a
 :class:`~prefixlock.core.errors.ResponseError`. Usage: ``input_tokens`` (cached
 included), ``input_tokens_details.cached_tokens``, ``output_tokens``,
-``output_tokens_details.reasoning_tokens``; ``input_tokens_details.cache_write_tokens`` where reported.
+``output_tokens_details.reasoning_tokens``;
+``input_tokens_details.cache_write_tokens`` where reported.
 
 Stream: the output is built from the terminal event's ``response``
 (``response.completed`` or ``response.incomplete``), after checking that the streamed
@@ -138,7 +139,8 @@ class OpenAIResponsesStream(SSEStreamReader):
             error = (data.get("response") or {}).get("error")
             raise error_failure("openai-responses stream: response.failed", error)
         elif kind == "error":
-            raise error_failure("openai-responses stream: error event", data)
+            error = {"code": data.get("code"), "message": data.get("message")}
+            raise error_failure("openai-responses stream: error event", error)
         elif kind in TERMINAL:
             response = data.get("response")
             if not isinstance(response, dict):
