@@ -17,6 +17,8 @@ __all__ = ["MODULES", "Reader", "StreamReader", "reader"]
 #: Provider name -> ``"module:Class"`` of its reader, imported on first use.
 MODULES: dict[str, str] = {
     "bedrock-converse": ".bedrock_converse:BedrockConverseReader",
+    "openai-chat": ".openai_chat:OpenAIChatReader",
+    "openai-responses": ".openai_responses:OpenAIResponsesReader",
 }
 
 

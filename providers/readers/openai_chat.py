@@ -1,0 +1,204 @@
+"""OpenAI Chat Completions responses: a ``ChatCompletion`` body or its SSE stream.
+
+Mapping (openai-python ``types/chat/chat_completion.py``, ``chat_completion_chunk.py``),
+``choices[0]`` only: ``message.content`` -> one text part; ``message.refusal`` -> an
+opaque ``{"refusal": ..., "type": "refusal"}`` part, which the serializer sends back as
+the assistant content part of that shape (``ChatCompletionContentPartRefusalParam``);
+``message.tool_calls[]`` -> tool calls (``id``, ``function.name``, ``function.arguments``
+verbatim). Stop reason: ``finish_reason``. Usage: ``prompt_tokens`` (cached included),
+``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
+``completion_tokens_details.reasoning_tokens``;
+``prompt_tokens_details.cache_write_tokens`` where reported (newer API versions), else
+``None``.
+
+Stream: ``data: {chunk}`` lines ending with ``data: [DONE]``. Content, refusal and each
+tool call's ``arguments`` arrive as string deltas (tool calls by ``index``) that are
+concatenated exactly; with ``stream_options.include_usage`` the last chunk has empty
+``choices`` and the usage. A ``data: {"error": ...}`` line (sent with HTTP 200) fails the
+stream, as the official SDK does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ...core.errors import ResponseError
+from ...core.messages import Part
+from ...core.output import ModelOutput, Usage
+from .base import (
+    Reader,
+    SSEStreamReader,
+    StreamReader,
+    count,
+    load_object,
+    opaque,
+    output,
+    text,
+    tool_call,
+    usage,
+)
+from .sse import Event
+
+__all__ = ["OpenAIChatReader", "error_failure", "openai_retryable"]
+
+NAME = "openai-chat"
+
+#: Error codes and types that a later identical request may get past
+#: (platform.openai.com/docs/guides/error-codes: 429 "Rate limit reached" -- "pace your
+#: requests"; 500 "The server had an error" / 503 "overloaded" -- "retry after a brief
+#: wait"; ``vector_store_timeout`` of the Responses ``ResponseError`` codes).
+RETRY_SAFE_CODES = frozenset({"rate_limit_exceeded", "server_error", "vector_store_timeout"})
+
+
+def error_failure(where: str, error: Any) -> ResponseError:
+    """A :class:`ResponseError` for an OpenAI error object (``code``, ``type``,
+    ``message``); retry-safe when its code or type is a rate limit or a server error."""
+    if not isinstance(error, dict):
+        return ResponseError(f"{where}: {error!r}", retry_safe=False)
+    code = error.get("code")
+    kind = error.get("type")
+    label = " / ".join(str(v) for v in (code, kind) if v is not None) or "no code"
+    safe = code in RETRY_SAFE_CODES or kind in RETRY_SAFE_CODES
+    return ResponseError(f"{where} ({label}): {error.get('message')}", retry_safe=safe)
+
+
+def openai_retryable(status: int, body: bytes) -> bool:
+    """408, 409, 429 and 5xx are what the official SDK retries (openai-python
+    ``_base_client._should_retry``); a 429 whose code is ``insufficient_quota`` ("You
+    exceeded your current quota", platform.openai.com/docs/guides/error-codes) is not
+    cured by waiting."""
+    if not (status in (408, 409, 429) or status >= 500):
+        return False
+    if status == 429:
+        try:
+            error = load_object(body).get("error")
+        except ResponseError:
+            return True
+        if isinstance(error, dict) and "insufficient_quota" in (
+            error.get("code"),
+            error.get("type"),
+        ):
+            return False
+    return True
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt = raw.get("prompt_tokens_details") or {}
+    completion = raw.get("completion_tokens_details") or {}
+    return usage(
+        raw,
+        input_tokens=count(raw.get("prompt_tokens")),
+        cache_read_tokens=count(prompt.get("cached_tokens")),
+        cache_write_tokens=count(prompt.get("cache_write_tokens")),
+        output_tokens=count(raw.get("completion_tokens")),
+        reasoning_tokens=count(completion.get("reasoning_tokens")),
+    )
+
+
+def _parts(
+    content: str | None, refusal: str | None, calls: list[tuple[str, str, str]]
+) -> list[Part]:
+    parts: list[Part] = []
+    if content:
+        parts.append(text(content))
+    if refusal:
+        parts.append(opaque(NAME, {"refusal": refusal, "type": "refusal"}))
+    parts.extend(tool_call(*call) for call in calls)
+    return parts
+
+
+def _string(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ResponseError(f"openai-chat {what}: expected a string", retry_safe=False)
+    return value
+
+
+class OpenAIChatReader(Reader):
+    name: ClassVar[str] = NAME
+
+    def parse_response(self, body: bytes) -> ModelOutput:
+        data = load_object(body)
+        if "error" in data:
+            raise error_failure("openai-chat error", data["error"])
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ResponseError("openai-chat response: no choices", retry_safe=False)
+        message = choices[0].get("message") or {}
+        calls = [
+            (
+                _string(call.get("id"), "tool call id"),
+                _string(call["function"].get("name"), "tool call name"),
+                _string(call["function"].get("arguments"), "tool call arguments"),
+            )
+            for call in message.get("tool_calls") or []
+        ]
+        return output(
+            NAME,
+            _parts(message.get("content"), message.get("refusal"), calls),
+            choices[0].get("finish_reason"),
+            _usage(data.get("usage")),
+            data.get("model"),
+        )
+
+    def stream_reader(self) -> StreamReader:
+        return OpenAIChatStream()
+
+    def is_retryable(self, status: int, body: bytes) -> bool:
+        return openai_retryable(status, body)
+
+
+class OpenAIChatStream(SSEStreamReader):
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        #: tool call index -> [id, name, argument deltas]
+        self.calls: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        self.finish: str | None = None
+        self.used: Usage | None = None
+        self.model: str | None = None
+
+    def on_event(self, event: Event) -> None:
+        if event.data == "[DONE]":
+            self.done = True
+            return
+        chunk = self.data(event)
+        if "error" in chunk:
+            raise error_failure("openai-chat stream error", chunk["error"])
+        self.model = chunk.get("model", self.model)
+        if chunk.get("usage") is not None:
+            self.used = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.content.append(delta["content"])
+            if delta.get("refusal"):
+                self.refusal.append(delta["refusal"])
+            for call in delta.get("tool_calls") or []:
+                ids, names, arguments = self.calls.setdefault(call["index"], ([], [], []))
+                if call.get("id"):
+                    ids.append(call["id"])
+                function = call.get("function") or {}
+                if function.get("name"):
+                    names.append(function["name"])
+                if function.get("arguments"):
+                    arguments.append(function["arguments"])
+            if choice.get("finish_reason") is not None:
+                self.finish = choice["finish_reason"]
+
+    def output(self) -> ModelOutput:
+        calls = [
+            ("".join(ids), "".join(names), "".join(arguments))
+            for _, (ids, names, arguments) in sorted(self.calls.items())
+        ]
+        return output(
+            NAME,
+            _parts("".join(self.content), "".join(self.refusal), calls),
+            self.finish,
+            self.used,
+            self.model,
+        )

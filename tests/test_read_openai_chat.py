@@ -1,0 +1,227 @@
+"""Reading OpenAI Chat Completions responses: whole bodies, SSE streams in any chunking,
+the SDK's own accumulator, the round trip into the next request, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from prefixlock import ResponseError, providers
+from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
+from prefixlock.core.output import Usage
+from pydantic import TypeAdapter
+from read_helpers import (
+    DATA,
+    fixture,
+    messages_end,
+    opaque_in_next_body,
+    read_stream,
+    sse_data,
+    tool_loop,
+    unknown_keys,
+)
+from stub_server import stub_server
+
+NAME = "openai-chat"
+P = providers.get(NAME)
+WHOLE = ["tool_calls", "final", "refusal"]
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_fixtures_are_sdk_chat_completions_without_unknown_keys(name: str) -> None:
+    value = TypeAdapter(ChatCompletion).validate_json(fixture(NAME, f"{name}.json"))
+    assert unknown_keys(value) == []
+    for chunk in sse_data(fixture(NAME, f"{name}.sse")):
+        assert unknown_keys(ChatCompletionChunk.model_validate(chunk)) == []
+
+
+def test_tool_calls_keep_ids_names_and_argument_strings_verbatim() -> None:
+    out = P.parse_response(fixture(NAME, "tool_calls.json"))
+    assert out.parts == (
+        TextPart("I'll read both files first."),
+        ToolCallPart("call_Ab12Cd34", "read_file", '{"path": "a.py"}'),
+        ToolCallPart("call_Ef56Gh78", "read_file", '{"path":"tests/test_a.py","limit":200}'),
+    )
+    assert (out.stop_reason, out.model) == ("tool_calls", "gpt-4.1-2025-04-14")
+    raw = json.loads(fixture(NAME, "tool_calls.json"))["usage"]
+    assert out.usage == Usage(
+        2431, 2304, 127, 61, 0, json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    )
+
+
+def test_usage_without_cache_writes_reports_none() -> None:
+    used = P.parse_response(fixture(NAME, "final.json")).usage
+    assert used is not None
+    assert (used.input_tokens, used.cache_read_tokens, used.cache_write_tokens) == (
+        2590,
+        2432,
+        None,
+    )
+
+
+def test_refusal_is_an_opaque_refusal_part_sent_back_as_a_content_part() -> None:
+    out = P.parse_response(fixture(NAME, "refusal.json"))
+    refusal = OpaquePart(NAME, '{"refusal":"I can\'t help with that request.","type":"refusal"}')
+    assert out.parts == (refusal,)
+    found, total, body = opaque_in_next_body(NAME, out)
+    assert (found, total) == (1, 1)
+    sent = json.loads(body)["messages"]
+    assert sent[-2] == {"role": "assistant", "content": [json.loads(refusal.data)]}
+
+
+@pytest.mark.parametrize("name", WHOLE)
+@pytest.mark.parametrize("sizes", ["whole", 1, "seed:1", "seed:2", "seed:3"])
+def test_streams_in_any_chunking_equal_the_whole_response(name: str, sizes: str | int) -> None:
+    whole = P.parse_response(fixture(NAME, f"{name}.json"))
+    assert read_stream(NAME, fixture(NAME, f"{name}.sse"), sizes) == whole
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_the_sdk_accumulator_agrees(name: str) -> None:
+    state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+    for chunk in sse_data(fixture(NAME, f"{name}.sse")):
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    final = state.get_final_completion()
+    ours = read_stream(NAME, fixture(NAME, f"{name}.sse"))
+    message = final.choices[0].message
+    assert ours.text == (message.content or "")
+    assert [(c.call_id, c.name, c.arguments) for c in ours.tool_calls] == [
+        (c.id, c.function.name, c.function.arguments)  # type: ignore[union-attr]
+        for c in message.tool_calls or []
+    ]
+    assert [json.loads(o.data)["refusal"] for o in ours.opaque] == (
+        [message.refusal] if message.refusal else []
+    )
+    assert ours.stop_reason == final.choices[0].finish_reason
+    assert final.usage is not None and ours.usage is not None
+    assert json.loads(ours.usage.raw) == final.usage.model_dump(mode="json", exclude_unset=True)
+
+
+def test_round_trip_ids_match_and_the_previous_body_is_a_prefix() -> None:
+    out = P.parse_response(fixture(NAME, "tool_calls.json"))
+    _, _, body = opaque_in_next_body(NAME, out)
+    sent = json.loads(body)["messages"]
+    assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_Ab12Cd34", "call_Ef56Gh78"]
+    # Conversation.record stores arguments as canonical JSON (runtime/tools.py), so the
+    # model's exact string is in the ModelOutput, its canonical form in the next body.
+    assert [c["function"]["arguments"] for c in sent[-3]["tool_calls"]] == [
+        '{"path":"a.py"}',
+        '{"limit":200,"path":"tests/test_a.py"}',
+    ]
+    assert [m["tool_call_id"] for m in sent[-2:]] == ["call_Ab12Cd34", "call_Ef56Gh78"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_loop_against_the_stub_with_a_restart_sends_identical_bytes(
+    tmp_path: Path, stream: bool
+) -> None:
+    with stub_server() as stub:
+        restarted = tool_loop(NAME, stub, tmp_path / "a.db", stream=stream, restart=True)
+        seen = list(stub.seen)
+    with stub_server() as stub:
+        plain = tool_loop(NAME, stub, tmp_path / "b.db", stream=stream, restart=False)
+    assert restarted == plain
+    assert [s.body for s in seen] == restarted
+    assert [s.path for s in seen] == ["/v1/chat/completions"] * 2
+    assert all(s.headers.get("accept") == ("text/event-stream" if stream else None) for s in seen)
+    assert restarted[1].startswith(messages_end(restarted[0]))
+    if stream:
+        assert restarted[0].endswith(b',"stream":true,"stream_options":{"include_usage":true}}')
+
+
+def test_the_sdk_client_reads_the_stubs_replay() -> None:
+    from openai import OpenAI
+
+    with stub_server() as stub:
+        from stub_server import Reply
+
+        stub.queue(Reply(200, fixture(NAME, "tool_calls.json")))
+        client = OpenAI(base_url=stub.url + "/v1", api_key="test", max_retries=0)
+        sdk = client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "x"}]
+        )
+    ours = P.parse_response(fixture(NAME, "tool_calls.json"))
+    assert P.parse_response(sdk.model_dump_json(exclude_unset=True).encode()) == ours
+
+
+# -- failures --------------------------------------------------------------------------
+
+SAFE = " (a retry with the same event id is safe)"
+UNSAFE = " (do not retry as is)"
+
+
+def _fails(stream: bytes) -> ResponseError:
+    with pytest.raises(ResponseError) as info:
+        read_stream(NAME, stream)
+    return info.value
+
+
+def test_an_error_line_with_http_200_fails_the_stream_retry_safe() -> None:
+    err = _fails(fixture(NAME, "error.sse"))
+    assert str(err) == (
+        "openai-chat stream error (server_error): The server had an error while processing "
+        "your request. Sorry about that!" + SAFE
+    )
+    assert err.retry_safe
+
+
+def test_a_stream_without_done_is_truncated_and_retry_safe() -> None:
+    stream = fixture(NAME, "tool_calls.sse")
+    err = _fails(stream[: stream.rindex(b"data: [DONE]")])
+    assert (str(err), err.retry_safe) == ("the stream ended before its final event" + SAFE, True)
+    err = _fails(stream[:-30])
+    assert str(err) == "the event stream ended inside an event (truncated)" + SAFE
+
+
+def test_malformed_json_is_not_retry_safe() -> None:
+    err = _fails(b'data: {"id": \n\ndata: [DONE]\n\n')
+    assert str(err).startswith("event 'message': not JSON (")
+    assert str(err).endswith(UNSAFE) and not err.retry_safe
+
+
+def test_an_error_body_and_an_empty_choice_list_are_refused() -> None:
+    body = (
+        b'{"error":{"message":"Invalid value for \'model\'.","type":"invalid_request_error",'
+        b'"param":"model","code":"invalid_value"}}'
+    )
+    with pytest.raises(ResponseError) as info:
+        P.parse_response(body)
+    assert str(info.value) == (
+        "openai-chat error (invalid_value / invalid_request_error): Invalid value for 'model'."
+        + UNSAFE
+    )
+    with pytest.raises(ResponseError, match=r"^openai-chat response: no choices \(do not"):
+        P.parse_response(b'{"choices":[]}')
+
+
+def test_an_event_after_done_is_refused() -> None:
+    err = _fails(fixture(NAME, "final.sse") + b'data: {"choices":[]}\n\n')
+    assert str(err) == "event 'message' after the end" + UNSAFE
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "retry"),
+    [
+        (408, b"", True),
+        (409, b"", True),
+        (429, b'{"error":{"code":"rate_limit_exceeded","type":"requests"}}', True),
+        (429, b'{"error":{"code":"insufficient_quota","type":"insufficient_quota"}}', False),
+        (500, b"", True),
+        (503, b'{"error":{"type":"server_error"}}', True),
+        (400, b"", False),
+        (401, b"", False),
+        (404, b"", False),
+    ],
+)
+def test_is_retryable_by_openai_status_codes(status: int, body: bytes, retry: bool) -> None:
+    assert P.is_retryable(status, body) is retry
+
+
+def test_fixture_files_are_all_exercised() -> None:
+    names = sorted(p.name for p in (DATA / NAME).iterdir())
+    assert names == sorted(
+        [*(f"{n}.json" for n in WHOLE), *(f"{n}.sse" for n in WHOLE), "error.sse"]
+    )
