@@ -28,6 +28,14 @@ Incremental encoding: each canonical message's wire bytes are cached by
 seen. The fragment key is ``()`` unless the wire writes into a message something only
 an earlier message holds (:meth:`Provider.fragment_key`, :mod:`prefixlock.providers.scan`). The
 result is byte-identical to ``canonical.dumpb(provider.wire_body(request))`` (tested).
+
+Alternating roles (:attr:`Provider.MERGE_SAME_ROLE`, Bedrock Converse): a service that
+demands alternating roles gets consecutive same-role canonical messages as consecutive
+blocks of ONE wire message ``{"role": r, <BLOCKS_KEY>: [blocks...]}``, in canonical
+order. Each canonical message still maps (and is cached) on its own, as its encoded
+blocks; :meth:`Provider.serialize` only opens and closes a wire message where the role
+changes. So the append-only property holds over (role, content block) pairs: a later
+call may add blocks to the last wire message, never change or drop an earlier block.
 """
 
 from __future__ import annotations
@@ -146,9 +154,20 @@ class Provider:
     #: Top-level option keys refused even when this call does not emit them (aliases,
     #: keys the frame emits only sometimes).
     RESERVED_OPTIONS: ClassVar[frozenset[str]] = frozenset()
+    #: The service demands alternating roles: each canonical message maps to exactly one
+    #: item ``{"role": r, <BLOCKS_KEY>: [...]}`` and consecutive items of one role are
+    #: sent as one wire message holding their blocks in canonical order (never reordered).
+    MERGE_SAME_ROLE: ClassVar[bool] = False
+    #: Key of a wire message's block list (with :attr:`MERGE_SAME_ROLE`).
+    BLOCKS_KEY: ClassVar[str] = "content"
+    #: The role the first wire message must have (None: any); a request whose first
+    #: message maps to another role is refused.
+    FIRST_ROLE: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self._fragments: dict[tuple[str, str, Markers, Hashable], bytes] = {}
+        #: With :attr:`MERGE_SAME_ROLE`: per message, its wire role and encoded blocks.
+        self._blocks: dict[tuple[str, str, Markers, Hashable], tuple[str, bytes]] = {}
         self._frames: dict[tuple[Any, ...], Frame] = {}
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
@@ -165,6 +184,9 @@ class Provider:
         fragments: list[bytes] = []
         if frame.preamble_bytes:
             fragments.append(frame.preamble_bytes)
+        if self.MERGE_SAME_ROLE:
+            fragments.extend(self._merged_fragments(request, message_markers, keys))
+            return join_body(frame, fragments)
         cache = self._fragments
         if len(cache) > CACHE_LIMIT:
             cache.clear()
@@ -188,12 +210,22 @@ class Provider:
         history: list[Any] = copy.deepcopy(list(frame.preamble))
         for index, message in enumerate(request.messages):
             extra = () if keys is None else keys[index]
-            items = self._message_items(
-                message, index, message_markers.get(index, _NO_MARKERS), extra
-            )
+            markers = message_markers.get(index, _NO_MARKERS)
+            items = self._message_items(message, index, markers, extra)
             for item in items:
                 self._encode_item(message, item)  # same refusals as serialize()
-            history.extend(items)
+            if self.MERGE_SAME_ROLE:
+                at = MessageAt(self.name, message, index, markers, extra)
+                role, blocks = self._role_blocks(items, at)
+                if index == 0:
+                    self._check_first_role(role, message)
+                last = history[-1] if history else None
+                if last is not None and last["role"] == role:
+                    last[self.BLOCKS_KEY].extend(blocks)
+                else:
+                    history.append(Ordered([("role", role), (self.BLOCKS_KEY, list(blocks))]))
+            else:
+                history.extend(items)
         out = copy.deepcopy(frame.head)
         out[self.MESSAGES_KEY] = history
         out.update(copy.deepcopy(frame.trail))
@@ -372,6 +404,66 @@ class Provider:
         if not items:  # never drop a message
             at.fail("maps to no wire item")
         return items
+
+    def _role_blocks(self, items: list[Any], at: MessageAt) -> tuple[str, list[Any]]:
+        """With :attr:`MERGE_SAME_ROLE`: the role and blocks of a message's one wire item
+        (``{"role": r, <BLOCKS_KEY>: [...]}``, in that key order)."""
+        if len(items) != 1:
+            raise TypeError(f"{self.name}: MERGE_SAME_ROLE needs one wire item per message")
+        item = items[0]
+        if not isinstance(item, Mapping) or list(item) != ["role", self.BLOCKS_KEY]:
+            raise TypeError(
+                f"{self.name}: MERGE_SAME_ROLE needs items {{'role', {self.BLOCKS_KEY!r}}}"
+            )
+        role, blocks = item["role"], item[self.BLOCKS_KEY]
+        if not blocks:
+            at.fail("maps to no content block")
+        return str(role), list(blocks)
+
+    def _check_first_role(self, role: str, message: CanonicalMessage) -> None:
+        if self.FIRST_ROLE is not None and role != self.FIRST_ROLE:
+            raise SerializationError(
+                f"{self.name}: message {message.id!r}: the first message must have role "
+                f"{self.FIRST_ROLE!r}, not {role!r} (kind {message.kind})"
+            )
+
+    def _merged_fragments(
+        self,
+        request: ModelRequest,
+        message_markers: dict[int, Markers],
+        keys: tuple[Hashable, ...] | None,
+    ) -> list[bytes]:
+        """With :attr:`MERGE_SAME_ROLE`: the encoded wire messages, each run of
+        consecutive same-role canonical messages as one message holding their blocks.
+        Each canonical message's blocks are encoded once and cached like a fragment."""
+        cache = self._blocks
+        if len(cache) > CACHE_LIMIT:
+            cache.clear()
+        runs: list[tuple[str, list[bytes]]] = []
+        for index, message in enumerate(request.messages):
+            markers = message_markers.get(index, _NO_MARKERS)
+            extra = () if keys is None else keys[index]
+            key = (message.id, message.digest, markers, extra)
+            cached = cache.get(key)
+            if cached is None:
+                items = self._message_items(message, index, markers, extra)
+                at = MessageAt(self.name, message, index, markers, extra)
+                role, blocks = self._role_blocks(items, at)
+                encoded = b",".join(self._encode_item(message, block) for block in blocks)
+                cached = (role, encoded)
+                cache[key] = cached
+            role, encoded = cached
+            if index == 0:
+                self._check_first_role(role, message)
+            if runs and runs[-1][0] == role:
+                runs[-1][1].append(encoded)
+            else:
+                runs.append((role, [encoded]))
+        out = []
+        for role, blocks in runs:
+            empty = canonical.dumpb(Ordered([("role", role), (self.BLOCKS_KEY, [])]))
+            out.append(empty[:-2] + b",".join(blocks) + empty[-2:])
+        return out
 
     def _encode_item(self, message: CanonicalMessage, item: Any) -> bytes:
         try:
