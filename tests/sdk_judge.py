@@ -76,6 +76,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import typing_extensions
+from service_rules import assert_accepted
 
 __all__ = ["PROVIDERS", "assert_valid", "judge"]
 
@@ -660,8 +661,11 @@ def judge(provider: str, body: Mapping[str, Any]) -> list[str]:
 
 
 def assert_valid(provider: str, body: Mapping[str, Any]) -> None:
-    """Raise ``AssertionError`` listing every problem unless ``body`` is valid."""
+    """Raise ``AssertionError`` listing every problem unless ``body`` is valid: accepted by
+    the SDK judge *and* keeping the service rules the SDK types do not encode
+    (:mod:`service_rules`)."""
     problems = judge(provider, body)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body rejected by the SDK judge:\n  {listing}")
+    assert_accepted(provider, body)
