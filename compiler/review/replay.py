@@ -54,6 +54,7 @@ __all__ = [
     "STORE_FILE",
     "Call",
     "divergence",
+    "history_blocks",
     "history_length",
     "provider_names",
     "replay",
@@ -281,6 +282,27 @@ def history_length(name: str, body: bytes) -> int:
     """The number of wire items in provider ``name``'s history list of ``body``."""
     items = _object(body).get(registry.get(name).MESSAGES_KEY)
     return len(items) if isinstance(items, list) else 0
+
+
+def history_blocks(name: str, body: bytes) -> int:
+    """The number of (role, content block) pairs in provider ``name``'s history list of
+    ``body``, cache markers removed (:func:`prefixlock.review.compare.block_pairs`)."""
+    provider = registry.get(name)
+    items = provider.strip_cache_markers(_object(body)).get(provider.MESSAGES_KEY)
+    count = 0
+    for item in items if isinstance(items, list) else ():
+        blocks = _message_blocks(item)
+        count += 1 if blocks is None else len(blocks)
+    return count
+
+
+def _message_blocks(item: Any) -> list[Any] | None:
+    """The block list of a ``{"role", "content" | "parts": [...]}`` message, else None."""
+    if isinstance(item, dict) and len(item) == 2 and "role" in item:
+        (key,) = (k for k in item if k != "role")
+        if key in _BLOCK_LISTS and isinstance(item[key], list):
+            return list(item[key])
+    return None
 
 
 def _object(data: bytes) -> dict[str, Any]:
