@@ -94,6 +94,9 @@ class MessageAt:
     #: bytes may depend on. Handlers read earlier messages' data from here only, so the
     #: bytes never depend on anything the fragment cache key does not hold.
     key: Any = ()
+    #: This request's :meth:`Provider.message_variant` (``()`` by default): what every
+    #: message's bytes depend on from the settings; also part of the fragment-cache key.
+    variant: Any = ()
 
     def fail(self, text: str) -> NoReturn:
         raise SerializationError(f"{self.provider}: message {self.message.id!r}: {text}")
@@ -165,9 +168,9 @@ class Provider:
     FIRST_ROLE: ClassVar[str | None] = None
 
     def __init__(self) -> None:
-        self._fragments: dict[tuple[str, str, Markers, Hashable], bytes] = {}
+        self._fragments: dict[tuple[str, str, Markers, Hashable, Hashable], bytes] = {}
         #: With :attr:`MERGE_SAME_ROLE`: per message, its wire role and encoded blocks.
-        self._blocks: dict[tuple[str, str, Markers, Hashable], tuple[str, bytes]] = {}
+        self._blocks: dict[tuple[str, str, Markers, Hashable, Hashable], tuple[str, bytes]] = {}
         self._frames: dict[tuple[Any, ...], Frame] = {}
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
@@ -185,7 +188,7 @@ class Provider:
         if frame.preamble_bytes:
             fragments.append(frame.preamble_bytes)
         if self.MERGE_SAME_ROLE:
-            fragments.extend(self._merged_fragments(request, message_markers, keys))
+            fragments.extend(self._merged_fragments(request, frame, message_markers, keys))
             return join_body(frame, fragments)
         cache = self._fragments
         if len(cache) > CACHE_LIMIT:
@@ -193,10 +196,10 @@ class Provider:
         for index, message in enumerate(request.messages):
             markers = message_markers.get(index, _NO_MARKERS)
             extra = () if keys is None else keys[index]
-            key = (message.id, message.digest, markers, extra)
+            key = (message.id, message.digest, markers, extra, frame.variant)
             fragment = cache.get(key)
             if fragment is None:
-                items = self._message_items(message, index, markers, extra)
+                items = self._message_items(message, index, markers, extra, frame.variant)
                 fragment = b",".join(self._encode_item(message, item) for item in items)
                 cache[key] = fragment
             fragments.append(fragment)
@@ -211,11 +214,11 @@ class Provider:
         for index, message in enumerate(request.messages):
             extra = () if keys is None else keys[index]
             markers = message_markers.get(index, _NO_MARKERS)
-            items = self._message_items(message, index, markers, extra)
+            items = self._message_items(message, index, markers, extra, frame.variant)
             for item in items:
                 self._encode_item(message, item)  # same refusals as serialize()
             if self.MERGE_SAME_ROLE:
-                at = MessageAt(self.name, message, index, markers, extra)
+                at = MessageAt(self.name, message, index, markers, extra, frame.variant)
                 role, blocks = self._role_blocks(items, at)
                 if index == 0:
                     self._check_first_role(role, message)
@@ -310,6 +313,12 @@ class Provider:
 
     # ------------------------------------------------------------ messages (overridable)
 
+    def message_variant(self, options: Mapping[str, Any]) -> Hashable:
+        """What every message's bytes depend on from the settings options (parsed), e.g.
+        Responses' ``store`` policy. It joins each message's fragment-cache key and
+        reaches the handlers as :attr:`MessageAt.variant`. Default: ``()``."""
+        return ()
+
     def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
         """What ``message``'s bytes depend on besides its own content and cache markers:
         for a wire that writes into a message something only an earlier message holds.
@@ -390,9 +399,9 @@ class Provider:
     # ----------------------------------------------------------------------- internals
 
     def _message_items(
-        self, message: CanonicalMessage, index: int, markers: Markers, key: Any
+        self, message: CanonicalMessage, index: int, markers: Markers, key: Any, variant: Any
     ) -> list[Any]:
-        at = MessageAt(self.name, message, index, markers, key)
+        at = MessageAt(self.name, message, index, markers, key, variant)
         if not message.parts:
             at.fail("message has no parts")
         handler: Callable[[CanonicalMessage, MessageAt], list[Any]] | None = getattr(
@@ -430,6 +439,7 @@ class Provider:
     def _merged_fragments(
         self,
         request: ModelRequest,
+        frame: Frame,
         message_markers: dict[int, Markers],
         keys: tuple[Hashable, ...] | None,
     ) -> list[bytes]:
@@ -443,11 +453,11 @@ class Provider:
         for index, message in enumerate(request.messages):
             markers = message_markers.get(index, _NO_MARKERS)
             extra = () if keys is None else keys[index]
-            key = (message.id, message.digest, markers, extra)
+            key = (message.id, message.digest, markers, extra, frame.variant)
             cached = cache.get(key)
             if cached is None:
-                items = self._message_items(message, index, markers, extra)
-                at = MessageAt(self.name, message, index, markers, extra)
+                items = self._message_items(message, index, markers, extra, frame.variant)
+                at = MessageAt(self.name, message, index, markers, extra, frame.variant)
                 role, blocks = self._role_blocks(items, at)
                 encoded = b",".join(self._encode_item(message, block) for block in blocks)
                 cached = (role, encoded)
@@ -539,7 +549,9 @@ class Provider:
     def _build_frame(
         self, request: ModelRequest, settings: ProviderSettings, markers: Markers
     ) -> Frame:
-        nested, top_level = self.split_options(self._options(settings))
+        options = self._options(settings)
+        variant = self.message_variant(options)
+        nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")
         if self.MAX_TOKENS_KEY in nested:
@@ -558,4 +570,5 @@ class Provider:
             )
         for key in sorted(top_level):
             trail[key] = top_level[key]
-        return Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
+        frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
+        return attrs.evolve(frame, variant=variant)

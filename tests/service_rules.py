@@ -232,6 +232,28 @@ def gemini_request_fields_at_top_level(body: Mapping[str, Any]) -> list[str]:
     ]
 
 
+# ------------------------------------------------------------------ OpenAI Responses
+
+
+def responses_stateless_items_carry_no_ids(body: Mapping[str, Any]) -> list[str]:
+    # With store: false the server keeps no items, so an item id refers to nothing: "Item
+    # 'rs_...' of type 'reasoning' was provided without its required following item"
+    # (vercel/ai#7099, langchainjs#9082). openai/codex sends no ids (its ResponseItem skips
+    # every id when serializing) and asks for include: ["reasoning.encrypted_content"],
+    # which carries a reasoning item's state instead.
+    if body.get("store") is not False:
+        return []
+    out = []
+    items = _list(body.get("input"))
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping) and "id" in item:
+            out.append(f"$.input[{i}].id: store is false: input items carry no id")
+    reasoning = any(isinstance(i, Mapping) and i.get("type") == "reasoning" for i in items)
+    if reasoning and "reasoning.encrypted_content" not in _list(body.get("include")):
+        out.append("$.include: store is false: ask for 'reasoning.encrypted_content'")
+    return out
+
+
 # ------------------------------------------------------------------------------ API
 
 
@@ -245,7 +267,7 @@ def _count(value: Any, hit: Callable[[Mapping[str, Any]], bool]) -> int:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "openai-chat": (),
-    "openai-responses": (),
+    "openai-responses": (responses_stateless_items_carry_no_ids,),
     "anthropic": (
         anthropic_roles,
         anthropic_tool_use_ids,

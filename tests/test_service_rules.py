@@ -102,6 +102,12 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
         "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
     },
+    "openai-responses": {
+        "responses_stateless_items_carry_no_ids": (
+            _set(("input", 1), {"type": "reasoning", "id": "rs_1", "summary": []}),
+            "$.input[1].id: store is false: input items carry no id",
+        ),
+    },
     "gemini": {
         "gemini_request_fields_at_top_level": (
             _set(("generationConfig", "toolConfig"), {"functionCallingConfig": {"mode": "ANY"}}),
@@ -171,3 +177,15 @@ def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
     assert paths
     for path in paths:
         assert violations(provider, canonical.loads(path.read_bytes())) == [], path
+
+
+def test_stateless_reasoning_needs_encrypted_content_asked_back() -> None:
+    body = good("openai-responses")
+    body["input"].insert(2, {"type": "reasoning", "summary": [], "encrypted_content": "e"})
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == []
+    del body["include"]
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == [
+        "$.include: store is false: ask for 'reasoning.encrypted_content'"
+    ]
+    body["store"] = True  # stored: ids and include are the caller's business
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == []
