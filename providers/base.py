@@ -23,7 +23,9 @@ options :meth:`Provider.split_options` nests, sorted. Head, preamble and trail f
 frame-level cache positions, and is encoded once per distinct frame.
 
 Incremental encoding: each canonical message's wire bytes are cached by
-``(message id, digest, cache positions on that message, fragment key)``;
+``(message id, digest, cache positions on that message, fragment key, message
+variant)`` (the variant: what every message's bytes depend on from the settings,
+:meth:`Provider.message_variant`, ``()`` by default);
 :meth:`Provider.serialize` joins cached fragments and encodes only messages it has not
 seen. The fragment key is ``()`` unless the wire writes into a message something only
 an earlier message holds (:meth:`Provider.fragment_key`, :mod:`prefixlock.providers.scan`). The
