@@ -17,6 +17,19 @@ results -> one ``user`` message whose content starts with the ``tool_result`` bl
 (any later text / image parts follow them). Consecutive same-role messages are sent as
 they are (the API merges them server-side).
 
+Tool use ids: the API refuses a ``tool_use.id`` not matching ``^[a-zA-Z0-9_-]+$`` (a
+400, "String should match pattern"); other providers' ids such as
+``functions.read_file:0`` or ``call/1 x`` do not. Such an id is mapped, never refused,
+by one fixed rule (:func:`wire_tool_use_id`), applied identically to the ``tool_use.id``
+and to the ``tool_result.tool_use_id`` answering it: every character outside
+``[a-zA-Z0-9_-]`` becomes ``_``, then ``_`` and the first 16 hex digits of the SHA-256
+of the original id (UTF-8) are appended (``functions.read_file:0`` ->
+``functions_read_file_0_<16 hex>``). An id the API accepts is sent as is. The mapping is
+deterministic (it depends on the id only, so a message's bytes never depend on another)
+and collision-free in practice: two different ids map apart unless their 64-bit digests
+collide, and a valid id equals a mapped one only if it was built to end in that id's
+digest.
+
 Cache rule (never more than 4 breakpoints, one per position):
 TOOLS -> last tool; INSTRUCTIONS -> the system block; CONTEXT -> the last non-opaque
 block of the hinted (latest request-context) message; TAIL -> top-level
@@ -30,7 +43,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..core.canonical import Ordered
+from ..core.canonical import Ordered, sha256_hex
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -48,6 +61,27 @@ CACHE_CONTROL_KEY = "cache_control"
 
 def _ephemeral() -> Ordered:
     return Ordered(type="ephemeral")
+
+
+#: ``tool_use.id`` (and so ``tool_result.tool_use_id``): "String should match pattern
+#: '^[a-zA-Z0-9_-]+$'" (Anthropic API 400; the SDK type is a plain ``str``).
+TOOL_USE_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_ID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
+#: Hex digits of the SHA-256 appended to a mapped id (64 bits).
+ID_DIGEST_LENGTH = 16
+
+
+def wire_tool_use_id(call_id: str) -> str:
+    """``call_id`` as the Anthropic wire accepts it: unchanged when it matches
+    ``^[a-zA-Z0-9_-]+$``, else its other characters replaced by ``_``, then ``_`` and
+    the first :data:`ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module
+    docstring)."""
+    if TOOL_USE_ID_PATTERN.fullmatch(call_id):
+        return call_id
+    # surrogatepass: a lone surrogate (refused elsewhere) must not crash the digest
+    data = call_id.encode("utf-8", "surrogatepass")
+    digest = sha256_hex(data).removeprefix("sha256:")[:ID_DIGEST_LENGTH]
+    return f"{_NOT_ID_CHAR.sub('_', call_id)}_{digest}"
 
 
 class Anthropic(Provider):
@@ -164,7 +198,7 @@ class Anthropic(Provider):
             at.fail(f"a tool call in a {at.message.kind} message")
         return Ordered(
             type="tool_use",
-            id=part.call_id,
+            id=wire_tool_use_id(part.call_id),
             name=self.tool_name(part.name, at),
             input=self.arguments_object(part, at),
         )
@@ -172,7 +206,9 @@ class Anthropic(Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
-        out = Ordered(type="tool_result", tool_use_id=part.call_id, content=part.output)
+        out = Ordered(
+            type="tool_result", tool_use_id=wire_tool_use_id(part.call_id), content=part.output
+        )
         if part.is_error:
             out["is_error"] = True
         return out

@@ -23,11 +23,21 @@ options :meth:`Provider.split_options` nests, sorted. Head, preamble and trail f
 frame-level cache positions, and is encoded once per distinct frame.
 
 Incremental encoding: each canonical message's wire bytes are cached by
-``(message id, digest, cache positions on that message, fragment key)``;
+``(message id, digest, cache positions on that message, fragment key, message
+variant)`` (the variant: what every message's bytes depend on from the settings,
+:meth:`Provider.message_variant`, ``()`` by default);
 :meth:`Provider.serialize` joins cached fragments and encodes only messages it has not
 seen. The fragment key is ``()`` unless the wire writes into a message something only
 an earlier message holds (:meth:`Provider.fragment_key`, :mod:`prefixlock.providers.scan`). The
 result is byte-identical to ``canonical.dumpb(provider.wire_body(request))`` (tested).
+
+Alternating roles (:attr:`Provider.MERGE_SAME_ROLE`, Bedrock Converse): a service that
+demands alternating roles gets consecutive same-role canonical messages as consecutive
+blocks of ONE wire message ``{"role": r, <BLOCKS_KEY>: [blocks...]}``, in canonical
+order. Each canonical message still maps (and is cached) on its own, as its encoded
+blocks; :meth:`Provider.serialize` only opens and closes a wire message where the role
+changes. So the append-only property holds over (role, content block) pairs: a later
+call may add blocks to the last wire message, never change or drop an earlier block.
 """
 
 from __future__ import annotations
@@ -87,6 +97,9 @@ class MessageAt:
     #: bytes may depend on. Handlers read earlier messages' data from here only, so the
     #: bytes never depend on anything the fragment cache key does not hold.
     key: Any = ()
+    #: This request's :meth:`Provider.message_variant` (``()`` by default): what every
+    #: message's bytes depend on from the settings; also part of the fragment-cache key.
+    variant: Any = ()
 
     def fail(self, text: str) -> NoReturn:
         raise SerializationError(f"{self.provider}: message {self.message.id!r}: {text}")
@@ -149,9 +162,20 @@ class Provider(Transport):
     #: Top-level option keys refused even when this call does not emit them (aliases,
     #: keys the frame emits only sometimes).
     RESERVED_OPTIONS: ClassVar[frozenset[str]] = frozenset()
+    #: The service demands alternating roles: each canonical message maps to exactly one
+    #: item ``{"role": r, <BLOCKS_KEY>: [...]}`` and consecutive items of one role are
+    #: sent as one wire message holding their blocks in canonical order (never reordered).
+    MERGE_SAME_ROLE: ClassVar[bool] = False
+    #: Key of a wire message's block list (with :attr:`MERGE_SAME_ROLE`).
+    BLOCKS_KEY: ClassVar[str] = "content"
+    #: The role the first wire message must have (None: any); a request whose first
+    #: message maps to another role is refused.
+    FIRST_ROLE: ClassVar[str | None] = None
 
     def __init__(self) -> None:
-        self._fragments: dict[tuple[str, str, Markers, Hashable], bytes] = {}
+        self._fragments: dict[tuple[str, str, Markers, Hashable, Hashable], bytes] = {}
+        #: With :attr:`MERGE_SAME_ROLE`: per message, its wire role and encoded blocks.
+        self._blocks: dict[tuple[str, str, Markers, Hashable, Hashable], tuple[str, bytes]] = {}
         self._frames: dict[tuple[Any, ...], Frame] = {}
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
@@ -168,16 +192,19 @@ class Provider(Transport):
         fragments: list[bytes] = []
         if frame.preamble_bytes:
             fragments.append(frame.preamble_bytes)
+        if self.MERGE_SAME_ROLE:
+            fragments.extend(self._merged_fragments(request, frame, message_markers, keys))
+            return join_body(frame, fragments)
         cache = self._fragments
         if len(cache) > CACHE_LIMIT:
             cache.clear()
         for index, message in enumerate(request.messages):
             markers = message_markers.get(index, _NO_MARKERS)
             extra = () if keys is None else keys[index]
-            key = (message.id, message.digest, markers, extra)
+            key = (message.id, message.digest, markers, extra, frame.variant)
             fragment = cache.get(key)
             if fragment is None:
-                items = self._message_items(message, index, markers, extra)
+                items = self._message_items(message, index, markers, extra, frame.variant)
                 fragment = b",".join(self._encode_item(message, item) for item in items)
                 cache[key] = fragment
             fragments.append(fragment)
@@ -191,12 +218,22 @@ class Provider(Transport):
         history: list[Any] = copy.deepcopy(list(frame.preamble))
         for index, message in enumerate(request.messages):
             extra = () if keys is None else keys[index]
-            items = self._message_items(
-                message, index, message_markers.get(index, _NO_MARKERS), extra
-            )
+            markers = message_markers.get(index, _NO_MARKERS)
+            items = self._message_items(message, index, markers, extra, frame.variant)
             for item in items:
                 self._encode_item(message, item)  # same refusals as serialize()
-            history.extend(items)
+            if self.MERGE_SAME_ROLE:
+                at = MessageAt(self.name, message, index, markers, extra, frame.variant)
+                role, blocks = self._role_blocks(items, at)
+                if index == 0:
+                    self._check_first_role(role, message)
+                last = history[-1] if history else None
+                if last is not None and last["role"] == role:
+                    last[self.BLOCKS_KEY].extend(blocks)
+                else:
+                    history.append(Ordered([("role", role), (self.BLOCKS_KEY, list(blocks))]))
+            else:
+                history.extend(items)
         out = copy.deepcopy(frame.head)
         out[self.MESSAGES_KEY] = history
         out.update(copy.deepcopy(frame.trail))
@@ -281,6 +318,12 @@ class Provider(Transport):
 
     # ------------------------------------------------------------ messages (overridable)
 
+    def message_variant(self, options: Mapping[str, Any]) -> Hashable:
+        """What every message's bytes depend on from the settings options (parsed), e.g.
+        Responses' ``store`` policy. It joins each message's fragment-cache key and
+        reaches the handlers as :attr:`MessageAt.variant`. Default: ``()``."""
+        return ()
+
     def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
         """What ``message``'s bytes depend on besides its own content and cache markers:
         for a wire that writes into a message something only an earlier message holds.
@@ -361,9 +404,9 @@ class Provider(Transport):
     # ----------------------------------------------------------------------- internals
 
     def _message_items(
-        self, message: CanonicalMessage, index: int, markers: Markers, key: Any
+        self, message: CanonicalMessage, index: int, markers: Markers, key: Any, variant: Any
     ) -> list[Any]:
-        at = MessageAt(self.name, message, index, markers, key)
+        at = MessageAt(self.name, message, index, markers, key, variant)
         if not message.parts:
             at.fail("message has no parts")
         handler: Callable[[CanonicalMessage, MessageAt], list[Any]] | None = getattr(
@@ -375,6 +418,67 @@ class Provider(Transport):
         if not items:  # never drop a message
             at.fail("maps to no wire item")
         return items
+
+    def _role_blocks(self, items: list[Any], at: MessageAt) -> tuple[str, list[Any]]:
+        """With :attr:`MERGE_SAME_ROLE`: the role and blocks of a message's one wire item
+        (``{"role": r, <BLOCKS_KEY>: [...]}``, in that key order)."""
+        if len(items) != 1:
+            raise TypeError(f"{self.name}: MERGE_SAME_ROLE needs one wire item per message")
+        item = items[0]
+        if not isinstance(item, Mapping) or list(item) != ["role", self.BLOCKS_KEY]:
+            raise TypeError(
+                f"{self.name}: MERGE_SAME_ROLE needs items {{'role', {self.BLOCKS_KEY!r}}}"
+            )
+        role, blocks = item["role"], item[self.BLOCKS_KEY]
+        if not blocks:
+            at.fail("maps to no content block")
+        return str(role), list(blocks)
+
+    def _check_first_role(self, role: str, message: CanonicalMessage) -> None:
+        if self.FIRST_ROLE is not None and role != self.FIRST_ROLE:
+            raise SerializationError(
+                f"{self.name}: message {message.id!r}: the first message must have role "
+                f"{self.FIRST_ROLE!r}, not {role!r} (kind {message.kind})"
+            )
+
+    def _merged_fragments(
+        self,
+        request: ModelRequest,
+        frame: Frame,
+        message_markers: dict[int, Markers],
+        keys: tuple[Hashable, ...] | None,
+    ) -> list[bytes]:
+        """With :attr:`MERGE_SAME_ROLE`: the encoded wire messages, each run of
+        consecutive same-role canonical messages as one message holding their blocks.
+        Each canonical message's blocks are encoded once and cached like a fragment."""
+        cache = self._blocks
+        if len(cache) > CACHE_LIMIT:
+            cache.clear()
+        runs: list[tuple[str, list[bytes]]] = []
+        for index, message in enumerate(request.messages):
+            markers = message_markers.get(index, _NO_MARKERS)
+            extra = () if keys is None else keys[index]
+            key = (message.id, message.digest, markers, extra, frame.variant)
+            cached = cache.get(key)
+            if cached is None:
+                items = self._message_items(message, index, markers, extra, frame.variant)
+                at = MessageAt(self.name, message, index, markers, extra, frame.variant)
+                role, blocks = self._role_blocks(items, at)
+                encoded = b",".join(self._encode_item(message, block) for block in blocks)
+                cached = (role, encoded)
+                cache[key] = cached
+            role, encoded = cached
+            if index == 0:
+                self._check_first_role(role, message)
+            if runs and runs[-1][0] == role:
+                runs[-1][1].append(encoded)
+            else:
+                runs.append((role, [encoded]))
+        out = []
+        for role, blocks in runs:
+            empty = canonical.dumpb(Ordered([("role", role), (self.BLOCKS_KEY, [])]))
+            out.append(empty[:-2] + b",".join(blocks) + empty[-2:])
+        return out
 
     def _encode_item(self, message: CanonicalMessage, item: Any) -> bytes:
         try:
@@ -450,7 +554,9 @@ class Provider(Transport):
     def _build_frame(
         self, request: ModelRequest, settings: ProviderSettings, markers: Markers
     ) -> Frame:
-        nested, top_level = self.split_options(self._options(settings))
+        options = self._options(settings)
+        variant = self.message_variant(options)
+        nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")
         if self.MAX_TOKENS_KEY in nested:
@@ -469,4 +575,5 @@ class Provider(Transport):
             )
         for key in sorted(top_level):
             trail[key] = top_level[key]
-        return Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
+        frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
+        return attrs.evolve(frame, variant=variant)

@@ -23,8 +23,19 @@ Fields from the official API reference and botocore's ``bedrock-runtime`` servic
 * Tool names (``ToolName``): 1-64 characters matching ``[a-zA-Z0-9_-]+``; tool use
   ids (``ToolUseId``): 1-64 characters matching ``[a-zA-Z0-9_.:-]+``.
 
-Mapping, one Converse ``Message`` per canonical message, in order, never merged
-(Bedrock merges consecutive same-role turns server-side; we send them as they are):
+Mapping: each canonical message maps to the content blocks below, in order. Converse
+requires the messages to alternate between ``user`` and ``assistant``, starting with
+``user`` (a ``ValidationException``, "A conversation must alternate between user and
+assistant roles", reported in langchain-aws#130, Portkey gateway#748 and
+semantic-kernel#10281, where a maintainer calls it "a limitation of the Bedrock
+service"; the service does *not* merge same-role turns). So consecutive same-role
+canonical messages (request context then runtime; tool results then an event or the
+next user turn) become consecutive blocks of ONE wire message, in canonical order (tool
+results first, then texts), never reordered (:attr:`MERGE_SAME_ROLE` in
+:mod:`prefixlock.providers.base`); each canonical message is still mapped and cached on
+its own. The append-only property holds over (role, content block) pairs: a later call
+may add blocks to the last wire message, never change or drop an earlier block. A
+request whose first message is not a user-role message is refused (:attr:`FIRST_ROLE`).
 
 ==================  =========  ===================================================
 canonical message   role       content blocks
@@ -48,13 +59,16 @@ tool_result         user       one ``{"toolResult": {"toolUseId", "content":
   own opaque parts) in a tool-result message, foreign opaque parts, bad names and ids.
 
 Cache rule (fixed; the same positions as Anthropic's stable breakpoints plus the tail):
-a ``{"cachePoint": {"type": "default"}}`` block goes
+a ``{"cachePoint": {"type": "default"}}`` block goes (positions are in blocks, so a
+cachePoint may sit in the middle of a merged wire message, after the blocks of the
+canonical message it marks)
 
 1. last in ``toolConfig.tools`` (TOOLS hint),
 2. last in ``system`` (INSTRUCTIONS hint),
-3. last in the content of the latest request-context message (CONTEXT hint),
-4. last in the content of the last message (TAIL hint; it moves every call, as the
-   prefix grows). When CONTEXT and TAIL name the same message it gets one cachePoint.
+3. after the last block of the latest request-context message (CONTEXT hint),
+4. after the last block of the last canonical message, the last block of the body
+   (TAIL hint; it moves every call, as the prefix grows). When CONTEXT and TAIL name
+   the same message it gets one cachePoint.
 
 So a body carries at most 4 cachePoints, Bedrock's per-request limit. A position that
 has nothing to mark (no tools, empty instructions) simply gets no cachePoint; hints
@@ -100,6 +114,11 @@ class BedrockConverse(Provider):
     CACHE_POSITIONS = _ALL_POSITIONS
     RESERVED_OPTIONS = frozenset({"modelId", "messages", "system", "toolConfig", "inferenceConfig"})
     URI_MEMBERS = ("modelId",)
+    #: "A conversation must alternate between user and assistant roles" (see above):
+    #: same-role neighbours become blocks of one wire message; the first is a user one.
+    MERGE_SAME_ROLE = True
+    BLOCKS_KEY = "content"
+    FIRST_ROLE = "user"
     #: Wire role of each canonical role.
     ROLES: ClassVar[dict[str, str]] = {"user": "user", "assistant": "assistant", "tool": "user"}
     #: ``InferenceConfiguration`` members; options with these keys go into it

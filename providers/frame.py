@@ -29,6 +29,9 @@ class Frame:
     preamble_bytes: bytes
     #: ``]<,trail>}``
     close_bytes: bytes
+    #: What every message's bytes depend on from the settings
+    #: (:meth:`~prefixlock.providers.base.Provider.message_variant`; ``()`` by default).
+    variant: Any = ()
 
     @classmethod
     def encode(

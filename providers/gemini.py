@@ -7,10 +7,16 @@ Fields from the official reference and google-genai's own types and mldev conver
 * The model is a path parameter (``models/{model}``), never a body key, so the body
   has no ``model``: it is exactly the bytes POSTed.
 * Body, in this order: ``generationConfig`` (``maxOutputTokens`` = the settings' max
-  tokens, then every settings option, sorted, merged into it), ``systemInstruction``
-  (``{"parts":[{"text": instructions}]}``; omitted when empty), ``tools`` (one
-  ``Tool`` holding all ``functionDeclarations``: ``name``, ``description``,
-  ``parametersJsonSchema``), then ``contents``: the history 1:1, nothing after it.
+  tokens, then the settings options that are ``GenerationConfig`` members, sorted),
+  ``systemInstruction`` (``{"parts":[{"text": instructions}]}``; omitted when empty),
+  ``tools`` (one ``Tool`` holding all ``functionDeclarations``: ``name``,
+  ``description``, ``parametersJsonSchema``), ``contents`` (the history 1:1), then the
+  options that are top-level ``GenerateContentRequest`` fields (:data:`TOP_LEVEL_OPTIONS`:
+  ``cachedContent``, ``safetySettings``, ``toolConfig``), sorted. Those three are
+  siblings of ``generationConfig`` in the request body (API reference,
+  models.generateContent, https://ai.google.dev/api/generate-content#request-body;
+  google-genai's ``_GenerateContentConfig_to_mldev`` puts them on the request, not in
+  ``generationConfig``); nested, they make a malformed request.
   ``parametersJsonSchema`` rather than ``parameters``: ``parameters`` is Gemini's own
   OpenAPI-subset ``Schema`` type, while ``parametersJsonSchema`` takes a JSON Schema as
   is ("mutually exclusive with ``parameters``"), so our tool schemas go unconverted.
@@ -60,6 +66,7 @@ from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered
+from ..core.errors import SerializationError
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -78,8 +85,16 @@ class Gemini(Provider):
 
     MESSAGES_KEY = "contents"
     MODEL_KEY = None  # a path parameter
-    #: Every settings option goes into generationConfig, after maxOutputTokens.
+    #: Settings options go into generationConfig, after maxOutputTokens, except the
+    #: TOP_LEVEL_OPTIONS.
     CONFIG_KEY = "generationConfig"
+    #: ``GenerateContentRequest`` fields an option may set beside ``generationConfig``
+    #: (top level, after ``contents``, sorted).
+    TOP_LEVEL_OPTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cachedContent", "safetySettings", "toolConfig"}
+    )
+    #: Keys this wire emits itself; an option may not set them (at either level).
+    RESERVED_OPTIONS = frozenset({"contents", "systemInstruction", "tools", "generationConfig"})
     MAX_TOKENS_KEY = "maxOutputTokens"
     TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}")
     TOOL_NAME_RULE = (
@@ -91,7 +106,14 @@ class Gemini(Provider):
     # ------------------------------------------------------------------------ frame
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        return options, {}
+        top = {k: v for k, v in options.items() if k in self.TOP_LEVEL_OPTIONS}
+        nested = {k: v for k, v in options.items() if k not in self.TOP_LEVEL_OPTIONS}
+        clash = sorted(set(nested) & self.RESERVED_OPTIONS)
+        if clash:
+            raise SerializationError(
+                f"{self.name}: settings options may not set reserved key(s) {clash}"
+            )
+        return nested, top
 
     def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
         if not instructions:

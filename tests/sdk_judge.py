@@ -76,6 +76,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import typing_extensions
+from service_rules import assert_accepted
 
 __all__ = ["PROVIDERS", "assert_valid", "judge"]
 
@@ -654,14 +655,40 @@ def judge(provider: str, body: Mapping[str, Any]) -> list[str]:
     if provider == "gemini":
         walker = _Walker(_gemini_schema_for, bytes_b64=True)
         return walker._object(body, _gemini_root(), "$")
+    if provider == "openai-responses":
+        body = _responses_store_policy(body)
     if provider in PROVIDERS:
         return _Walker(_typeddict_only, bytes_b64=False).check(body, _root(provider), "$")
     raise KeyError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
 
 
+#: Stands in for the ``id`` a stateless reasoning item leaves out (see below).
+STATELESS_ID = "rs_stateless"
+
+
+def _responses_store_policy(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The store policy prefixlock follows (and openai/codex): with ``store: false`` no
+    input item carries an ``id``. The SDK type marks a reasoning item's ``id`` required;
+    the service does not, so the judge walks such an item as if it had one. Whether ids
+    are really absent is a service rule (:mod:`service_rules`)."""
+    items = body.get("input")
+    if body.get("store") is not False or not isinstance(items, list):
+        return body
+    patched = [
+        {**item, "id": STATELESS_ID}
+        if isinstance(item, Mapping) and item.get("type") == "reasoning" and "id" not in item
+        else item
+        for item in items
+    ]
+    return {**body, "input": patched}
+
+
 def assert_valid(provider: str, body: Mapping[str, Any]) -> None:
-    """Raise ``AssertionError`` listing every problem unless ``body`` is valid."""
+    """Raise ``AssertionError`` listing every problem unless ``body`` is valid: accepted by
+    the SDK judge *and* keeping the service rules the SDK types do not encode
+    (:mod:`service_rules`)."""
     problems = judge(provider, body)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body rejected by the SDK judge:\n  {listing}")
+    assert_accepted(provider, body)

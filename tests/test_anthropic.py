@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +13,7 @@ from prefixlock.core import canonical
 from prefixlock.core.messages import ImagePart, MessageKind, OpaquePart, TextPart, ToolResultPart
 from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings
 from prefixlock.providers import get
+from prefixlock.providers.anthropic import wire_tool_use_id
 from provider_cases import (
     ANTHROPIC_REDACTED,
     ANTHROPIC_THINKING,
@@ -436,3 +439,37 @@ def test_sdk_judge_rejects_wrong_bodies() -> None:
         ],
     }
     assert judge(NAME, string_input)  # tool_use input must be an object
+
+
+# ------------------------------------------------------------------- tool use ids
+
+
+def test_tool_use_ids_the_api_refuses_are_mapped_the_same_on_call_and_result() -> None:
+    # tool_use.id must match ^[a-zA-Z0-9_-]+$ (an API 400 otherwise); ids from other
+    # providers such as "functions.read_file:0" are mapped by one documented rule.
+    odd = ("functions.read_file:0", "c/1 x")
+    req = request(
+        RT,
+        assistant(1, call(odd[0], "read_file", path="a"), call(odd[1], "grep", pattern="b")),
+        results(ToolResultPart(odd[0], "one"), ToolResultPart(odd[1], "two")),
+    )
+    messages = produce(NAME, req)["messages"]
+    mapped = [
+        "functions_read_file_0_" + hashlib.sha256(odd[0].encode()).hexdigest()[:16],
+        "c_1_x_" + hashlib.sha256(odd[1].encode()).hexdigest()[:16],
+    ]
+    assert mapped == ["functions_read_file_0_f9cc2c7822d54220", "c_1_x_8006b980c8c07ae9"]
+    assert [b["id"] for b in messages[1]["content"]] == mapped
+    assert [b["tool_use_id"] for b in messages[2]["content"]] == mapped
+    assert all(wire_tool_use_id(m) == m for m in mapped)  # mapping a mapped id: unchanged
+
+
+def test_tool_use_id_mapping_is_deterministic_and_keeps_distinct_ids_apart() -> None:
+    # Ids that sanitize alike ("a.b", "a:b", "a/b", "a_b" is valid and kept) stay apart.
+    ids = ["a.b", "a:b", "a/b", "a b", "a_b", "", "ü"]
+    mapped = [wire_tool_use_id(i) for i in ids]
+    assert len(set(mapped)) == len(ids)
+    assert mapped[4] == "a_b"
+    assert mapped == [wire_tool_use_id(i) for i in ids]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", m) for m in mapped)
+    assert wire_tool_use_id("toolu_01A-b") == "toolu_01A-b"  # accepted ids are sent as is

@@ -88,8 +88,11 @@ TOOLS_WIRE: dict[str, Any] = {
     ]
 }
 SYSTEM_WIRE = [{"text": INSTRUCTIONS}, CP]
-CTX_WIRE = {"role": "user", "content": [{"text": "<rules>use tabs</rules>"}, CP]}
-RT_WIRE = {"role": "user", "content": [{"text": "Fix the bug in app.py"}]}
+#: The request-context message's blocks (its CONTEXT cachePoint last) and the runtime
+#: message's block: one user wire message, since Converse needs alternating roles.
+CTX_BLOCKS = [{"text": "<rules>use tabs</rules>"}, CP]
+RT_BLOCK = {"text": "Fix the bug in app.py"}
+CTX_RT_WIRE = {"role": "user", "content": [*CTX_BLOCKS, RT_BLOCK]}
 
 
 def body(*messages: dict[str, Any]) -> dict[str, Any]:
@@ -157,30 +160,29 @@ def signed() -> ModelRequest:
 
 
 CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
-    "simple": (simple, body(CTX_WIRE, tail(RT_WIRE))),
+    "simple": (simple, body(tail(CTX_RT_WIRE))),
     "tool_loop_parallel": (
         tool_loop,
         body(
-            CTX_WIRE,
-            RT_WIRE,
+            CTX_RT_WIRE,
             bot(
                 {"text": "Let me look."},
                 tool_use("call_a", "read_file", path="app.py"),
                 tool_use("call_b", "grep", pattern="TODO"),
             ),
+            # tool results, then the background event: one user message, results first
             user(
                 tool_result("call_a", "print('hi')\n"),
                 tool_result("call_b", "no such pattern", error=True),
+                {"text": "Background build finished."},
             ),
-            user({"text": "Background build finished."}),
             tail(bot({"text": "Done."})),
         ),
     ),
     "reasoning_verbatim": (
         lambda: opaque(NAME, BEDROCK_REASONING),
         body(
-            CTX_WIRE,
-            RT_WIRE,
+            CTX_RT_WIRE,
             bot(
                 # an opaque block keeps its canonical (sorted) key order
                 {
@@ -197,8 +199,7 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
     "redacted_reasoning_verbatim": (
         lambda: opaque(NAME, BEDROCK_REDACTED),
         body(
-            CTX_WIRE,
-            RT_WIRE,
+            CTX_RT_WIRE,
             bot(
                 {"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}},
                 {"text": "Reading."},
@@ -210,23 +211,22 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
     "thought_signature_not_sent": (
         signed,
         body(
-            CTX_WIRE,
-            RT_WIRE,
+            CTX_RT_WIRE,
             bot({"text": "Reading."}, tool_use("c1", "grep", pattern="x")),
             tail(user(tool_result("c1", "none"))),
         ),
     ),
     "unicode": (
         unicode,
-        body(CTX_WIRE, user({"text": UNICODE_TEXT}), tail(bot({"text": "ok 👍"}))),
+        body(user(*CTX_BLOCKS, {"text": UNICODE_TEXT}), tail(bot({"text": "ok 👍"}))),
     ),
-    "long_text": (long_text, body(CTX_WIRE, tail(user({"text": LONG_TEXT})))),
+    "long_text": (long_text, body(tail(user(*CTX_BLOCKS, {"text": LONG_TEXT})))),
     "image": (
         image,
         body(
-            CTX_WIRE,
             tail(
                 user(
+                    *CTX_BLOCKS,
                     {"text": "What is in this screenshot?"},
                     {"image": {"format": "png", "source": {"bytes": PNG_B64}}},
                 )
@@ -235,7 +235,7 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
     ),
     "refusal": (
         lambda: request(CTX, RT, assistant(1, TextPart("I can't help with that."))),
-        body(CTX_WIRE, RT_WIRE, tail(bot({"text": "I can't help with that."}))),
+        body(CTX_RT_WIRE, tail(bot({"text": "I can't help with that."}))),
     ),
 }
 
@@ -253,8 +253,7 @@ def test_exact_bytes_simple_without_model_id() -> None:
         b'"system":[{"text":"You are a coding agent.\\nBe brief."},'
         b'{"cachePoint":{"type":"default"}}],'
         b'"messages":[{"role":"user","content":[{"text":"<rules>use tabs</rules>"},'
-        b'{"cachePoint":{"type":"default"}}]},'
-        b'{"role":"user","content":[{"text":"Fix the bug in app.py"},'
+        b'{"cachePoint":{"type":"default"}},{"text":"Fix the bug in app.py"},'
         b'{"cachePoint":{"type":"default"}}]}]}'
     )
 
@@ -270,12 +269,41 @@ def test_exact_bytes_unicode_is_utf8_not_escaped() -> None:
     )
 
 
-def test_one_message_per_canonical_message_never_merged() -> None:
+def test_same_role_neighbours_become_blocks_of_one_message_in_order() -> None:
+    # Converse: "A conversation must alternate between user and assistant roles".
     req = request(
         CTX, RT, event("b1", "x"), assistant(1, TextPart("a")), assistant(2, TextPart("b"))
     )
     messages = params(req)["messages"]
-    assert [m["role"] for m in messages] == ["user", "user", "user", "assistant", "assistant"]
+    assert messages == [
+        user(*CTX_BLOCKS, RT_BLOCK, {"text": "x"}),
+        bot({"text": "a"}, {"text": "b"}, CP),
+    ]
+
+
+def test_first_message_must_be_a_user_message() -> None:
+    req = request(assistant(1, TextPart("hi")), RT)
+    refused(NAME, req, NAME, "'assistant:1'", "first message", "'user'", "'assistant'")
+
+
+def test_merged_body_equals_fresh_encode_across_a_growing_last_message() -> None:
+    # The last wire message gains blocks from one call to the next; earlier blocks stay.
+    live = get(NAME)
+    history = [CTX, RT, event("b1", "one"), event("b2", "two")]
+    previous: list[Any] | None = None
+    for k in range(1, len(history) + 1):
+        req = request(*history[:k])
+        assert (
+            live.serialize(req)
+            == get(NAME).serialize(req)
+            == canonical.dumpb(get(NAME).wire_body(req))
+        )
+        stripped = live.strip_cache_markers(live.body(req))["messages"]
+        assert len(stripped) == 1
+        blocks = stripped[0]["content"]
+        if previous is not None:
+            assert blocks[: len(previous)] == previous
+        previous = blocks
 
 
 def test_results_keep_their_order_in_one_user_message() -> None:
@@ -371,21 +399,30 @@ def test_four_cache_points_tools_system_context_tail() -> None:
     b = params(tool_loop())
     assert b["toolConfig"]["tools"][-1] == CP
     assert b["system"][-1] == CP
-    marked = [i for i, m in enumerate(b["messages"]) if m["content"][-1] == CP]
-    assert marked == [0, len(b["messages"]) - 1]
+    # CONTEXT: right after the request-context block, inside the first (merged) message;
+    # TAIL: the last block of the body.
+    assert b["messages"][0]["content"] == [*CTX_BLOCKS, RT_BLOCK]
+    assert b["messages"][-1]["content"][-1] == CP
     assert count_cache_points(b) == 4
 
 
 def test_context_and_tail_on_one_message_get_one_cache_point() -> None:
     b = params(request(RT, context("u2", "ctx")))
-    assert b["messages"][-1]["content"] == [{"text": "ctx"}, CP]
+    assert b["messages"][-1]["content"] == [RT_BLOCK, {"text": "ctx"}, CP]
     assert count_cache_points(b) == 3
 
 
 def test_context_point_sits_on_the_latest_request_context_only() -> None:
     req = request(context("u1", "A"), runtime("u1", "q"), context("u2", "B"), runtime("u2", "r"))
-    messages = params(req)["messages"]
-    assert [CP in m["content"] for m in messages] == [False, False, True, True]
+    (message,) = params(req)["messages"]
+    assert message["content"] == [
+        {"text": "A"},
+        {"text": "q"},
+        {"text": "B"},
+        CP,
+        {"text": "r"},
+        CP,
+    ]
 
 
 def test_no_hints_no_cache_points() -> None:
@@ -408,7 +445,8 @@ def test_tail_point_moves_and_strip_makes_the_prefix_exact() -> None:
     first = request(CTX, RT)
     second = request(*tool_loop().messages)
     a, b = provider.body(first), provider.body(second)
-    assert a["messages"][1] != b["messages"][1]  # the tail point moved off runtime:u1
+    assert a["messages"][0]["content"][-1] == CP  # the tail point on runtime:u1 ...
+    assert b["messages"][0]["content"][-1] != CP  # ... moved on
     sa, sb = provider.strip_cache_markers(a), provider.strip_cache_markers(b)
     assert sb["messages"][: len(sa["messages"])] == sa["messages"]
     assert {k: v for k, v in sa.items() if k != "messages"} == {
@@ -422,7 +460,7 @@ def test_strip_removes_only_cache_points() -> None:
     b = provider.body(opaque(NAME, BEDROCK_REASONING))
     stripped = provider.strip_cache_markers(b)
     assert count_cache_points(stripped) == 0
-    assert stripped["messages"][2]["content"][0] == canonical.loads(BEDROCK_REASONING)
+    assert stripped["messages"][1]["content"][0] == canonical.loads(BEDROCK_REASONING)
     assert stripped["system"] == [{"text": INSTRUCTIONS}]
     assert stripped["toolConfig"]["tools"] == TOOLS_WIRE["tools"][:-1]
     assert list(stripped) == list(b)

@@ -15,7 +15,9 @@ from prefixlock.review.compare import (
     IDENTICAL,
     PREFIX_BREAK,
     TAIL_APPEND,
+    block_pairs,
     compare_bodies,
+    explanation,
     guess_provider,
 )
 from prefixlock.review.diff import revisions
@@ -551,3 +553,41 @@ def test_extract_writes_blobs_without_a_checkout(repo: Path, tmp_path: Path) -> 
     ]
     assert (out / "golden/a/x.json").read_bytes() == b"same"
     assert git(repo, "status", "--porcelain") == "M golden/a/x.json"  # untouched
+
+
+# --- block level (a wire that carries same-role neighbours as blocks of one message) ------
+
+
+def bedrock(*contents: list[str]) -> bytes:
+    """A Bedrock body whose wire messages (alternating from user) hold these texts."""
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": [{"text": t} for t in texts]}
+        for i, texts in enumerate(contents)
+    ]
+    body = {"inferenceConfig": {"maxTokens": 10}, "messages": messages}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def test_blocks_added_to_the_last_message_are_a_tail_append() -> None:
+    old, new = bedrock(["ctx", "q"]), bedrock(["ctx", "q", "event"], ["reply"])
+    comparison = compare_bodies("bedrock-converse", old, new)
+    assert (comparison.kind, comparison.appended, comparison.blocks) == (TAIL_APPEND, 1, 1)
+    assert explanation(comparison, None) == ["tail append (+1 block in the last message, +1 item)"]
+    assert block_pairs(json.loads(old)["messages"]) == [
+        ("user", {"text": "ctx"}),
+        ("user", {"text": "q"}),
+    ]
+
+
+def test_a_changed_or_dropped_earlier_block_is_a_break() -> None:
+    old = bedrock(["ctx", "q"], ["a"], ["r"])
+    changed = compare_bodies("bedrock-converse", old, bedrock(["ctx", "Q"], ["a"], ["r", "x"]))
+    assert (changed.kind, changed.difference and changed.difference.path) == (
+        PREFIX_BREAK,
+        "$.messages[0].content[1].text",
+    )
+    # blocks added to a message that is not the last one: a break
+    inner = compare_bodies("bedrock-converse", old, bedrock(["ctx", "q", "x"], ["a"], ["r"]))
+    assert inner.kind == PREFIX_BREAK
+    dropped = compare_bodies("bedrock-converse", old, bedrock(["ctx", "q"], ["a"], []))
+    assert dropped.kind == PREFIX_BREAK

@@ -484,3 +484,46 @@ def test_settings_missing_refused() -> None:
 @given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 40))
 def test_random_histories_assembled_equals_fresh_and_judge_accepts(seed: int, length: int) -> None:
     replay_prefixes(NAME, random_history(seed, length, NAME))
+
+
+def test_request_level_options_go_to_the_top_level_after_contents() -> None:
+    # toolConfig, safetySettings and cachedContent are GenerateContentRequest fields,
+    # siblings of generationConfig (https://ai.google.dev/api/generate-content#request-body).
+    options = canonical.dumps(
+        {
+            "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+            "temperature": 0.2,
+            "safetySettings": [
+                {"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}
+            ],
+            "cachedContent": "cachedContents/abc123",
+        }
+    )
+    settings = (ProviderSettings(NAME, "gemini-2.5-pro", 100, options),)
+    b = produce(NAME, request(RT, settings=settings))  # the strict SDK judge accepts it
+    assert list(b) == [
+        "generationConfig",
+        "systemInstruction",
+        "tools",
+        "contents",
+        "cachedContent",
+        "safetySettings",
+        "toolConfig",
+    ]
+    assert b["generationConfig"] == {"maxOutputTokens": 100, "temperature": 0.2}
+    assert b["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+    assert b["cachedContent"] == "cachedContents/abc123"
+    data = get(NAME).serialize(request(RT, settings=settings, tools=(), instructions=""))
+    assert data == (
+        b'{"generationConfig":{"maxOutputTokens":100,"temperature":0.2},'
+        b'"contents":[{"role":"user","parts":[{"text":"Fix the bug in app.py"}]}],'
+        b'"cachedContent":"cachedContents/abc123",'
+        b'"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_ONLY_HIGH"}],'
+        b'"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}'
+    )
+
+
+@pytest.mark.parametrize("key", ["contents", "systemInstruction", "tools", "generationConfig"])
+def test_options_may_not_set_keys_the_wire_emits(key: str) -> None:
+    settings = (ProviderSettings(NAME, "gemini-2.5-pro", 100, canonical.dumps({key: 1})),)
+    refused(NAME, request(RT, settings=settings), "gemini", "reserved", key)

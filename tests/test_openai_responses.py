@@ -100,6 +100,9 @@ def body(*items: dict[str, Any]) -> dict[str, Any]:
         "tools": TOOLS_WIRE,
         "input": list(items),
         "prompt_cache_key": CACHE_KEY,
+        # the default store policy: stateless, encrypted reasoning asked back
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
     }
 
 
@@ -124,9 +127,9 @@ CASES: dict[str, tuple[Callable[[], ModelRequest], dict[str, Any]]] = {
         body(
             CTX_WIRE,
             RT_WIRE,
+            # store: false: sent without its id (the rest exactly as received)
             {
                 "encrypted_content": "gAAAAABo-encrypted",
-                "id": "rs_0123",
                 "summary": [],
                 "type": "reasoning",
             },
@@ -178,7 +181,8 @@ def test_exact_bytes_tool_loop_tail() -> None:
             '{"type":"message","role":"user","content":"Fix the bug in app.py"},'
             '{"type":"function_call","call_id":"c1","name":"grep","arguments":"{\\"pattern\\":\\"é\\"}"},'
             '{"type":"function_call_output","call_id":"c1","output":"ok"}],'
-            '"prompt_cache_key":"prefixlock:conv-1"}'
+            '"prompt_cache_key":"prefixlock:conv-1","store":false,'
+            '"include":["reasoning.encrypted_content"]}'
         ).encode()
     )
 
@@ -220,7 +224,7 @@ def test_options_merge_and_reserved_refused() -> None:
         ProviderSettings(NAME, "gpt-5", 10, '{"store":false,"reasoning":{"effort":"low"}}'),
     )
     b = produce(NAME, request(RT, settings=settings))
-    assert list(b)[-3:] == ["prompt_cache_key", "reasoning", "store"]
+    assert list(b)[-4:] == ["prompt_cache_key", "store", "include", "reasoning"]
     for key in ("instructions", "input", "max_output_tokens", "prompt_cache_key"):
         bad = (ProviderSettings(NAME, "gpt-5", 10, canonical.dumps({key: "x"})),)
         refused(NAME, request(RT, settings=bad), "reserved", key)
@@ -290,3 +294,63 @@ def test_sdk_judge_rejects_wrong_bodies() -> None:
         "tools": [{k: v for k, v in good["tools"][0].items() if k != "strict"}],
     }
     assert judge(NAME, missing_strict)  # required key
+
+
+# ----------------------------------------------------------------------- store policy
+
+
+def _store(value: bool, include: list[str] | None = None) -> tuple[ProviderSettings, ...]:
+    options: dict[str, Any] = {"store": value}
+    if include is not None:
+        options["include"] = include
+    return (ProviderSettings(NAME, "gpt-5", 4096, canonical.dumps(options)),)
+
+
+def test_store_false_is_the_default_and_sends_no_item_ids() -> None:
+    # "Item 'rs_...' of type 'reasoning' was provided without its required following
+    # item" (vercel/ai#7099, langchainjs#9082): stateless requests carry no ids.
+    default = produce(NAME, opaque(NAME, RESPONSES_REASONING))
+    explicit = produce(
+        NAME, request(*opaque(NAME, RESPONSES_REASONING).messages, settings=_store(False))
+    )
+    assert default == explicit
+    assert (default["store"], default["include"]) == (False, ["reasoning.encrypted_content"])
+    assert all("id" not in item for item in default["input"])
+    assert default["input"][2] == {
+        "encrypted_content": "gAAAAABo-encrypted",
+        "summary": [],
+        "type": "reasoning",
+    }
+
+
+def test_store_true_keeps_every_item_as_received() -> None:
+    req = request(*opaque(NAME, RESPONSES_REASONING).messages, settings=_store(True))
+    b = produce(NAME, req)
+    assert b["store"] is True
+    assert "include" not in b
+    assert b["input"][2] == canonical.loads(RESPONSES_REASONING)  # id rs_0123 kept
+
+
+def test_store_policy_keeps_an_include_the_options_give() -> None:
+    b = produce(NAME, request(RT, settings=_store(False, ["message.output_text.logprobs"])))
+    assert b["include"] == ["message.output_text.logprobs", "reasoning.encrypted_content"]
+    b = produce(NAME, request(RT, settings=_store(True, ["message.output_text.logprobs"])))
+    assert b["include"] == ["message.output_text.logprobs"]
+
+
+def test_one_instance_serves_both_store_policies() -> None:
+    # the policy is part of every message's fragment-cache key
+    live = get(NAME)
+    stateless = opaque(NAME, RESPONSES_REASONING)
+    stored = request(*stateless.messages, settings=_store(True))
+    for req in (stateless, stored, stateless):
+        assert live.serialize(req) == canonical.dumpb(get(NAME).wire_body(req))
+    assert b'"id":"rs_0123"' in live.serialize(stored)
+    assert b'"id":"rs_0123"' not in live.serialize(stateless)
+
+
+def test_bad_store_or_include_refused() -> None:
+    bad = (ProviderSettings(NAME, "gpt-5", 10, '{"store":"no"}'),)
+    refused(NAME, request(RT, settings=bad), NAME, "'store' must be true or false")
+    bad = (ProviderSettings(NAME, "gpt-5", 10, '{"include":"x"}'),)
+    refused(NAME, request(RT, settings=bad), NAME, "'include' must be a list")

@@ -21,6 +21,7 @@ from prefixlock.review.render import fold, render_calls
 from prefixlock.review.replay import (
     STORE_FILE,
     divergence,
+    history_blocks,
     history_length,
     provider_names,
     replay,
@@ -404,3 +405,21 @@ def test_golden_scenarios_hold_each_kind_of_message() -> None:
         for call in replay(load_scenario(root / name / "scenario.yaml")):
             kinds.update(m.kind for m in call.request.messages)
     assert kinds == set(MessageKind)
+
+
+def test_divergence_lets_only_the_last_wire_message_gain_blocks() -> None:
+    def body(*contents: list[str]) -> bytes:
+        messages = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": [{"text": t} for t in c]}
+            for i, c in enumerate(contents)
+        ]
+        return canonical.dumpb({"inferenceConfig": {"maxTokens": 1}, "messages": messages})
+
+    name = "bedrock-converse"
+    old = body(["ctx", "q"], ["a"], ["r"])
+    assert divergence(name, old, body(["ctx", "q"], ["a"], ["r", "event"])) is None
+    assert divergence(name, old, body(["ctx", "q", "x"], ["a"], ["r"])) == (
+        "$.messages[0].content[2]"
+    )
+    assert divergence(name, old, body(["ctx", "q"], ["a"], [])) == "$.messages[2].content[0]"
+    assert (history_length(name, old), history_blocks(name, old)) == (3, 4)

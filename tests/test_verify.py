@@ -442,3 +442,21 @@ def test_bytes_that_differ_under_another_hash_seed_are_reported(
     assert failure.message.startswith("replay in a subprocess under PYTHONHASHSEED=")
     assert failure.source == f"{scenario_file}:7"  # the rule's line in the scenario
     assert rows[0].prefix_stable  # the in-process replay itself is stable
+
+
+def _bedrock_body(*contents: list[str]) -> bytes:
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": [{"text": t} for t in texts]}
+        for i, texts in enumerate(contents)
+    ]
+    return canonical.dumpb({"inferenceConfig": {"maxTokens": 10}, "messages": messages})
+
+
+def test_prefix_is_checked_block_by_block() -> None:
+    # Invariant 1 on the wire: the (role, content block) pairs of call N are a prefix of
+    # call N+1's; the last wire message may gain blocks (Bedrock), nothing else changes.
+    grown = [_bedrock_body(["ctx", "q"]), _bedrock_body(["ctx", "q", "event"], ["a"])]
+    assert check_bodies("s", "bedrock-converse", grown) == []
+    changed = [_bedrock_body(["ctx", "q"], ["a"]), _bedrock_body(["ctx", "q", "x"], ["a"])]
+    [failure] = check_bodies("s", "bedrock-converse", changed)
+    assert (failure.check, failure.call, failure.path) == ("prefix", 2, "$.messages[0].content[2]")

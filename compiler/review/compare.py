@@ -5,8 +5,11 @@
 * ``identical`` -- the same bytes (or the same structure once the provider's cache
   markers are removed: only a marker moved); reported as ``unchanged``;
 * ``tail append`` -- after removing cache markers, every key but the history list is
-  equal and ``old``'s history is a prefix of ``new``'s: the provider cache still hits;
-  reported as ``tail-only``;
+  equal and ``old``'s history is a prefix of ``new``'s, item by item, except that the
+  last old wire message may have gained content blocks (a wire that carries
+  consecutive same-role messages as blocks of one message, Bedrock): the sequence of
+  (role, content block) pairs (:func:`block_pairs`) of ``old`` is a prefix of ``new``'s,
+  so the provider cache still hits; reported as ``tail-only``;
 * ``prefix break`` -- anything else, at the first divergent JSON path
   (``$.messages[3].content[0].text``), with the old and new values and the
   *invalidated share*: ``1 - common byte prefix / old length`` of the two bodies
@@ -57,6 +60,7 @@ __all__ = [
     "UNCHANGED",
     "Comparison",
     "attribute",
+    "block_pairs",
     "compare_bodies",
     "explanation",
     "guess_provider",
@@ -85,6 +89,9 @@ PROVIDERS: tuple[str, ...] = NAMES
 class Comparison:
     kind: str  # IDENTICAL, TAIL_APPEND or PREFIX_BREAK
     appended: int = 0
+    #: content blocks the last old wire message gained (a TAIL_APPEND on a wire that
+    #: merges same-role neighbours into one message)
+    blocks: int = 0
     difference: Difference | None = None
     #: markers moved (identical otherwise), or why the bytes differ at "$"
     note: str = ""
@@ -98,6 +105,50 @@ class Comparison:
     @property
     def verdict(self) -> str:
         return VERDICTS[self.kind]
+
+
+#: Keys of a wire message's content-block list (``{"role": r, <key>: [blocks]}``).
+BLOCK_LIST_KEYS = ("content", "parts")
+
+
+def _blocks_of(item: Any) -> tuple[Any, list[Any]] | None:
+    """``(role, blocks)`` of a wire message made of a role and a block list only, else
+    None (that item counts as one block of its own)."""
+    if not isinstance(item, Mapping) or len(item) != 2 or "role" not in item:
+        return None
+    (key,) = (k for k in item if k != "role")
+    blocks = item[key]
+    if key not in BLOCK_LIST_KEYS or not isinstance(blocks, list):
+        return None
+    return item["role"], blocks
+
+
+def block_pairs(history: Any) -> list[tuple[Any, Any]]:
+    """The (role, content block) pairs of a history list, in order: one per block of a
+    ``{"role", "content" | "parts": [...]}`` message; any other item (a Chat message with
+    string content, a Responses item) is one pair ``(role or type, item)``. Invariant 1
+    on the wire: without compaction, call N's pairs are a prefix of call N+1's."""
+    out: list[tuple[Any, Any]] = []
+    for item in history if isinstance(history, list) else ():
+        found = _blocks_of(item)
+        if found is not None:
+            role, blocks = found
+            out.extend((role, block) for block in blocks)
+        else:
+            role = item.get("role", item.get("type")) if isinstance(item, Mapping) else None
+            out.append((role, item))
+    return out
+
+
+def _grown_blocks(old: Any, new: Any) -> int | None:
+    """How many content blocks ``new`` adds after all of ``old``'s, when ``new`` is
+    ``old`` with blocks appended (same role, earlier blocks unchanged); else None."""
+    a, b = _blocks_of(old), _blocks_of(new)
+    if a is None or b is None or list(old) != list(new) or a[0] != b[0]:
+        return None
+    if len(a[1]) > len(b[1]) or first_difference(a[1], b[1][: len(a[1])]) is not None:
+        return None
+    return len(b[1]) - len(a[1])
 
 
 def parse_body(data: bytes, what: str) -> dict[str, Any]:
@@ -149,18 +200,22 @@ def compare_bodies(
         {k: v for k, v in a.items() if k != key}, {k: v for k, v in b.items() if k != key}
     )
     if found is None and isinstance(history_a, list) and isinstance(history_b, list):
+        grown = 0
         for index, item in enumerate(history_a):
             if index >= len(history_b):
                 found = Difference((key, index), item, MISSING)
                 break
             found = first_difference(item, history_b[index], (key, index))
             if found is not None:
+                last = _grown_blocks(item, history_b[index])
+                if index == len(history_a) - 1 and last:
+                    grown, found = last, None  # the last message gained blocks
                 break
         if found is None:
             appended = len(history_b) - len(history_a)
-            if appended == 0:
+            if appended == 0 and not grown:
                 return Comparison(IDENTICAL, note="only cache markers moved")
-            return Comparison(TAIL_APPEND, appended=appended)
+            return Comparison(TAIL_APPEND, appended=appended, blocks=grown)
     elif found is None:
         found = first_difference(history_a, history_b, (key,))
     assert found is not None
@@ -219,7 +274,11 @@ def explanation(comparison: Comparison, source: str | None) -> list[str]:
         return [IDENTICAL + (f" ({comparison.note})" if comparison.note else "")]
     if comparison.kind == TAIL_APPEND:
         n = comparison.appended
-        return [f"tail append (+{n} item{'s' if n != 1 else ''})"]
+        text = f"+{n} item{'s' if n != 1 else ''}"
+        if comparison.blocks:
+            k = comparison.blocks
+            text = f"+{k} block{'s' if k != 1 else ''} in the last message, {text}"
+        return [f"tail append ({text})"]
     difference = comparison.difference
     assert difference is not None
     if comparison.note:

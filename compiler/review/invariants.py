@@ -14,10 +14,16 @@
   runtime message; a manual one with the summary, and the next user turn reprojects
   the request context.
 
-:func:`check_bodies` (one provider's exact bodies): **prefix** -- each call's body,
-cache markers removed, extends the previous one's (same frame, earlier history items
-unchanged, new ones only at the tail) except across a compaction, where only the frame
-must stay (**root**); a retry's bytes equal the original call's (**retry**).
+:func:`check_bodies` (one provider's exact bodies): **prefix** -- invariant 1 on the
+wire, stated over (role, content block) pairs: without compaction, for every provider,
+the sequence of (role, content block) pairs of call N's history
+(:func:`~prefixlock.review.compare.block_pairs`, cache markers removed) is a prefix of
+call N+1's, and the frame (every other key) is equal. A wire that demands alternating
+roles (Bedrock) carries consecutive same-role canonical messages as blocks of one
+message, so a later call may add blocks to the last wire message, never change or drop
+an earlier block; on the other wires each history item is moreover an exact prefix
+item. Across a compaction only the frame must stay (**root**); a retry's bytes equal
+the original call's (**retry**).
 :func:`same_bytes` compares two replays of the same scenario (restart, hash seed).
 
 Every failure names the call, the first divergent JSON path with old and new values,
@@ -34,7 +40,8 @@ import attrs
 from ..core import canonical
 from ..core.messages import CanonicalMessage, MessageKind
 from ..core.model import ModelRequest
-from .compare import PREFIX_BREAK, compare_bodies, history_key
+from ..providers import get
+from .compare import PREFIX_BREAK, block_pairs, compare_bodies, history_key
 from .jsondiff import Difference, describe, first_difference, first_differing_char
 from .replay import Call
 from .sources import SourceIndex
@@ -347,8 +354,48 @@ def check_bodies(
                             comparison,
                         )
                     )
+            elif epoch == prev_epoch:
+                failures.extend(
+                    _block_prefix(scenario, provider, number, prev_number, prev_body, body)
+                )
         previous = (number, body)
     return failures
+
+
+def _block_prefix(
+    scenario: str, provider: str, number: int, prev_number: int, old: bytes, new: bytes
+) -> list[Failure]:
+    """Invariant 1 block by block: the (role, content block) pairs of ``old``'s history,
+    cache markers removed, are a prefix of ``new``'s (a check independent of how
+    :func:`compare_bodies` walks the items)."""
+    wire = get(provider)
+    key = wire.MESSAGES_KEY
+    a = block_pairs(wire.strip_cache_markers(canonical.loads(old)).get(key))
+    b = block_pairs(wire.strip_cache_markers(canonical.loads(new)).get(key))
+    for index, (pair, other) in enumerate(zip(a, b, strict=False)):
+        if pair[0] != other[0] or first_difference(pair[1], other[1]) is not None:
+            return [
+                Failure(
+                    scenario,
+                    "prefix",
+                    f"(role, content block) pair {index} of call {prev_number} changed",
+                    provider=provider,
+                    call=number,
+                    old=canonical.dumps(list(pair)),
+                    new=canonical.dumps(list(other)),
+                )
+            ]
+    if len(b) < len(a):
+        return [
+            Failure(
+                scenario,
+                "prefix",
+                f"call {prev_number}'s {len(a)} (role, content block) pairs shrank to {len(b)}",
+                provider=provider,
+                call=number,
+            )
+        ]
+    return []
 
 
 def _break(

@@ -7,7 +7,9 @@ shown as a diff against it), then one status per provider, computed from the byt
 comparing the call's body with the previous call's (cache markers stripped):
 
 * ``first call``;
-* ``tail append (+N messages)``: the previous body is an exact prefix (N wire items);
+* ``tail append (+N messages)``: the previous body is an exact prefix (N wire items),
+  or ``tail append (+K blocks in the last message)`` when only the last wire message
+  gained content blocks (Bedrock: same-role neighbours are blocks of one message);
 * ``PREFIX BREAK at <json path>``: the first place where it is not;
 * ``PREFIX RESET (compaction)``: a compaction started a new history on purpose;
 * ``retry: identical to call K`` / ``RETRY MISMATCH: differs from call K``.
@@ -32,7 +34,7 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from .replay import Call, divergence, history_length
+from .replay import Call, divergence, history_blocks, history_length
 from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
 
 __all__ = [
@@ -236,6 +238,12 @@ class _Page:
                     self.tally[name]["append"] += 1
                     grown = history_length(name, body) - history_length(name, old)
                     status = f"tail append (+{grown} message{'s' if grown != 1 else ''})"
+                    if grown == 0:  # only the last wire message gained blocks (Bedrock)
+                        blocks = history_blocks(name, body) - history_blocks(name, old)
+                        status = (
+                            f"tail append (+{blocks} block{'s' if blocks != 1 else ''} "
+                            "in the last message)"
+                        )
                 else:
                     self.tally[name]["break"] += 1
                     status = f"PREFIX BREAK at {path}"

@@ -54,6 +54,7 @@ __all__ = [
     "STORE_FILE",
     "Call",
     "divergence",
+    "history_blocks",
     "history_length",
     "provider_names",
     "replay",
@@ -265,8 +266,11 @@ def divergence(name: str, old: bytes, new: bytes) -> str | None:
 
     Both bodies are compared without the provider's cache markers. ``new`` extends
     ``old`` when everything is equal except the history list (the provider's
-    ``MESSAGES_KEY``), of which ``old``'s must be an exact prefix. The answer is the
-    JSON path of the first difference, e.g. ``$.messages[3].content[0].text``.
+    ``MESSAGES_KEY``), of which ``old``'s must be an exact prefix, except that the last
+    old wire message ``{"role", "content" | "parts": [...]}`` may have gained blocks
+    (Bedrock carries same-role neighbours as blocks of one message): the (role, content
+    block) pairs of ``old`` are a prefix of ``new``'s. The answer is the JSON path of
+    the first difference, e.g. ``$.messages[3].content[0].text``.
     """
     provider = registry.get(name)
     a = provider.strip_cache_markers(_object(old))
@@ -280,6 +284,27 @@ def history_length(name: str, body: bytes) -> int:
     return len(items) if isinstance(items, list) else 0
 
 
+def history_blocks(name: str, body: bytes) -> int:
+    """The number of (role, content block) pairs in provider ``name``'s history list of
+    ``body``, cache markers removed (:func:`prefixlock.review.compare.block_pairs`)."""
+    provider = registry.get(name)
+    items = provider.strip_cache_markers(_object(body)).get(provider.MESSAGES_KEY)
+    count = 0
+    for item in items if isinstance(items, list) else ():
+        blocks = _message_blocks(item)
+        count += 1 if blocks is None else len(blocks)
+    return count
+
+
+def _message_blocks(item: Any) -> list[Any] | None:
+    """The block list of a ``{"role", "content" | "parts": [...]}`` message, else None."""
+    if isinstance(item, dict) and len(item) == 2 and "role" in item:
+        (key,) = (k for k in item if k != "role")
+        if key in _BLOCK_LISTS and isinstance(item[key], list):
+            return list(item[key])
+    return None
+
+
 def _object(data: bytes) -> dict[str, Any]:
     value = canonical.loads(data)
     if not isinstance(value, dict):
@@ -288,16 +313,20 @@ def _object(data: bytes) -> dict[str, Any]:
 
 
 _Parts = tuple[str | int, ...]
+#: Keys of a wire message's content-block list.
+_BLOCK_LISTS = ("content", "parts")
 
 
 def _first_difference(a: Any, b: Any, parts: _Parts, history: str | None = None) -> str | None:
     """The path of the first difference; at the top level, list ``history`` may grow."""
     if isinstance(a, dict) and isinstance(b, dict):
         keys_b = list(b)
+        # the last old message's block list may grow ("last": see divergence)
+        blocks = history == "last" and len(a) == 2 and "role" in a
         for i, key in enumerate(a):
             if i >= len(keys_b) or keys_b[i] != key:
                 return json_path((*parts, key))
-            grows = not parts and key == history
+            grows = (not parts and key == history) or (blocks and key in _BLOCK_LISTS)
             found = _first_difference(a[key], b[key], (*parts, key), "*" if grows else None)
             if found is not None:
                 return found
@@ -308,7 +337,8 @@ def _first_difference(a: Any, b: Any, parts: _Parts, history: str | None = None)
         for i, item in enumerate(a):
             if i >= len(b):
                 return json_path((*parts, i))
-            found = _first_difference(item, b[i], (*parts, i))
+            last = history == "*" and len(parts) == 1 and i == len(a) - 1
+            found = _first_difference(item, b[i], (*parts, i), "last" if last else None)
             if found is not None:
                 return found
         if len(b) > len(a) and history != "*":

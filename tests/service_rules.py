@@ -1,0 +1,298 @@
+"""Service rules: what the real APIs refuse although the SDK request types allow it
+(test-only; beside :mod:`sdk_judge`).
+
+The SDK judge checks a body against the official request *types*; the services enforce
+more. Each rule here is one function ``rule(body) -> list[str]`` (violations as
+``"$.path: message"``, empty when the body keeps the rule), with its source in a comment:
+the API documentation, or a public issue quoting the service's error. The body is the
+one :func:`sdk_judge.judge` takes (Bedrock: the full Converse params, ``modelId``
+included).
+
+``violations(provider, body)`` runs every rule of ``provider``; ``assert_accepted``
+raises ``AssertionError`` listing them. :func:`sdk_judge.assert_valid` runs both the SDK
+judge and these rules, so every body a test produces and every golden body is checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+__all__ = ["RULES", "assert_accepted", "violations"]
+
+Rule = Callable[[Mapping[str, Any]], list[str]]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _blocks(message: Any) -> list[Any]:
+    return _list(message.get("content")) if isinstance(message, Mapping) else []
+
+
+def _messages(body: Mapping[str, Any]) -> list[Any]:
+    return _list(body.get("messages"))
+
+
+def _turns(messages: Sequence[Any]) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+    """Consecutive same-role messages combined into one turn, as Anthropic's API does:
+    ``(role, [(json path, block)...])``."""
+    role: str | None = None
+    blocks: list[tuple[str, Any]] = []
+    for i, message in enumerate(messages):
+        this = message.get("role") if isinstance(message, Mapping) else None
+        if blocks and this != role:
+            yield str(role), blocks
+            blocks = []
+        role = this
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            blocks.append((f"$.messages[{i}].content", {"type": "text", "text": content}))
+        else:
+            blocks.extend(
+                (f"$.messages[{i}].content[{j}]", b) for j, b in enumerate(_list(content))
+            )
+    if blocks:
+        yield str(role), blocks
+
+
+# ------------------------------------------------------------------ Bedrock Converse
+
+
+def bedrock_roles_alternate(body: Mapping[str, Any]) -> list[str]:
+    # Converse answers ValidationException "A conversation must alternate between user
+    # and assistant roles" (langchain-aws#130, Portkey gateway#748, semantic-kernel#10281,
+    # where a maintainer calls it "a limitation of the Bedrock service"). The service does
+    # not merge consecutive same-role messages.
+    out = []
+    messages = _messages(body)
+    for i in range(1, len(messages)):
+        before, this = messages[i - 1].get("role"), messages[i].get("role")
+        if before == this:
+            out.append(
+                f"$.messages[{i}].role: {this!r} follows {before!r}: a conversation must "
+                "alternate between user and assistant roles"
+            )
+    return out
+
+
+def bedrock_first_message_is_user(body: Mapping[str, Any]) -> list[str]:
+    # The same alternation rule starts with the user: "A conversation must start with a
+    # user message" (the ValidationException the issues above report next to it).
+    messages = _messages(body)
+    if messages and messages[0].get("role") != "user":
+        return [
+            f"$.messages[0].role: {messages[0].get('role')!r}: a conversation must start "
+            "with a user message"
+        ]
+    return []
+
+
+def bedrock_no_blank_text(body: Mapping[str, Any]) -> list[str]:
+    # ValidationException "text content blocks must contain non-whitespace text" (Bedrock
+    # Converse; the same check applies to a toolResult's text content).
+    out = []
+
+    def check(blocks: list[Any], path: str) -> None:
+        for j, block in enumerate(blocks):
+            if not isinstance(block, Mapping):
+                continue
+            if "text" in block and isinstance(block["text"], str) and not block["text"].strip():
+                out.append(
+                    f"{path}[{j}].text: text content blocks must contain non-whitespace text"
+                )
+            result = block.get("toolResult")
+            if isinstance(result, Mapping):
+                check(_list(result.get("content")), f"{path}[{j}].toolResult.content")
+
+    check(_list(body.get("system")), "$.system")
+    for i, message in enumerate(_messages(body)):
+        check(_blocks(message), f"$.messages[{i}].content")
+    return out
+
+
+def bedrock_at_most_four_cache_points(body: Mapping[str, Any]) -> list[str]:
+    # "You can define up to 4 cache checkpoints" per request (Amazon Bedrock user guide,
+    # prompt caching: https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html).
+    count = _count(body, lambda value: set(value) == {"cachePoint"})
+    return [] if count <= 4 else [f"$: {count} cachePoint blocks; at most 4 per request"]
+
+
+# ------------------------------------------------------------------------- Anthropic
+
+#: "tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'" (Anthropic Messages API
+#: 400 invalid_request_error; the SDK type is a plain ``str``).
+TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def anthropic_tool_use_ids(body: Mapping[str, Any]) -> list[str]:
+    # Anthropic API: tool_use.id must match ^[a-zA-Z0-9_-]+$ (a 400 otherwise), and a
+    # tool_result's tool_use_id names such an id.
+    out = []
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            if not isinstance(block, Mapping):
+                continue
+            key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(block.get("type")))
+            if key is not None and not TOOL_USE_ID.fullmatch(str(block.get(key))):
+                out.append(
+                    f"$.messages[{i}].content[{j}].{key}: {block.get(key)!r} does not match "
+                    "^[a-zA-Z0-9_-]+$"
+                )
+    return out
+
+
+def anthropic_tool_results_first(body: Mapping[str, Any]) -> list[str]:
+    # Anthropic tool-use guide: "tool_result blocks must come first in the user message
+    # content" (a 400 otherwise). Checked on the turn the API sees: "Consecutive user or
+    # assistant turns in your request will be combined into a single turn" (Messages API
+    # reference, ``messages``).
+    out = []
+    for role, blocks in _turns(_messages(body)):
+        if role != "user":
+            continue
+        seen_other: str | None = None
+        for path, block in blocks:
+            is_result = isinstance(block, Mapping) and block.get("type") == "tool_result"
+            if not is_result:
+                seen_other = seen_other or path
+            elif seen_other is not None:
+                out.append(
+                    f"{path}: tool_result blocks must come first in the user message content "
+                    f"(after {seen_other})"
+                )
+    return out
+
+
+def anthropic_roles(body: Mapping[str, Any]) -> list[str]:
+    # Messages API reference, ``messages``: roles are "user" and "assistant";
+    # "Consecutive user or assistant turns in your request will be combined into a single
+    # turn", so the turns alternate once combined (which :func:`_turns` models; the rules
+    # above judge the combined turns).
+    return [
+        f"$.messages[{i}].role: {m.get('role')!r} is not 'user' or 'assistant'"
+        for i, m in enumerate(_messages(body))
+        if not isinstance(m, Mapping) or m.get("role") not in ("user", "assistant")
+    ]
+
+
+def anthropic_no_blank_text(body: Mapping[str, Any]) -> list[str]:
+    # Anthropic API 400 "messages: text content blocks must contain non-whitespace text"
+    # (and "text content blocks must be non-empty" for "").
+    out = []
+    system = body.get("system")
+    for j, block in enumerate(_list(system)):
+        if isinstance(block, Mapping) and not str(block.get("text", "")).strip():
+            out.append(f"$.system[{j}].text: text content blocks must contain non-whitespace text")
+    for i, message in enumerate(_messages(body)):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str) and not content.strip():
+            out.append(f"$.messages[{i}].content: text content must contain non-whitespace text")
+        for j, block in enumerate(_list(content)):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and not str(block.get("text", "")).strip()
+            ):
+                out.append(
+                    f"$.messages[{i}].content[{j}].text: text content blocks must contain "
+                    "non-whitespace text"
+                )
+    return out
+
+
+def anthropic_at_most_four_breakpoints(body: Mapping[str, Any]) -> list[str]:
+    # Prompt caching guide: "You can define up to 4 cache breakpoints" (the top-level
+    # automatic cache_control uses one of them).
+    count = _count(body, lambda value: "cache_control" in value)
+    return [] if count <= 4 else [f"$: {count} cache_control breakpoints; at most 4"]
+
+
+# ---------------------------------------------------------------------------- Gemini
+
+#: ``GenerateContentRequest`` fields that are siblings of ``generationConfig`` (Gemini API
+#: reference, models.generateContent request body:
+#: https://ai.google.dev/api/generate-content#request-body).
+GEMINI_TOP_LEVEL = ("toolConfig", "safetySettings", "cachedContent", "systemInstruction", "tools")
+
+
+def gemini_request_fields_at_top_level(body: Mapping[str, Any]) -> list[str]:
+    # toolConfig, safetySettings and cachedContent are top-level GenerateContentRequest
+    # fields (reference above); inside generationConfig the request is malformed.
+    config = body.get("generationConfig")
+    if not isinstance(config, Mapping):
+        return []
+    return [
+        f"$.generationConfig.{key}: a top-level GenerateContentRequest field, not a "
+        "generationConfig member"
+        for key in GEMINI_TOP_LEVEL
+        if key in config
+    ]
+
+
+# ------------------------------------------------------------------ OpenAI Responses
+
+
+def responses_stateless_items_carry_no_ids(body: Mapping[str, Any]) -> list[str]:
+    # With store: false the server keeps no items, so an item id refers to nothing: "Item
+    # 'rs_...' of type 'reasoning' was provided without its required following item"
+    # (vercel/ai#7099, langchainjs#9082). openai/codex sends no ids (its ResponseItem skips
+    # every id when serializing) and asks for include: ["reasoning.encrypted_content"],
+    # which carries a reasoning item's state instead.
+    if body.get("store") is not False:
+        return []
+    out = []
+    items = _list(body.get("input"))
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping) and "id" in item:
+            out.append(f"$.input[{i}].id: store is false: input items carry no id")
+    reasoning = any(isinstance(i, Mapping) and i.get("type") == "reasoning" for i in items)
+    if reasoning and "reasoning.encrypted_content" not in _list(body.get("include")):
+        out.append("$.include: store is false: ask for 'reasoning.encrypted_content'")
+    return out
+
+
+# ------------------------------------------------------------------------------ API
+
+
+def _count(value: Any, hit: Callable[[Mapping[str, Any]], bool]) -> int:
+    if isinstance(value, Mapping):
+        return (1 if hit(value) else 0) + sum(_count(v, hit) for v in value.values())
+    if isinstance(value, list):
+        return sum(_count(v, hit) for v in value)
+    return 0
+
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "openai-chat": (),
+    "openai-responses": (responses_stateless_items_carry_no_ids,),
+    "anthropic": (
+        anthropic_roles,
+        anthropic_tool_use_ids,
+        anthropic_tool_results_first,
+        anthropic_no_blank_text,
+        anthropic_at_most_four_breakpoints,
+    ),
+    "gemini": (gemini_request_fields_at_top_level,),
+    "bedrock-converse": (
+        bedrock_first_message_is_user,
+        bedrock_roles_alternate,
+        bedrock_no_blank_text,
+        bedrock_at_most_four_cache_points,
+    ),
+}
+
+
+def violations(provider: str, body: Mapping[str, Any]) -> list[str]:
+    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``."""
+    return [problem for rule in RULES[provider] for problem in rule(body)]
+
+
+def assert_accepted(provider: str, body: Mapping[str, Any]) -> None:
+    """Raise ``AssertionError`` listing every broken service rule of ``provider``."""
+    problems = violations(provider, body)
+    if problems:
+        listing = "\n  ".join(problems)
+        raise AssertionError(f"{provider} body breaks the service rules:\n  {listing}")

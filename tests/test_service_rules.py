@@ -1,0 +1,191 @@
+"""The service-rules layer (``tests/service_rules.py``): each rule refuses a body that
+breaks it, and every body prefixlock produces (golden files, provider cases) keeps them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import service_rules
+from prefixlock.core import canonical
+from prefixlock.providers import NAMES, get
+from provider_cases import tool_loop
+from sdk_judge import assert_valid, judge
+from service_rules import RULES, assert_accepted, violations
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+
+Change = Callable[[dict[str, Any]], None]
+
+
+def good(provider: str) -> dict[str, Any]:
+    """The tool-loop case's full params (Bedrock: with ``modelId``)."""
+    return get(provider).body(tool_loop())
+
+
+def _set(path: tuple[str | int, ...], value: Any) -> Change:
+    def change(body: dict[str, Any]) -> None:
+        target: Any = body
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+
+    return change
+
+
+def _split_first_bedrock_message(body: dict[str, Any]) -> None:
+    # request context and runtime as two user messages, as prefixlock sent them before
+    first = body["messages"][0]
+    body["messages"][0:1] = [
+        {"role": "user", "content": first["content"][:2]},
+        {"role": "user", "content": first["content"][2:]},
+    ]
+
+
+def _assistant_first(body: dict[str, Any]) -> None:
+    body["messages"].insert(0, {"role": "assistant", "content": [{"text": "Hello."}]})
+
+
+def _five_cache_points(body: dict[str, Any]) -> None:
+    body["messages"][0]["content"].insert(1, {"cachePoint": {"type": "default"}})
+
+
+def _text_before_tool_result(body: dict[str, Any]) -> None:
+    # an event message between the tool calls and their results: the API combines the
+    # two user messages into one turn whose first block is text
+    body["messages"].insert(3, {"role": "user", "content": [{"type": "text", "text": "note"}]})
+
+
+def _text_first_in_one_message(body: dict[str, Any]) -> None:
+    content = body["messages"][3]["content"]
+    content.insert(0, {"type": "text", "text": "note"})
+
+
+def _five_breakpoints(body: dict[str, Any]) -> None:
+    # tools, system, context and the top-level one are the good body's four
+    body["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
+
+
+#: provider -> rule -> (a change that breaks it, a fragment of the violation).
+BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
+    "bedrock-converse": {
+        "bedrock_roles_alternate": (
+            _split_first_bedrock_message,
+            "$.messages[1].role: 'user' follows 'user': a conversation must alternate",
+        ),
+        "bedrock_first_message_is_user": (
+            _assistant_first,
+            "$.messages[0].role: 'assistant': a conversation must start with a user message",
+        ),
+        "bedrock_no_blank_text": (
+            _set(("messages", 1, "content", 0, "text"), " \n"),
+            "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
+        ),
+        "bedrock_at_most_four_cache_points": (_five_cache_points, "5 cachePoint blocks"),
+    },
+    "anthropic": {
+        "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
+        "anthropic_tool_use_ids": (
+            _set(("messages", 2, "content", 1, "id"), "functions.read_file:0"),
+            "$.messages[2].content[1].id: 'functions.read_file:0' does not match",
+        ),
+        "anthropic_tool_results_first": (
+            _text_first_in_one_message,
+            "$.messages[3].content[1]: tool_result blocks must come first",
+        ),
+        "anthropic_no_blank_text": (
+            _set(("messages", 1, "content", 0, "text"), ""),
+            "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
+        ),
+        "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
+    },
+    "openai-responses": {
+        "responses_stateless_items_carry_no_ids": (
+            _set(("input", 1), {"type": "reasoning", "id": "rs_1", "summary": []}),
+            "$.input[1].id: store is false: input items carry no id",
+        ),
+    },
+    "gemini": {
+        "gemini_request_fields_at_top_level": (
+            _set(("generationConfig", "toolConfig"), {"functionCallingConfig": {"mode": "ANY"}}),
+            "$.generationConfig.toolConfig: a top-level GenerateContentRequest field",
+        ),
+    },
+}
+
+CASES = [(p, r) for p in sorted(BREAKS) for r in sorted(BREAKS[p])]
+
+
+def test_every_rule_has_a_breaking_body() -> None:
+    assert {p: sorted(r.__name__ for r in rules) for p, rules in RULES.items() if rules} == {
+        p: sorted(BREAKS[p]) for p in BREAKS
+    }
+    assert set(RULES) == set(NAMES)
+
+
+@pytest.mark.parametrize(("provider", "rule"), CASES)
+def test_a_body_breaking_the_rule_is_refused(provider: str, rule: str) -> None:
+    change, fragment = BREAKS[provider][rule]
+    body = good(provider)
+    assert getattr(service_rules, rule)(body) == []
+    broken = copy.deepcopy(body)
+    change(broken)
+    found = getattr(service_rules, rule)(broken)
+    assert found, f"{rule} accepted a body that breaks it"
+    assert any(fragment in problem for problem in found), found
+    assert any(fragment in problem for problem in violations(provider, broken))
+    with pytest.raises(AssertionError, match="breaks the service rules"):
+        assert_accepted(provider, broken)
+    if not judge(provider, broken):  # the SDK types let it through: only the rules catch it
+        with pytest.raises(AssertionError, match="service rules"):
+            assert_valid(provider, broken)
+
+
+def test_anthropic_results_first_is_judged_on_the_combined_turn() -> None:
+    body = good("anthropic")
+    _text_before_tool_result(body)
+    assert service_rules.anthropic_tool_results_first(body) == [
+        "$.messages[4].content[0]: tool_result blocks must come first in the user message "
+        "content (after $.messages[3].content[0])",
+        "$.messages[4].content[1]: tool_result blocks must come first in the user message "
+        "content (after $.messages[3].content[0])",
+    ]
+
+
+def test_bedrock_blank_tool_result_text_is_refused() -> None:
+    body = good("bedrock-converse")
+    body["messages"][2]["content"][0]["toolResult"]["content"][0]["text"] = ""
+    assert service_rules.bedrock_no_blank_text(body) == [
+        "$.messages[2].content[0].toolResult.content[0].text: text content blocks must "
+        "contain non-whitespace text"
+    ]
+
+
+GOLDEN_BODIES = sorted(GOLDEN.glob("*/*/0*.json"))
+
+
+def test_golden_bodies_exist_for_every_provider() -> None:
+    assert {path.parent.name for path in GOLDEN_BODIES} == set(NAMES)
+
+
+@pytest.mark.parametrize("provider", NAMES)
+def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
+    paths = [p for p in GOLDEN_BODIES if p.parent.name == provider]
+    assert paths
+    for path in paths:
+        assert violations(provider, canonical.loads(path.read_bytes())) == [], path
+
+
+def test_stateless_reasoning_needs_encrypted_content_asked_back() -> None:
+    body = good("openai-responses")
+    body["input"].insert(2, {"type": "reasoning", "summary": [], "encrypted_content": "e"})
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == []
+    del body["include"]
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == [
+        "$.include: store is false: ask for 'reasoning.encrypted_content'"
+    ]
+    body["store"] = True  # stored: ids and include are the caller's business
+    assert service_rules.responses_stateless_items_carry_no_ids(body) == []
