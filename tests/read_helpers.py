@@ -122,6 +122,16 @@ def _chunks(body: bytes) -> list[bytes]:
     return [body[i : i + 113] for i in range(0, len(body), 113)]
 
 
+def _wire_form(provider: str, data: str) -> bytes:
+    """An opaque part as the serializer sends it back: verbatim, except that stateless
+    OpenAI Responses (``store: false``, the default) sends items without their ``id``
+    (docs: providers/openai_responses.py, "Store policy")."""
+    if provider == "openai-responses":
+        item = canonical.loads(data)
+        return canonical.dumpb({k: v for k, v in item.items() if k != "id"})
+    return data.encode("utf-8")
+
+
 def opaque_in_next_body(provider: str, output: ModelOutput) -> tuple[int, int, bytes]:
     """Record ``output`` after a user turn, answer its tool calls, and count how many of
     its opaque parts appear byte-identical in the next request body."""
@@ -134,7 +144,7 @@ def opaque_in_next_body(provider: str, output: ModelOutput) -> tuple[int, int, b
     request = conv.tool_results(results) if results else conv.handle(user("u2", "and now?"))
     body = providers.get(provider).serialize(request)
     assert body.startswith(messages_end(first))
-    found = sum(1 for part in output.opaque if part.data.encode("utf-8") in body)
+    found = sum(1 for part in output.opaque if _wire_form(provider, part.data) in body)
     for part in output.opaque:
         assert part.data == canonical.dumps(canonical.loads(part.data))
     return found, len(output.opaque), body

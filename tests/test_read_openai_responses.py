@@ -139,7 +139,12 @@ def test_round_trip_ids_match_and_the_previous_body_is_a_prefix() -> None:
     outputs = [i["call_id"] for i in items if i["type"] == "function_call_output"]
     assert calls == outputs == ["call_Qw12Er34Ty56", "call_Ui78Op90As12"]
     reasoning = [i for i in items if i["type"] == "reasoning"]
-    assert reasoning == [json.loads(fixture(NAME, "tool_calls.json"))["output"][0]]
+    received = json.loads(fixture(NAME, "tool_calls.json"))["output"][0]
+    # stateless (store: false, the default): the item as received, without its id
+    assert received["id"].startswith("rs_")
+    assert reasoning == [{k: v for k, v in received.items() if k != "id"}]
+    assert json.loads(body)["store"] is False
+    assert json.loads(body)["include"] == ["reasoning.encrypted_content"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
