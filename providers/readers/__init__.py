@@ -15,7 +15,10 @@ from .base import Reader, StreamReader
 __all__ = ["MODULES", "Reader", "StreamReader", "reader"]
 
 #: Provider name -> ``"module:Class"`` of its reader, imported on first use.
-MODULES: dict[str, str] = {}
+MODULES: dict[str, str] = {
+    "anthropic": ".anthropic:AnthropicReader",
+    "gemini": ".gemini:GeminiReader",
+}
 
 
 def reader(name: str) -> Reader:
