@@ -76,10 +76,11 @@ def assert_no_extra(value: Any, path: str = "$") -> None:
 
 def strict(model: type[pydantic.BaseModel] | pydantic.TypeAdapter[Any], data: Any) -> Any:
     """Validate ``data`` with an SDK response type; unknown keys fail too."""
+    raw = canonical.dumpb(data)  # JSON mode: bytes fields must be base64, as on the wire
     if isinstance(model, pydantic.TypeAdapter):
-        value = model.validate_python(data)
+        value = model.validate_json(raw)
     else:
-        value = model.model_validate(data)
+        value = model.model_validate_json(raw)
     assert_no_extra(value)
     return value
 
