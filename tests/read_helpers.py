@@ -93,18 +93,19 @@ def results_for(output: ModelOutput) -> list[ToolResult]:
 
 
 def round_trip(provider: str, outputs: Sequence[ModelOutput]) -> list[tuple[ModelRequest, bytes]]:
-    """parse -> record -> tool_results -> next request, for each output in turn; returns
-    every request with its body, and checks each earlier request is a prefix of the next."""
+    """parse -> record -> tool_results (or, after an output without calls, a new user
+    turn) -> next request, for each output in turn; returns every request with its body,
+    and checks each earlier request is a prefix of the next (messages and wire items)."""
     wire = providers.get(provider)
     conv = Conversation.open(MemoryStore(), example_bundle(), "conv-1")
     request = conv.handle(user("u1"))
     calls: list[tuple[ModelRequest, bytes]] = [(request, wire.serialize(request))]
-    for output in outputs:
+    for i, output in enumerate(outputs):
         conv.record(output)
         results = results_for(output)
-        if not results:
-            break
-        following = conv.tool_results(results)
+        following = (
+            conv.tool_results(results) if results else conv.handle(user(f"u{i + 2}", "thanks"))
+        )
         assert_prefix(request, following)
         earlier = wire.wire_body(request)[wire.MESSAGES_KEY]
         later = wire.wire_body(following)[wire.MESSAGES_KEY]
@@ -112,6 +113,12 @@ def round_trip(provider: str, outputs: Sequence[ModelOutput]) -> list[tuple[Mode
         request = following
         calls.append((request, wire.serialize(request)))
     return calls
+
+
+def opaque_in(body: bytes, outputs: Sequence[ModelOutput]) -> tuple[int, int]:
+    """(opaque parts found byte-identical exactly once in ``body``, opaque parts)."""
+    parts = [p for output in outputs for p in output.opaque]
+    return sum(body.count(p.data.encode()) == 1 for p in parts), len(parts)
 
 
 # -- end to end ------------------------------------------------------------------------

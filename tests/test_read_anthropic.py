@@ -22,6 +22,7 @@ from read_helpers import (
     TURNS,
     chunkings,
     fixture,
+    opaque_in,
     read_stream,
     round_trip,
     sse_events,
@@ -228,7 +229,7 @@ def test_is_retryable_follows_the_documented_error_codes(
 def test_round_trip_sends_every_opaque_block_back_byte_identical() -> None:
     outputs = [whole(t) for t in TURNS]
     calls = round_trip(P, outputs)
-    assert len(calls) == 2
+    assert len(calls) == 3
     body = calls[1][1]
     opaque = [p for p in outputs[0].parts if isinstance(p, OpaquePart)]
     assert len(opaque) == 2
@@ -246,6 +247,18 @@ def test_round_trip_sends_every_opaque_block_back_byte_identical() -> None:
     results = sent[-1]["content"]
     assert [r["tool_use_id"] for r in results] == [c.call_id for c in outputs[0].tool_calls]
     assert [b["id"] for b in assistant["content"][3:]] == [c.call_id for c in outputs[0].tool_calls]
+
+
+@pytest.mark.parametrize("source", ["json", "sse"])
+def test_every_opaque_block_of_the_loop_is_in_the_last_request_byte_identical(
+    source: str,
+) -> None:
+    if source == "json":
+        outputs = [whole(t) for t in TURNS]
+    else:
+        outputs = [read_stream(P, [fixture(P, f"{t}.sse")]) for t in TURNS]
+    calls = round_trip(P, outputs)
+    assert opaque_in(calls[-1][1], outputs) == (3, 3)
 
 
 def _send(stub: Any, http: Any, stream: bool) -> list[bytes]:

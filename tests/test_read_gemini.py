@@ -24,6 +24,7 @@ from read_helpers import (
     TURNS,
     chunkings,
     fixture,
+    opaque_in,
     read_stream,
     round_trip,
     sse_events,
@@ -246,7 +247,7 @@ def _model_parts(body: bytes) -> list[list[Any]]:
 def test_round_trip_sends_thoughts_and_signatures_back_byte_identical() -> None:
     outputs = [whole(t) for t in TURNS]
     calls = round_trip(P, outputs)
-    assert len(calls) == 2
+    assert len(calls) == 3
     body = calls[1][1]
     thought = outputs[0].parts[0]
     assert isinstance(thought, OpaquePart)
@@ -270,6 +271,22 @@ def test_an_id_less_call_comes_back_verbatim_in_the_next_turn() -> None:
     conv.record(out)
     body = wire.serialize(conv.handle(user("u2", "go on")))
     assert body.count(out.parts[0].data.encode()) == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("source", ["json", "sse"])
+def test_every_opaque_part_and_signature_of_the_loop_is_in_the_last_request(
+    source: str,
+) -> None:
+    if source == "json":
+        outputs = [whole(t) for t in TURNS]
+    else:
+        outputs = [read_stream(P, [fixture(P, f"{t}.sse")]) for t in TURNS]
+    outputs.append(whole("no_call_id"))
+    calls = round_trip(P, outputs)
+    body = calls[-1][1]
+    assert opaque_in(body, outputs) == (3, 3)
+    for signature in (SIG_CALL, SIG_TEXT):
+        assert body.count(b'"thoughtSignature":"%s"' % signature.encode()) == 1
 
 
 def _send(stub: Any, http: Any, stream: bool) -> list[bytes]:
