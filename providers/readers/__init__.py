@@ -16,7 +16,9 @@ __all__ = ["MODULES", "Reader", "StreamReader", "reader"]
 
 #: Provider name -> ``"module:Class"`` of its reader, imported on first use.
 MODULES: dict[str, str] = {
+    "anthropic": ".anthropic:AnthropicReader",
     "bedrock-converse": ".bedrock_converse:BedrockConverseReader",
+    "gemini": ".gemini:GeminiReader",
     "openai-chat": ".openai_chat:OpenAIChatReader",
     "openai-responses": ".openai_responses:OpenAIResponsesReader",
 }

@@ -1,0 +1,223 @@
+"""Gemini responses: a whole ``GenerateContentResponse`` and the
+``streamGenerateContent?alt=sse`` stream of them.
+
+Part mapping (ai.google.dev/api/caching#Part; the first candidate only), in model order:
+
+===========================================  =============================================
+``{"text"}`` (``thoughtSignature`` optional)  :class:`TextPart` with ``thought_signature``
+``{"functionCall": {"id", "name", "args"}}``  :class:`ToolCallPart` (canonical JSON of
+(``thoughtSignature`` optional)               ``args``) with ``thought_signature``
+anything else                                :class:`OpaquePart` ``gemini``: the Part as
+                                             received (``thought: true`` summaries, a
+                                             ``functionCall`` without ``id``, code
+                                             execution, ...)
+===========================================  =============================================
+
+A ``functionCall`` the model sent without ``id`` stays opaque: prefixlock never invents
+a call id, and a :class:`ToolCallPart` needs one (the serializer sends ``id`` back).
+
+Stream (ai.google.dev/api/generate-content#method:-models.streamgeneratecontent): each
+SSE ``data`` is a ``GenerateContentResponse`` chunk. Text of consecutive chunks continues
+one part while the kind (``thought`` or not) stays the same and the part has no
+``thoughtSignature`` yet; a ``thoughtSignature`` may arrive on an empty text part at the
+end of a part ("Thought signatures", ai.google.dev/gemini-api/docs/thought-signatures)
+and is attached to it. Any other part arrives whole. ``usageMetadata`` is cumulative
+(the last one wins). The chunk carrying ``finishReason`` is the last one; a chunk with
+``error`` fails the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...core import canonical
+from ...core.errors import CanonicalJSONError, ResponseError
+from ...core.messages import Part, TextPart, ToolCallPart
+from ...core.output import ModelOutput, Usage
+from .base import (
+    Reader,
+    SSEStreamReader,
+    StreamReader,
+    count,
+    load_object,
+    opaque,
+    output,
+    usage,
+)
+from .sse import Event
+
+NAME = "gemini"
+
+#: Statuses and their canonical codes a retry may cure
+#: (ai.google.dev/gemini-api/docs/troubleshooting#error-codes: 429 RESOURCE_EXHAUSTED,
+#: 500 INTERNAL, 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED; 400 INVALID_ARGUMENT /
+#: FAILED_PRECONDITION, 403 PERMISSION_DENIED and 404 NOT_FOUND refuse the request).
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+RETRY_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
+
+#: Keys a Part may have and still be a plain :class:`TextPart` / :class:`ToolCallPart`.
+TEXT_KEYS = frozenset({"text", "thoughtSignature"})
+CALL_KEYS = frozenset({"functionCall", "thoughtSignature"})
+FUNCTION_CALL_KEYS = frozenset({"id", "name", "args"})
+
+
+def _signature(part: Mapping[str, Any]) -> str | None:
+    value = part.get("thoughtSignature")
+    return value if isinstance(value, str) else None
+
+
+def _part(part: Mapping[str, Any]) -> Part:
+    keys = part.keys()
+    if keys <= TEXT_KEYS and isinstance(part.get("text"), str):
+        return TextPart(part["text"], _signature(part))
+    call = part.get("functionCall")
+    if keys <= CALL_KEYS and isinstance(call, dict) and call.keys() <= FUNCTION_CALL_KEYS:
+        call_id, name, args = call.get("id"), call.get("name"), call.get("args", {})
+        if isinstance(call_id, str) and call_id and isinstance(name, str):
+            if not isinstance(args, dict):
+                raise ResponseError(
+                    f"gemini functionCall {call_id!r}: args is not an object", retry_safe=False
+                )
+            return ToolCallPart(call_id, name, canonical.dumps(args), _signature(part))
+    return opaque(NAME, part)
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    candidates = count(raw.get("candidatesTokenCount"))
+    thoughts = count(raw.get("thoughtsTokenCount"))
+    # promptTokenCount already counts the cached prompt tokens ("When cachedContent is
+    # set, this is still the total effective prompt size", UsageMetadata in
+    # ai.google.dev/api/generate-content#UsageMetadata); candidatesTokenCount leaves out
+    # the thinking tokens, which are billed as output ("Pricing for thinking",
+    # ai.google.dev/gemini-api/docs/thinking), so output counts both.
+    out = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    return usage(
+        raw,
+        input_tokens=count(raw.get("promptTokenCount")),
+        cache_read_tokens=count(raw.get("cachedContentTokenCount")),
+        cache_write_tokens=None,  # implicit caching reports no writes
+        output_tokens=out,
+        reasoning_tokens=thoughts,
+    )
+
+
+def _error(body: Mapping[str, Any]) -> ResponseError:
+    error = body.get("error")
+    error = error if isinstance(error, dict) else {}
+    status, code = error.get("status"), error.get("code")
+    return ResponseError(
+        f"gemini error {code} {status}: {error.get('message', '')}",
+        retry_safe=status in RETRY_CODES or code in RETRY_STATUSES,
+    )
+
+
+def _candidate(response: Mapping[str, Any]) -> Mapping[str, Any]:
+    candidates = response.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        return candidates[0]
+    return {}
+
+
+def _parts(candidate: Mapping[str, Any]) -> list[Any]:
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if parts is None:
+        return []
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+        raise ResponseError(
+            "gemini response: content.parts is not a list of Parts", retry_safe=False
+        )
+    return parts
+
+
+def _stop(response: Mapping[str, Any], candidate: Mapping[str, Any]) -> str | None:
+    reason = candidate.get("finishReason")
+    if isinstance(reason, str):
+        return reason
+    feedback = response.get("promptFeedback")
+    blocked = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    return blocked if isinstance(blocked, str) else None
+
+
+def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None) -> ModelOutput:
+    raw_usage, model = last.get("usageMetadata"), last.get("modelVersion")
+    return output(
+        NAME,
+        [_part(p) for p in parts],
+        stop,
+        _usage(raw_usage) if isinstance(raw_usage, dict) else None,
+        model if isinstance(model, str) else None,
+    )
+
+
+class GeminiReader(Reader):
+    name: ClassVar[str] = NAME
+
+    def parse_response(self, body: bytes) -> ModelOutput:
+        response = load_object(body)
+        if "error" in response:
+            raise _error(response)
+        candidate = _candidate(response)
+        return _output(response, _parts(candidate), _stop(response, candidate))
+
+    def stream_reader(self) -> StreamReader:
+        return GeminiStream()
+
+    def is_retryable(self, status: int, body: bytes) -> bool:
+        # ai.google.dev/gemini-api/docs/troubleshooting#error-codes (see RETRY_STATUSES)
+        if status in RETRY_STATUSES:
+            return True
+        try:
+            value = canonical.loads(body)
+        except (ValueError, CanonicalJSONError):
+            return False
+        error = value.get("error") if isinstance(value, dict) else None
+        return isinstance(error, dict) and error.get("status") in RETRY_CODES
+
+
+class GeminiStream(SSEStreamReader):
+    """Chunks joined into the parts of the whole response."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[dict[str, Any]] = []
+        #: the last part is text that the next chunk's text may continue
+        self.open = False
+        self.last: Mapping[str, Any] = {}
+        self.stop: str | None = None
+
+    def on_event(self, event: Event) -> None:
+        chunk = self.data(event)
+        if "error" in chunk:
+            raise _error(chunk)
+        candidate = _candidate(chunk)
+        for part in _parts(candidate):
+            self.add(part)
+        if "usageMetadata" in chunk or "modelVersion" in chunk:
+            self.last = {**self.last, **chunk}
+        stop = _stop(chunk, candidate)
+        if stop is not None:
+            self.stop, self.done = stop, True
+
+    def add(self, part: dict[str, Any]) -> None:
+        if part.keys() <= TEXT_KEYS | {"thought"} and isinstance(part.get("text"), str):
+            previous = self.parts[-1] if self.parts else None
+            if (
+                self.open
+                and previous is not None
+                and previous.get("thought") == part.get("thought")
+                and "thoughtSignature" not in previous
+            ):
+                previous["text"] += part["text"]
+                if "thoughtSignature" in part:
+                    previous["thoughtSignature"] = part["thoughtSignature"]
+                return
+            self.parts.append(dict(part))
+            self.open = True
+            return
+        self.parts.append(part)
+        self.open = False
+
+    def output(self) -> ModelOutput:
+        return _output(self.last, self.parts, self.stop)
