@@ -30,6 +30,16 @@ INSTRUCTIONS = (REPO / "prompt/cursor/instructions.md").read_text(encoding="utf-
 CC = {"type": "ephemeral"}
 
 
+ROOT_CONSEQUENCE = (
+    "every new conversation starts a new cached prefix (the old one goes cold fleet-wide); "
+    "running conversations keep their root and their cache"
+)
+CONTENT_LINE = (
+    "rendered-content change: only messages rendered from now on differ; running "
+    "conversations keep their cache"
+)
+
+
 def anthropic(
     *texts: str, system: str = "You are a coding agent.", marker: int | None = None
 ) -> bytes:
@@ -150,6 +160,7 @@ def test_changed_instructions_point_at_their_line(
         "'… system message is frozen for the whole conversation.\\n- A re…'",
         "  caused by prompt/cursor/instructions.md:4",
         "  invalidates 98.7% of the old body's prefix (6253 of 6336 bytes, cache markers aside)",
+        f"deployment impact: root change at prompt/cursor/instructions.md:4: {ROOT_CONSEQUENCE}",
     ]
     assert run(capsys, str(old), str(new), "--allow-prefix-break")[0] == 0
 
@@ -188,10 +199,19 @@ def test_runtime_text_points_at_the_template_literal(monkeypatch: pytest.MonkeyP
 def test_diff_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     one = write(tmp_path / "anthropic" / "0001.json", anthropic("a"))
     two = write(tmp_path / "anthropic" / "0002.json", anthropic("a", "b"))
-    assert run(capsys, str(one), str(two)) == (0, ["anthropic: tail append (+1 item)"])
-    assert run(capsys, str(one), str(one)) == (0, ["anthropic: identical"])
-    code, out = run(capsys, str(two), str(one), "--root", str(tmp_path))
+    assert run(capsys, str(one), str(two)) == (
+        0,
+        ["anthropic: tail append (+1 item)", f"deployment impact: {CONTENT_LINE}"],
+    )
+    assert run(capsys, str(one), str(one)) == (
+        0,
+        ["anthropic: identical", "deployment impact: none"],
+    )
+    # a break inside the history is rendered content: exit 0, unless --strict
+    assert run(capsys, str(two), str(one), "--root", str(tmp_path))[0] == 0
+    code, out = run(capsys, str(two), str(one), "--root", str(tmp_path), "--strict")
     assert code == 1
+    assert out[-1] == f"deployment impact: {CONTENT_LINE}"
     assert out[0] == (
         "anthropic: PREFIX BREAK at $.messages[1]: old "
         """'{"content":[{"text":"b","type":"text"}],"role":"assistant"}' new (absent)"""
@@ -206,13 +226,15 @@ def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     one = write(tmp_path / "one.json", anthropic("a", "b"))
     two = write(tmp_path / "two.json", anthropic("a", "B"))
-    code, lines = run(capsys, str(one), str(two), "--json", "--root", str(tmp_path))
+    code, lines = run(capsys, str(one), str(two), "--json", "--root", str(tmp_path), "--strict")
     assert code == 1
     assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
+        "changed_parts": None,
         "old": {"given": str(one), "kind": "file", "path": str(one)},
         "new": {"given": str(two), "kind": "file", "path": str(two)},
         "provider": "anthropic",
         "verdict": "prefix break",
+        "impact": "rendered-content change",
         "path": "$.messages[1].content[0].text",
         "old_value": "'b'",
         "new_value": "'B'",
@@ -230,7 +252,9 @@ def test_diff_of_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         changed = body.replace(b'"text":"b"', b'"text":"B"')
         write(tmp_path / "new" / "case" / "anthropic" / f"{number:04d}.json", changed)
     write(tmp_path / "new" / "case" / "anthropic" / "0004.json", anthropic("a", "B", "c", "d"))
-    code, out = run(capsys, str(tmp_path / "old"), str(tmp_path / "new"), "--root", str(tmp_path))
+    args = [str(tmp_path / "old"), str(tmp_path / "new"), "--root", str(tmp_path)]
+    assert run(capsys, *args)[0] == 0  # rendered content only
+    code, out = run(capsys, *args, "--strict")
     assert code == 1
     # Below Sonnet's 1,024-token minimum nothing is cached: a call costs its tokens,
     # ceil(UTF-8 bytes / 4) per block: 19, 26, 33 (and 40 for the added fourth call).
@@ -250,6 +274,7 @@ def test_diff_of_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "case  provider    calls  unchanged  tail-only  breaks  invalidated       cost delta",
         "case  anthropic  3 -> 4          1          0       2        63.5%  +40.00 (+51.3%)",
         "compared 4 calls: 1 unchanged, 2 prefix break, 1 added",
+        f"deployment impact: {CONTENT_LINE}",
     ]
 
 
@@ -335,7 +360,8 @@ def test_two_revisions_tail_only_and_a_break(
     put(repo, {"golden/case/anthropic/0001.json": wire("a", "z")})  # extends call 1
     put(repo, {"golden/case/anthropic/0002.json": wire("a", "B" + LONG[1:])})  # rewrites
     new = commit(repo, "new")
-    code, out = run(capsys, "HEAD~1", "HEAD", "--golden", "golden")
+    assert run(capsys, "HEAD~1", "HEAD", "--golden", "golden")[0] == 0  # content only
+    code, out = run(capsys, "HEAD~1", "HEAD", "--golden", "golden", "--strict")
     assert code == 1
     # Blocks: system 4,096 tokens, "a" and "z" 7 each ({"text":"a","type":"text"} is 26
     # bytes), the long message 4,096. Writes cost 1.25, reads 0.1 (claude-sonnet-4-5).
@@ -361,11 +387,15 @@ def test_two_revisions_tail_only_and_a_break(
         "case  provider   calls  unchanged  tail-only  breaks  invalidated         cost delta",
         "case  anthropic      2          0          1       1        49.7%  +4727.20 (+44.3%)",
         "compared 2 calls: 1 tail-only, 1 prefix break",
+        f"deployment impact: {CONTENT_LINE}",
     ]
-    assert run(capsys, "HEAD~1", "HEAD", "--allow-prefix-break")[0] == 0
-    assert run(capsys, "HEAD", "HEAD")[1][-1] == "compared 2 calls: 2 unchanged"
+    assert run(capsys, "HEAD~1", "HEAD", "--strict", "--allow-prefix-break")[0] == 0
+    assert run(capsys, "HEAD", "HEAD")[1][-2:] == [
+        "compared 2 calls: 2 unchanged",
+        "deployment impact: none",
+    ]
 
-    code, lines = run(capsys, old, new, "--json")  # shas work too
+    code, lines = run(capsys, old, new, "--json", "--strict")  # shas work too
     assert code == 1 and len(lines) == 1
     report = canonical.loads(lines[0])
     assert canonical.dumps(report) == lines[0]
@@ -381,6 +411,7 @@ def test_two_revisions_tail_only_and_a_break(
     assert (result["cost_delta_share"], result["invalidated_max"]) == (0.4435, 0.497)
     assert result["calls"][0] == {
         "appended": 1,
+        "impact": "rendered-content change",
         "call": 1,
         "new_cost": 5137.5,
         "old_cost": 5128.75,
@@ -412,6 +443,7 @@ def test_a_revision_against_the_working_tree(
             "case  provider   calls  unchanged  tail-only  breaks  invalidated  cost delta",
             "case  anthropic      1          1          0       0            -           0",
             "compared 1 call: 1 unchanged",
+            "deployment impact: none",
         ],
     )
     # Uncommitted: the spec and the regenerated body change.
@@ -426,6 +458,11 @@ def test_a_revision_against_the_working_tree(
             " conversation.\\n- A re…'",
             "        caused by prompt/cursor/instructions.md:4",
         ]
+        # the spec roots of both sides build: the changed bundle part is named
+        assert out[-1] == (
+            "deployment impact: root change of instructions.md at "
+            f"prompt/cursor/instructions.md:4: {ROOT_CONSEQUENCE}"
+        )
     # Committed: NEW is a revision, explained by the spec as of that revision.
     commit(repo, "new")
     code, out = run(capsys, "HEAD~1", "HEAD")
@@ -433,8 +470,8 @@ def test_a_revision_against_the_working_tree(
     # A path still wins over a revision: a folder called HEAD is a folder.
     write(repo / "HEAD" / "case" / "anthropic" / "0001.json", wire("a", system=changed))
     code, out = run(capsys, "HEAD", "HEAD~1")
-    assert code == 1 and out[-1] == "compared 1 call: 1 prefix break"
-    assert "old: HEAD" in out and "new: golden/ at HEAD~1 (" in out[-4]
+    assert code == 1 and out[-2] == "compared 1 call: 1 prefix break"
+    assert "old: HEAD" in out and "new: golden/ at HEAD~1 (" in out[-5]
 
 
 def test_added_and_removed_cases_and_calls(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -468,7 +505,9 @@ def test_added_and_removed_cases_and_calls(repo: Path, capsys: pytest.CaptureFix
         "kept/openai-chat: only in NEW (1 call)",
     ]
     # Nothing here is cacheable: a call costs its tokens (the empty bodies none).
-    assert out[-7:] == [
+    # Added and removed calls change the scenarios, not what a deploy sends.
+    assert out[-1] == "deployment impact: none"
+    assert out[-8:-1] == [
         "case   provider      calls  unchanged  tail-only  breaks  invalidated        cost delta",
         "fresh  anthropic    0 -> 1          0          0       0            -      +19.00 (new)",
         "fresh  gemini       0 -> 1          0          0       0            -       +0.00 (new)",
@@ -591,3 +630,46 @@ def test_a_changed_or_dropped_earlier_block_is_a_break() -> None:
     assert inner.kind == PREFIX_BREAK
     dropped = compare_bodies("bedrock-converse", old, bedrock(["ctx", "q"], ["a"], []))
     assert dropped.kind == PREFIX_BREAK
+
+
+def test_deployment_impact_of_a_template_edit_and_an_instructions_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0
+    monkeypatch.chdir(root)
+    git(root, "init", "-q")
+    commit(root, "init")
+    # A runtime template gains a line: only messages rendered from now on differ.
+    template = root / "prompt" / "cursor" / "agent" / "runtime.md.j2"
+    template.write_text(template.read_text(encoding="utf-8") + "Be brief.\n", encoding="utf-8")
+    assert main(["golden", "--update"]) == 0
+    capsys.readouterr()
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 0
+    assert out[-1].startswith(
+        "deployment impact: rendered-content change of templates/prompt/cursor/agent/runtime.md.j2"
+    )
+    assert out[-1].endswith(
+        ": only messages rendered from now on differ; running conversations keep their cache"
+    )
+    assert run(capsys, "HEAD", "WORKTREE", "--strict")[0] == 1
+    commit(root, "template")
+    # The instructions change: a root change, exit 1.
+    instructions = root / "prompt" / "cursor" / "instructions.md"
+    text = instructions.read_text(encoding="utf-8")
+    instructions.write_text(text.replace("Cursor", "Cursory", 1), encoding="utf-8")
+    assert main(["golden", "--update"]) == 0
+    capsys.readouterr()
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 1
+    assert out[-1] == (
+        "deployment impact: root change of instructions.md at "
+        f"prompt/cursor/instructions.md:1: {ROOT_CONSEQUENCE}"
+    )
+    report = canonical.loads(main_json(capsys, "HEAD", "WORKTREE"))
+    assert report["impact"] == "root change"
+    assert report["changed_parts"] == {
+        "root change": ["instructions.md"],
+        "rendered-content change": [],
+    }

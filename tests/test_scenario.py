@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -554,3 +555,17 @@ def test_duplicate_names_in_a_context(here: Path) -> None:
 def test_the_golden_scenarios_load() -> None:
     for path in sorted((REPO / "golden").glob("*/scenario.yaml")):
         assert load_scenario(path).steps
+
+
+def test_a_scenario_without_bundle_uses_the_spec_root_it_lives_in(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    path = root / "golden" / "first" / "scenario.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "name: first\nconversation: c1\nsteps:\n  - user: {event: u1, query: hi, mode: ask}\n",
+        encoding="utf-8",
+    )
+    scenario = load_scenario(path)
+    assert scenario.bundle_root == root.resolve()
+    assert scenario.bundle.agent == "mini"

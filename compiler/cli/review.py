@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
+from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.preview import load_context, preview
@@ -111,8 +112,11 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
         "OLD and NEW are each a body file, a folder of <case>/<provider>/NNNN.json bodies, "
         f"a git revision (its --golden folder, read without a checkout), or {WORKTREE} "
         "/ . (the --golden folder of the working tree). An existing path wins over a "
-        "revision. Exit 0: no prefix break; 1: a prefix break (0 with "
-        "--allow-prefix-break); 2: bad input."
+        "revision. Every changed call is classed by what deploying it does: a root change "
+        "(instructions, tools, settings: new conversations start a new cached prefix), a "
+        "rendered-content change (only messages rendered from now on differ; running "
+        "conversations keep their cache) or none. Exit 0: no root change; 1: a root change "
+        "(with --strict: any prefix break; 0 with --allow-prefix-break); 2: bad input."
     )
     parser.add_argument(
         "old", metavar="OLD", help="a body file, a folder of bodies, a git revision, or WORKTREE"
@@ -141,21 +145,28 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the report as canonical JSON")
     parser.add_argument(
-        "--allow-prefix-break", action="store_true", help="exit 0 even on a prefix break"
+        "--allow-prefix-break", action="store_true", help="exit 0 even on a root change"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on any prefix break of the replayed bodies, not only on a root change",
     )
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    """Exit 0: unchanged or tail-only; 1: a prefix break (0 with --allow-prefix-break)."""
+    """Exit 1 for a root change (with --strict: any prefix break), else 0."""
     report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
+    failing = report.broken if args.strict else report.impact == ROOT_CHANGE
     if args.json:
         out(canonical.dumps(report.to_json()))
     else:
         for line in report.lines():
             out(line)
-        if report.broken and not args.allow_prefix_break:
-            err("prefixlock diff: the prefix breaks; pass --allow-prefix-break to accept it")
-    return FINDING if report.broken and not args.allow_prefix_break else OK
+        if failing and not args.allow_prefix_break:
+            what = "the prefix breaks" if args.strict else "a root change"
+            err(f"prefixlock diff: {what}; pass --allow-prefix-break to accept it")
+    return FINDING if failing and not args.allow_prefix_break else OK
 
 
 def _golden_arguments(parser: argparse.ArgumentParser) -> None:

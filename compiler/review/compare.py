@@ -81,6 +81,16 @@ VERDICTS = {IDENTICAL: UNCHANGED, TAIL_APPEND: TAIL_ONLY, PREFIX_BREAK: PREFIX_B
 #: Every verdict of a call, in the order reports count them.
 CALL_VERDICTS = (UNCHANGED, TAIL_ONLY, PREFIX_BREAK, ADDED, REMOVED)
 
+#: Deployment impact of a changed call (``prefixlock diff``): a running conversation
+#: keeps its root and stored history, so only a change of the root reaches it as a cache
+#: miss, and only for *new* conversations.
+ROOT_CHANGE = "root change"
+CONTENT_CHANGE = "rendered-content change"
+NO_IMPACT = "none"
+IMPACTS = (ROOT_CHANGE, CONTENT_CHANGE, NO_IMPACT)
+#: Roles of leading history items that carry the root (OpenAI Chat's instructions).
+ROOT_ROLES = frozenset({"system", "developer"})
+
 #: The provider names: the folder names of bodies and the choices of ``--provider``.
 PROVIDERS: tuple[str, ...] = NAMES
 
@@ -101,10 +111,20 @@ class Comparison:
     #: the byte sizes behind ``invalidated``: old body, common prefix
     old_size: int = 0
     common: int = 0
+    #: the root differs: instructions, tools or settings (everything outside the history,
+    #: and leading system/developer history items), cache markers aside
+    root: bool = False
 
     @property
     def verdict(self) -> str:
         return VERDICTS[self.kind]
+
+    @property
+    def impact(self) -> str:
+        """What deploying the change does to conversations (:data:`IMPACTS`)."""
+        if self.kind == IDENTICAL:
+            return NO_IMPACT
+        return ROOT_CHANGE if self.root else CONTENT_CHANGE
 
 
 #: Keys of a wire message's content-block list (``{"role": r, <key>: [blocks]}``).
@@ -196,6 +216,7 @@ def compare_bodies(
     a, b = wire.strip_cache_markers(old_value), wire.strip_cache_markers(new_value)
     key = wire.MESSAGES_KEY
     history_a, history_b = a.get(key, []), b.get(key, [])
+    root = _root(a, key) != _root(b, key)
     found = first_difference(
         {k: v for k, v in a.items() if k != key}, {k: v for k, v in b.items() if k != key}
     )
@@ -215,7 +236,7 @@ def compare_bodies(
             appended = len(history_b) - len(history_a)
             if appended == 0 and not grown:
                 return Comparison(IDENTICAL, note="only cache markers moved")
-            return Comparison(TAIL_APPEND, appended=appended, blocks=grown)
+            return Comparison(TAIL_APPEND, appended=appended, blocks=grown, root=root)
     elif found is None:
         found = first_difference(history_a, history_b, (key,))
     assert found is not None
@@ -229,7 +250,20 @@ def compare_bodies(
         invalidated=share,
         old_size=size,
         common=common,
+        root=root,
     )
+
+
+def _root(body: Mapping[str, Any], key: str) -> tuple[dict[str, Any], list[Any]]:
+    """A body's root: its members outside the history, and the leading history items
+    with a root role."""
+    history = body.get(key, [])
+    lead: list[Any] = []
+    for item in history if isinstance(history, list) else []:
+        if not (isinstance(item, Mapping) and item.get("role") in ROOT_ROLES):
+            break
+        lead.append(item)
+    return {k: v for k, v in body.items() if k != key}, lead
 
 
 def history_key(provider: str) -> str:

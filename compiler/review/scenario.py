@@ -136,9 +136,14 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
 
 
 def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:
+    """``bundle:`` relative to the scenario; else the spec root the scenario lives in
+    (the nearest folder above it holding ``rules/agent.yaml``); else the bundled example."""
     given = value.get("bundle")
     if isinstance(given, str):
         return (path.parent / given).resolve()
+    for folder in path.resolve().parents:
+        if (folder / "rules" / "agent.yaml").is_file():
+            return folder
     return find_example_root()
 
 

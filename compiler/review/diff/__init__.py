@@ -22,11 +22,15 @@ from typing import Any
 
 import attrs
 
-from ...core.errors import UsageError
+from ...core.errors import PrefixlockError, UsageError
+from ...spec.build import build_bundle
 from ..compare import (
     CALL_VERDICTS,
+    CONTENT_CHANGE,
+    NO_IMPACT,
     PREFIX_BREAK,
     PROVIDERS,
+    ROOT_CHANGE,
     TAIL_ONLY,
     UNCHANGED,
     Comparison,
@@ -209,11 +213,25 @@ class FileDiff:
             yield f"{self.provider}: {line}" if not line.startswith(" ") else line
 
 
+#: Bundle parts whose change is a root change; every other part is rendered content.
+ROOT_PARTS = frozenset({"instructions.md", "tools.json", "settings.json"})
+
+_CONSEQUENCE = {
+    ROOT_CHANGE: "every new conversation starts a new cached prefix (the old one goes cold "
+    "fleet-wide); running conversations keep their root and their cache",
+    CONTENT_CHANGE: "only messages rendered from now on differ; running conversations keep "
+    "their cache",
+}
+
+
 @attrs.frozen
 class DiffReport:
-    """What :func:`diff` found: one file pair or two folders of bodies."""
+    """What :func:`diff` found: one file pair or two folders of bodies, and what deploying
+    the change does to conversations (:attr:`impact`)."""
 
     result: FileDiff | FolderDiff
+    #: bundle parts that differ between the two spec roots (None: not both buildable)
+    parts: tuple[str, ...] | None = None
 
     @property
     def broken(self) -> bool:
@@ -222,15 +240,67 @@ class DiffReport:
             return self.result.broken
         return bool(self.result.count(PREFIX_BREAK))
 
+    @property
+    def impact(self) -> str:
+        """``root change``, ``rendered-content change`` or ``none``."""
+        if isinstance(self.result, FileDiff):
+            return self.result.comparison.impact
+        return self.result.impact
+
+    def parts_of(self, impact: str) -> list[str]:
+        """The changed bundle parts of one impact class."""
+        root = impact == ROOT_CHANGE
+        return [p for p in self.parts or () if (p in ROOT_PARTS) == root]
+
+    def impact_lines(self) -> list[str]:
+        impact = self.impact
+        if impact == NO_IMPACT:
+            return ["deployment impact: none"]
+        lines = []
+        for kind in (ROOT_CHANGE, CONTENT_CHANGE):
+            sources = self.result.sources(kind) if isinstance(self.result, FolderDiff) else []
+            if isinstance(self.result, FileDiff) and self.result.comparison.impact == kind:
+                sources = [self.result.source] if self.result.source else []
+            parts = self.parts_of(kind)
+            if kind != impact and not parts:
+                continue
+            of = f" of {', '.join(parts)}" if parts else ""
+            at = f" at {', '.join(sources)}" if sources else ""
+            lines.append(f"deployment impact: {kind}{of}{at}: {_CONSEQUENCE[kind]}")
+        return lines
+
     def to_json(self) -> dict[str, Any]:
-        return self.result.to_json()
+        out = self.result.to_json()
+        out["impact"] = self.impact
+        out["changed_parts"] = (
+            None
+            if self.parts is None
+            else {
+                ROOT_CHANGE: self.parts_of(ROOT_CHANGE),
+                CONTENT_CHANGE: self.parts_of(CONTENT_CHANGE),
+            }
+        )
+        return out
 
     def lines(self) -> Iterator[str]:
-        """The text report."""
+        """The text report, then the deployment impact."""
         if isinstance(self.result, FileDiff):
             yield from self.result.lines()
         else:
             yield from render(self.result)
+        yield from self.impact_lines()
+
+
+def _changed_parts(old: Side, new: Side) -> tuple[str, ...] | None:
+    """The bundle parts that differ between the two sides' spec roots, or None when
+    either does not build (a folder of bodies without its specs)."""
+    try:
+        before, after = build_bundle(old.root), build_bundle(new.root)
+    except PrefixlockError:
+        return None
+    a = {part.name: part.sha256 for part in before.parts}
+    b = {part.name: part.sha256 for part in after.parts}
+    return tuple(sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name)))
 
 
 def diff(
@@ -254,7 +324,9 @@ def diff(
             raise UsageError(f"compare two files or two folders, not {a.label} and {b.label}")
         indexes = SourceIndexes()
         if a.is_folder:
-            return DiffReport(diff_folders(a, b, indexes))
+            result = diff_folders(a, b, indexes)
+            changed = None if result.impact == NO_IMPACT else _changed_parts(a, b)
+            return DiffReport(result, changed)
         old_bytes, new_bytes = read_body(a.path), read_body(b.path)
         name = provider or guess_provider(parse_body(new_bytes, str(b.path)), b.path)
         comparison = compare_bodies(

@@ -13,7 +13,7 @@ The result is :class:`FolderDiff` -> :class:`PairDiff` (one case x provider) ->
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from ...core.errors import CacheSimulationError, InputError, PrefixlockError
 from ..compare import (
     ADDED,
     CALL_VERDICTS,
+    IMPACTS,
+    NO_IMPACT,
     PREFIX_BREAK,
     REMOVED,
     TAIL_APPEND,
@@ -40,7 +42,13 @@ from ..jsondiff import describe
 from ..sources import SourceIndex
 from .sides import Side, call_sets, read_body
 
-__all__ = ["CallDiff", "FolderDiff", "PairDiff", "SourceIndexes", "diff_folders"]
+__all__ = ["CallDiff", "FolderDiff", "PairDiff", "SourceIndexes", "diff_folders", "worst_impact"]
+
+
+def worst_impact(impacts: Iterable[str]) -> str:
+    """The most far-reaching of ``impacts`` (root, then rendered content, then none)."""
+    found = set(impacts)
+    return next((impact for impact in IMPACTS if impact in found), NO_IMPACT)
 
 
 @attrs.frozen
@@ -66,8 +74,15 @@ class CallDiff:
             return (self.verdict,)
         return (c.kind, c.appended, c.note, c.difference.path if c.difference else None)
 
+    @property
+    def impact(self) -> str:
+        """Deployment impact; calls added or removed change the scenario, not a deploy."""
+        return self.comparison.impact if self.comparison is not None else NO_IMPACT
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"call": self.number, "verdict": self.verdict}
+        if self.comparison is not None and self.impact != NO_IMPACT:
+            out["impact"] = self.impact
         c = self.comparison
         if c is not None and c.note:
             out["note"] = c.note
@@ -118,6 +133,10 @@ class PairDiff:
         return any(call.verdict != UNCHANGED for call in self.calls)
 
     @property
+    def impact(self) -> str:
+        return worst_impact(call.impact for call in self.calls)
+
+    @property
     def invalidated_max(self) -> float | None:
         shares = [
             c.comparison.invalidated
@@ -155,6 +174,7 @@ class PairDiff:
             "prefix_breaks": self.count(PREFIX_BREAK),
             "added": self.count(ADDED),
             "removed": self.count(REMOVED),
+            "impact": self.impact,
             "invalidated_max": None if invalidated is None else round(invalidated, 4),
             "old_cost": round(float(self.old_cost), 2),
             "new_cost": round(float(self.new_cost), 2),
@@ -179,6 +199,19 @@ class FolderDiff:
     def count(self, verdict: str) -> int:
         return sum(pair.count(verdict) for pair in self.pairs)
 
+    @property
+    def impact(self) -> str:
+        return worst_impact(pair.impact for pair in self.pairs)
+
+    def sources(self, impact: str) -> list[str]:
+        """The spec lines behind the calls of one impact class, first seen first."""
+        found: dict[str, None] = {}
+        for pair in self.pairs:
+            for call in pair.calls:
+                if call.impact == impact and call.source:
+                    found.setdefault(call.source)
+        return list(found)
+
     def _cases(self, side: str) -> set[str]:
         return {p.case for p in self.pairs if (p.old_calls if side == "old" else p.new_calls)}
 
@@ -196,6 +229,7 @@ class FolderDiff:
             "old": self.old.to_json(),
             "new": self.new.to_json(),
             "prefix_stable": not counts[PREFIX_BREAK],
+            "impact": self.impact,
             "calls": sum(counts.values()),
             "unchanged": counts[UNCHANGED],
             "tail_only": counts[TAIL_ONLY],
