@@ -44,6 +44,7 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "mcp-order": ["request-context:u1"],
     "midnight": ["request-context:u1"],
     "background-event": ["request-context:u1"],
+    "injected-event": ["request-context:u1"],
     "long-session": ["request-context:u4", "request-context:u6"],
     "manual-compaction": ["request-context:u2"],
 }

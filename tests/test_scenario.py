@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from prefixlock.core import canonical
 from prefixlock.core.errors import SpecErrors
+from prefixlock.review.replay import replay
 from prefixlock.review.scenario import (
     AssistantStep,
     BackgroundStep,
@@ -427,7 +428,7 @@ def test_unknown_keys(here: Path) -> None:
         "selected_context, timestamp)",
         "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' (expected one of: text, tool_calls)",
         "s.yaml:8:5: $.steps[2]: unknown key 'usr' (expected one of: assistant, background, "
-        "compact, restart, retry, tool_results, user)",
+        "compact, injected, restart, retry, tool_results, user)",
     ]
 
 
@@ -435,7 +436,7 @@ def test_a_step_with_two_kinds(here: Path) -> None:
     text = HEAD + "steps:\n  - user: {event: u1, query: q}\n    restart: true\n"
     assert errors(text) == [
         "s.yaml:4:5: $.steps[0]: expected at most 1 key, got 2 (a step has exactly one key: "
-        "user, assistant, tool_results, background, retry, restart or compact)"
+        "user, assistant, tool_results, background, injected, retry, restart or compact)"
     ]
 
 
@@ -569,3 +570,32 @@ def test_a_scenario_without_bundle_uses_the_spec_root_it_lives_in(tmp_path: Path
     scenario = load_scenario(path)
     assert scenario.bundle_root == root.resolve()
     assert scenario.bundle.agent == "mini"
+
+
+def test_an_injected_event_makes_a_call_and_never_appends_context(here: Path) -> None:
+    text = HEAD + (
+        "steps:\n"
+        "  - user: {event: u1, query: q}\n"
+        "  - assistant: {text: ok}\n"
+        "  - injected: {event: i1, text: the build finished}\n"
+        "  - retry: i1\n"
+    )
+    (here / "s.yaml").write_text(text, encoding="utf-8")
+    scenario = load_scenario(here / "s.yaml")
+    assert [type(step).__name__ for step in scenario.steps] == [
+        "UserStep",
+        "AssistantStep",
+        "InjectedStep",
+        "RetryStep",
+    ]
+    calls = replay(scenario)
+    assert [call.kind for call in calls] == ["user", "injected", "retry"]
+    last = [m.id for m in calls[1].request.messages]
+    assert last[-1] == "event:i1"
+    assert [m for m in last if m.startswith("request-context:")] == ["request-context:u1"]
+    assert calls[2].request.same_as(calls[1].request)
+
+
+def test_an_injected_event_before_any_user_turn_is_refused(here: Path) -> None:
+    text = HEAD + "steps:\n  - injected: {event: i1, text: t}\n"
+    assert errors(text) == ["s.yaml:4:5: $.steps[0].injected: injected event before any user turn"]

@@ -135,7 +135,8 @@ def check_history(
         if not messages:
             fail("duplicate", call, "the request has no messages")
             continue
-        expected = {"user": "runtime:", "background": "event:"}.get(call.kind, "") + call.event
+        appended = {"user": "runtime:", "background": "event:", "injected": "event:"}
+        expected = appended.get(call.kind, "") + call.event
         if messages[-1].id != expected:
             fail(
                 "duplicate",

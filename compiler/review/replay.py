@@ -74,7 +74,7 @@ class Call:
 
     index: int  # 1-based model-call number
     step: int  # index into scenario.steps
-    kind: str  # "user" | "tool_results" | "background" | "retry"
+    kind: str  # "user" | "tool_results" | "background" | "injected" | "retry"
     event: str  # event id / "tool-results:<first call id>"
     request: ModelRequest
 

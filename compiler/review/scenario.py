@@ -13,6 +13,7 @@ The format is a public contract (``DESIGN.md``, "Scenario format")::
       - assistant: {text?: "...", tool_calls?: [{id, name, arguments}]}
       - tool_results: [{call_id, output, is_error?}]                       # model call
       - background: {event: b1, text: "..."}                               # model call
+      - injected: {event: i1, text: "..."}                                 # model call
       - retry: u1                 # re-deliver event u1's request unchanged  # model call
       - restart: true             # drop all memory; hydrate from the store
       - compact: {summary: "..."} # manual compaction between turns
@@ -56,6 +57,7 @@ from .steps import (
     AssistantStep,
     BackgroundStep,
     CompactStep,
+    InjectedStep,
     RestartStep,
     RetryStep,
     Scenario,
@@ -70,6 +72,7 @@ __all__ = [
     "AssistantStep",
     "BackgroundStep",
     "CompactStep",
+    "InjectedStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -221,9 +224,10 @@ class _Loader:
         if kind == "user":
             request = self.request(index, kind, body)
             return None if request is None else UserStep(where, body["event"], request)
-        if kind == "background":
+        if kind in ("background", "injected"):
             request = self.request(index, kind, body)
-            return None if request is None else BackgroundStep(where, body["event"], request)
+            event = BackgroundStep if kind == "background" else InjectedStep
+            return None if request is None else event(where, body["event"], request)
         if kind == "assistant":
             calls = tuple(
                 ToolCall(call["id"], call["name"], call.get("arguments", {}))
@@ -251,7 +255,7 @@ class _Loader:
             return None
         given = f"$.steps[{index}].{kind}"
         base: Mapping[str, Any] = {}
-        if kind == "background":
+        if kind in ("background", "injected"):
             fields: dict[str, Any] = {"text": body["text"]}
         else:
             base = self.base

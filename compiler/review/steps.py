@@ -18,6 +18,7 @@ __all__ = [
     "AssistantStep",
     "BackgroundStep",
     "CompactStep",
+    "InjectedStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -27,7 +28,16 @@ __all__ = [
 ]
 
 #: The step kinds, in the order the format lists them.
-STEP_KINDS = ("user", "assistant", "tool_results", "background", "retry", "restart", "compact")
+STEP_KINDS = (
+    "user",
+    "assistant",
+    "tool_results",
+    "background",
+    "injected",
+    "retry",
+    "restart",
+    "compact",
+)
 
 
 @attrs.frozen
@@ -75,6 +85,15 @@ class BackgroundStep:
 
 
 @attrs.frozen
+class InjectedStep(BackgroundStep):
+    """A runtime event the harness injects (e.g. a terminal finished, a file changed on
+    disk). Makes one model call; like a background completion, it never compiles or
+    appends request context."""
+
+    kind: ClassVar[str] = "injected"
+
+
+@attrs.frozen
 class RetryStep:
     """Re-deliver an earlier user or background event unchanged. Makes one model call."""
 
@@ -105,6 +124,7 @@ Step = (
     | AssistantStep
     | ToolResultsStep
     | BackgroundStep
+    | InjectedStep
     | RetryStep
     | RestartStep
     | CompactStep

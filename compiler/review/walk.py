@@ -71,7 +71,9 @@ class Walk:
         self.turn(index, "user", step.event, step.request.digest)
 
     def _background(self, index: int, path: str, step: BackgroundStep) -> None:
-        self.turn(index, "background", step.event, step.request.digest)
+        self.turn(index, step.kind, step.event, step.request.digest)
+
+    _injected = _background
 
     def turn(self, index: int, kind: str, event: str, digest: str | None) -> None:
         """A user turn or background event delivering ``event`` (``digest``: its
@@ -79,9 +81,10 @@ class Walk:
         if not self.live:
             return
         path = f"$.steps[{index}].{kind}"
-        if kind == "background" and self.user_turns == 0:
-            self.fail(path, "background event before any user turn", at_key=True)
-        self._no_pending(path, "user turn" if kind == "user" else "background event")
+        what = {"user": "user turn", "injected": "injected event"}.get(kind, "background event")
+        if kind != "user" and self.user_turns == 0:
+            self.fail(path, f"{what} before any user turn", at_key=True)
+        self._no_pending(path, what)
         earlier = self.delivered.get(event)
         if earlier is None:
             self.delivered[event] = (index, digest)
