@@ -10,7 +10,8 @@ from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
-from ..review.golden import check_golden, pretty_body, update_golden
+from ..review.golden import check_golden, pretty_body, update_golden, write_file
+from ..review.page import report_page
 from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, write_bodies
 from ..review.scenario import load_scenario
@@ -258,6 +259,30 @@ def _run_render(args: argparse.Namespace) -> int:
     return OK
 
 
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, metavar="OUT.html", help="the page to write")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: golden/*/scenario.yaml)",
+    )
+    parser.add_argument(
+        "--provider",
+        action="append",
+        metavar="NAME",
+        help="provider wire format, or 'all' (default; may be repeated)",
+    )
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    text = report_page(args.paths, args.provider or ["all"])
+    write_file(args.out, text.encode("utf-8"))
+    out(f"wrote {args.out}")
+    return OK
+
+
 COMMANDS = (
     Command(
         "replay",
@@ -276,6 +301,13 @@ COMMANDS = (
         "print what one user turn sends (the first call's body), without a scenario",
         _render_arguments,
         _run_render,
+    ),
+    Command(
+        "report",
+        "write one self-contained HTML page of a verify run: per call, cached / written / "
+        "uncached tokens",
+        _report_arguments,
+        _run_report,
     ),
     Command(
         "golden",

@@ -1,0 +1,124 @@
+"""``prefixlock report OUT.html``: a self-contained page, looked at in headless Chromium."""
+
+from __future__ import annotations
+
+import html.parser
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from conv_helpers import REPO
+from prefixlock.cli.commands import main
+from prefixlock.review.page import READ, UNCACHED, WRITE
+
+CASE = REPO / "golden" / "automatic-compaction"
+CHROMIUM = shutil.which("chromium")
+
+
+class _Links(html.parser.HTMLParser):
+    """Every element and attribute that would make the browser fetch something."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fetches: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "srcset", "poster", "data", "action") and value:
+                self.fetches.append(f"<{tag} {name}={value}>")
+
+
+def test_the_page_is_self_contained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", str(out), str(CASE)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    text = out.read_text(encoding="utf-8")
+    parser = _Links()
+    parser.feed(text)
+    assert parser.fetches == []
+    assert not parser.tags & {"script", "link", "img", "iframe", "object", "embed", "base"}
+    assert "url(" not in text and "@import" not in text
+    assert text.count("<rect ") == 5 * 8 * 3  # providers x calls x (read, write, uncached)
+    assert text.count("class=reset") == 5  # the compaction, once per provider
+    assert "automatic-compaction — automatic compaction keeps only the latest context" in text
+
+
+def _pixels(png: bytes) -> tuple[int, int, int, bytes]:
+    """(width, height, bytes per pixel, raw rows) of an 8-bit RGB or RGBA PNG."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, data, header = 8, b"", b""
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind = png[pos + 4 : pos + 8]
+        chunk = png[pos + 8 : pos + 8 + length]
+        header = chunk if kind == b"IHDR" else header
+        data += chunk if kind == b"IDAT" else b""
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour in (2, 6)
+    bpp = 3 if colour == 2 else 4
+    raw, rows, stride, previous = (
+        zlib.decompress(data),
+        bytearray(),
+        width * bpp,
+        bytearray(width * bpp),
+    )
+    for y in range(height):
+        kind, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = previous[i]
+            c = previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows += line
+        previous = line
+    return width, height, bpp, bytes(rows)
+
+
+def _count(pixels: tuple[int, int, int, bytes], colour: str) -> int:
+    width, height, bpp, rows = pixels
+    rgb = bytes.fromhex(colour[1:])
+    return sum(1 for i in range(0, width * height * bpp, bpp) if rows[i : i + 3] == rgb)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_a_screenshot_in_headless_chromium_shows_the_bars(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert main(["report", str(page), str(CASE), "--provider", "anthropic"]) == 0
+    shot = tmp_path / "shot.png"
+    assert CHROMIUM is not None
+    done = subprocess.run(
+        [
+            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=900,700", f"--screenshot={shot}", page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-500:]
+    pixels = _pixels(shot.read_bytes())
+    assert pixels[:2] == (900, 700)
+    # the bars: cache reads dominate after the first call, writes show, the key too
+    assert _count(pixels, READ) > 2000
+    assert _count(pixels, WRITE) > 500
+    assert _count(pixels, UNCACHED) > 50  # at least the colour key
