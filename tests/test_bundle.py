@@ -680,3 +680,24 @@ def test_check_names_parts_added_and_removed_and_unreadable_locks(tmp_path: Path
     assert check_outputs(bundle, root, None) == [
         "prefixlock.lock differs: it is not a lock file prefixlock can read"
     ]
+
+
+def test_misnamed_and_stray_spec_files_are_errors(tmp_path: Path) -> None:
+    root = tmp_path / "spec"
+    shutil.copytree(MINIMAL, root)
+    (root / "rules" / "subagents.yaml").rename(root / "rules" / "subagents.yml")
+    (root / "rules" / "mytools.yaml").write_text("tools: []\n", encoding="utf-8")
+    (root / "rules" / "README.md").write_text("notes\n", encoding="utf-8")
+    (root / "prompt" / "mini" / "review").mkdir()
+    (root / "prompt" / "mini" / "review" / "runtime.md.j2").write_text("x\n", encoding="utf-8")
+    (root / "prompt" / "mini" / "instruction.md").write_text("x\n", encoding="utf-8")
+    with pytest.raises(SpecErrors) as info:
+        build_bundle(root)
+    assert [str(e) for e in info.value.errors] == [
+        "prompt/mini/instruction.md: not used by rules/agent.yaml "
+        "(did you mean 'prompt/mini/instructions.md'?)",
+        "prompt/mini/review/runtime.md.j2: not used by rules/agent.yaml "
+        "(the runtime template of a mode 'review' that it does not declare)",
+        "rules/mytools.yaml: not a spec file (did you mean 'rules/tools.yaml'?)",
+        "rules/subagents.yml: not a spec file (did you mean 'rules/subagents.yaml'?)",
+    ]

@@ -26,6 +26,7 @@ same manifest, pretty-printed, is the lock file ``<root>/prefixlock.lock``.
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -204,6 +205,10 @@ def build_bundle(root: Path | str) -> Bundle:
     )
     defaults_docs = [(b.load(file, schema, required=False), key) for file, schema, key in _DEFAULTS]
     instructions, context_template, runtimes = _agent_files(b, agent_doc)
+    # A stray prompt file is reported once agent.yaml's own paths are right; before,
+    # the file it meant to name would show as stray too.
+    used = _used_prompt_files(agent_doc) if agent_doc is not None and not b.errors else None
+    b.add(_stray_files(root, used))
     if b.errors:
         raise SpecErrors(b.errors)
 
@@ -249,6 +254,48 @@ def build_bundle(root: Path | str) -> Bundle:
         default_mode=agent["default_mode"],
         defaults=defaults,
     )
+
+
+#: Files in a spec folder that are never spec files (documentation, editor metadata).
+_IGNORED = ("README", "readme", ".")
+
+
+def _used_prompt_files(doc: LoadedDocument) -> set[str]:
+    """The ``prompt/`` files ``agent.yaml`` names, normalized."""
+    value = doc.value if isinstance(doc.value, Mapping) else {}
+    names = [value.get("instructions"), value.get("context_template")]
+    modes = value.get("modes")
+    for spec in modes.values() if isinstance(modes, Mapping) else ():
+        names.append(spec.get("runtime") if isinstance(spec, Mapping) else None)
+    return {posixpath.normpath(n) for n in names if isinstance(n, str)}
+
+
+def _stray_files(root: Path, used: set[str] | None) -> list[SpecError]:
+    """A file under ``rules/`` that is no spec file, or under ``prompt/`` that
+    ``agent.yaml`` does not use, is a mistake (a misnamed ``subagents.yml``, a template of
+    a mode nobody declared): an error with the closest expected name."""
+    known = sorted(file for file, *_ in (*_REQUIRED, *_DEFAULTS))
+    found: list[SpecError] = []
+    checks = [("rules", known, "not a spec file")]
+    if used is not None:
+        checks.append(("prompt", sorted(used), "not used by rules/agent.yaml"))
+    for folder, expected, why in checks:
+        base = root / folder
+        files = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        for path in files:
+            name = path.relative_to(root).as_posix()
+            if name in expected or path.name.startswith(_IGNORED):
+                continue
+            parts = name.split("/")
+            if folder == "prompt" and len(parts) == 4 and parts[3] == "runtime.md.j2":
+                hint = f"the runtime template of a mode {parts[2]!r} that it does not declare"
+            else:
+                close = difflib.get_close_matches(name, expected, n=1, cutoff=0.6)
+                hint = (
+                    f"did you mean {close[0]!r}?" if close else f"expected: {', '.join(expected)}"
+                )
+            found.append(SpecError(Location(name), "", f"{why} ({hint})"))
+    return found
 
 
 def _agent_files(
