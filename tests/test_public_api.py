@@ -9,6 +9,7 @@ from pathlib import Path
 
 import prefixlock
 import pytest
+from prefixlock.cli.commands import COMMANDS, main
 
 #: What an agent server and a build script use. Changing it is an API change.
 PUBLIC = [
@@ -125,3 +126,13 @@ def test_a_closed_output_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     process.stdout.close()
     stderr = process.stderr.read()
     assert (process.wait(), stderr) == (141, b"")
+
+
+@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
+def test_every_help_lists_the_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.endswith(
+        "Exit codes: 0 ok; 1 a finding (a check the command runs failed); 2 bad input or "
+        "usage; 141 the output pipe closed."
+    )

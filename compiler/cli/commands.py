@@ -31,6 +31,11 @@ COMMANDS: tuple[Command, ...] = (
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE).
 CLOSED_PIPE = 141
+#: Every command's help ends with this.
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 a finding (a check the command runs failed); 2 bad input or usage; "
+    "141 the output pipe closed."
+)
 
 
 def _version() -> str:
@@ -50,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         sub = commands.add_parser(command.name, help=command.help, description=command.help)
         command.arguments(sub)
+        sub.epilog = f"{sub.epilog} {EXIT_CODES}" if sub.epilog else EXIT_CODES
         sub.set_defaults(run=command.run)
     return parser
 
