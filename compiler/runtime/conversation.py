@@ -47,6 +47,7 @@ from ..store.contract import Store
 from ..store.records import Record, RecordType, Root, decode_record
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
+from .limits import Limits
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
 
@@ -59,19 +60,30 @@ RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
 class Conversation:
     """An open conversation: its history, bound to a store and a bundle."""
 
-    def __init__(self, store: Store, bundle: Bundle, history: History) -> None:
+    def __init__(
+        self, store: Store, bundle: Bundle, history: History, limits: Limits | None = None
+    ) -> None:
         self.store = store
         self.bundle = bundle
         self.history = history
+        self.limits = limits if limits is not None else Limits()
 
     # -- opening -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, store: Store, bundle: Bundle, conversation_id: str) -> Conversation:
+    def open(
+        cls,
+        store: Store,
+        bundle: Bundle,
+        conversation_id: str,
+        *,
+        limits: Limits | None = None,
+    ) -> Conversation:
         """Open (or start) a conversation; hydrates everything from the store alone.
 
         A new conversation's root takes the bundle's instructions, tools and settings;
-        an existing conversation keeps the root it started with.
+        an existing conversation keeps the root it started with. ``limits`` bounds what
+        each later event may add (:class:`~prefixlock.runtime.limits.Limits`).
         """
         root = Root(
             conversation_id=conversation_id,
@@ -85,7 +97,8 @@ class Conversation:
         stored = store.load(conversation_id)
         if stored is None:
             raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
-        return cls(store, bundle, History.hydrate(stored, known_root=(encoded, root)))
+        history = History.hydrate(stored, known_root=(encoded, root))
+        return cls(store, bundle, history, limits)
 
     @property
     def id(self) -> str:
@@ -141,6 +154,7 @@ class Conversation:
                 f"event id {request.event_id!r} is reserved: ids starting with "
                 f"{', '.join(RESERVED_EVENT_PREFIXES)} name prefixlock's own records"
             )
+        self.limits.check_turn(request.event_id, request.turn_bytes)
         retried = self._retried(request.event_id, request.digest)
         if retried is not None:
             return retried
@@ -246,6 +260,8 @@ class Conversation:
         h = self.history
         if not results:
             raise HistoryError("an empty batch of tool results")
+        for r in results:
+            self.limits.check_tool_output(r.call_id, len(r.output.encode("utf-8", "replace")))
         parts = tuple(ToolResultPart(r.call_id, r.output, r.is_error) for r in results)
         eid = f"tool-results:{results[0].call_id}"
         digest = canonical.digest([attrs.asdict(p) for p in parts])

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import SpecErrors
+from ..core.errors import CanonicalJSONError, Location, SpecError, SpecErrors
 from ..spec.loader import LoadedDocument, load_yaml_file
 from ..spec.validate import validate_value
 
@@ -52,7 +52,17 @@ class AgentRunRequest:
     def from_value(
         cls, value: Any, *, file: str = "<request>", doc: LoadedDocument | None = None
     ) -> AgentRunRequest:
-        """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem."""
+        """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem.
+
+        The value is first held to the canonical encoder's rules with NUL refused in
+        strings (:func:`prefixlock.core.canonical.check`): nesting, keys, surrogates and
+        integer sizes are refused at their JSON path before anything else reads them.
+        """
+        try:
+            canonical.check(value, strings_without_nul=True)
+        except CanonicalJSONError as err:
+            where = doc.location(err.path) if doc is not None else Location(file)
+            raise SpecErrors([SpecError(where, err.path, err.reason)]) from None
         errors = validate_value(value, "agent_run_request", doc, file)
         if errors:
             raise SpecErrors(errors)
@@ -98,6 +108,14 @@ class AgentRunRequest:
             if value:
                 out[key] = value
         return out
+
+    @property
+    def turn_bytes(self) -> int:
+        """UTF-8 size of the turn's own text (what :class:`Limits` bounds)."""
+        texts = (self.query or "", self.text or "", self.compact_summary or "")
+        nested = (self.selected_context, self.open_files, self.action_context)
+        given = [t for t in nested if t not in ("[]", "{}")]  # absent: nothing was sent
+        return sum(len(t.encode("utf-8")) for t in (*texts, *given))
 
     @property
     def digest(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import HistoryError
+from ..core.errors import CanonicalJSONError, HistoryError
 from ..core.messages import ToolCallPart
 
 __all__ = ["ToolCall", "ToolResult"]
@@ -25,11 +25,26 @@ class ToolCall:
     thought_signature: str | None = None
 
     def to_part(self) -> ToolCallPart:
-        value = (
-            canonical.loads(self.arguments) if isinstance(self.arguments, str) else self.arguments
-        )
-        if not isinstance(value, dict):
-            raise HistoryError(f"tool call {self.id!r}: arguments must be a JSON object")
+        """The canonical part; arguments held to :func:`prefixlock.core.canonical.check`."""
+        where = f"tool call {self.id!r}: arguments"
+        try:
+            value = (
+                canonical.loads(self.arguments)
+                if isinstance(self.arguments, str)
+                else self.arguments
+            )
+        except RecursionError:
+            raise HistoryError(
+                f"{where}: nesting deeper than {canonical.MAX_DEPTH} levels"
+            ) from None
+        except (ValueError, CanonicalJSONError) as err:
+            raise HistoryError(f"{where}: not valid JSON: {err}") from None
+        if not isinstance(value, Mapping):
+            raise HistoryError(f"{where} must be a JSON object")
+        try:
+            canonical.check(value, strings_without_nul=True)
+        except CanonicalJSONError as err:
+            raise HistoryError(f"{where}: {err}") from None
         return ToolCallPart(self.id, self.name, canonical.dumps(value), self.thought_signature)
 
 
