@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -60,15 +61,20 @@ def _mcp_server(server: dict[str, Any]) -> dict[str, Any]:
 
 
 def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, Any]:
-    """The canonical, redacted conversation-level variables of the context template."""
+    """The canonical, redacted conversation-level variables of the context template.
+
+    A deep copy: nothing a render does to it (the sandbox refuses mutation anyway) can
+    reach the bundle's defaults, the request or the next render.
+    """
+    bundle_defaults, sent = copy.deepcopy((dict(bundle.defaults), sent))
     out: dict[str, Any] = {}
     for key in _LISTS:
-        out[key] = _merge_named(bundle.defaults.get(key, ()), sent.get(key, ()))
+        out[key] = _merge_named(bundle_defaults.get(key, ()), sent.get(key, ()))
     out["rules"] = [_rule(r) for r in out["rules"]]
     for sub in out["subagents"]:
         if "tools" in sub:
             sub["tools"] = sorted(set(sub["tools"]))
-    default_servers = bundle.defaults.get("mcp", {}).get("servers", ())
+    default_servers = bundle_defaults.get("mcp", {}).get("servers", ())
     sent_servers = sent.get("mcp", {}).get("servers", ())
     out["mcp"] = {"servers": [_mcp_server(s) for s in _merge_named(default_servers, sent_servers)]}
     environment = sent.get("environment")
