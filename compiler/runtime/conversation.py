@@ -43,7 +43,7 @@ from ..core.messages import (
 from ..core.model import ModelRequest
 from ..core.output import ModelOutput, Usage
 from ..spec.bundle import Bundle
-from ..store.contract import Store
+from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, decode_record
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
@@ -78,13 +78,22 @@ class Conversation:
         conversation_id: str,
         *,
         limits: Limits | None = None,
+        expect_head: Head | str | None = None,
     ) -> Conversation:
         """Open (or start) a conversation; hydrates everything from the store alone.
 
         A new conversation's root takes the bundle's instructions, tools and settings;
         an existing conversation keeps the root it started with. ``limits`` bounds what
         each later event may add (:class:`~prefixlock.runtime.limits.Limits`).
+
+        ``expect_head`` is the :attr:`head` (or its ``SEQ:DIGEST`` text) this caller was
+        last given: a store that is behind it -- that lost acknowledged records, as an
+        SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
+        with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        if expect_head is not None:
+            expected = Head.parse(expect_head) if isinstance(expect_head, str) else expect_head
+            check_head(store.load(conversation_id), conversation_id, expected)
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -103,6 +112,12 @@ class Conversation:
     @property
     def id(self) -> str:
         return self.history.root.conversation_id
+
+    @property
+    def head(self) -> Head:
+        """The head after the last append (seq 0: the root): keep it, and pass it as
+        ``expect_head`` when reopening, to detect a store that lost records."""
+        return Head(self.history.seq, self.history.head)
 
     # -- operations ----------------------------------------------------------------
 
@@ -317,8 +332,8 @@ class Conversation:
 
     def _append(self, record: Record) -> None:
         data = record.encode(self.id, self.history.head)
-        self.store.append(self.id, record.seq, record.event_id, data)
-        self.history.apply(record, canonical.sha256_hex(data))
+        head = self.store.append(self.id, record.seq, record.event_id, data)
+        self.history.apply(record, head.digest)
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.
