@@ -14,7 +14,7 @@ from ..review.tables import align
 from ..store.contract import DurableStore, Head, head_problems
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
-from .console import FINDING, OK, Command, err, out
+from .console import FINDING, OK, Command, err, out, safe
 
 __all__ = ["COMMANDS"]
 
@@ -77,7 +77,7 @@ def _run_inspect(args: argparse.Namespace) -> int:
         if args.json:
             out(canonical.dumps_pretty(inspect_json(store, args.conversation)).rstrip("\n"))
         else:
-            sys.stdout.write(inspect_text(store, args.conversation))
+            sys.stdout.write(safe(inspect_text(store, args.conversation)))
     return OK
 
 
