@@ -216,3 +216,28 @@ def test_tool_output_over_the_limit_is_refused_before_saving() -> None:
     )
     assert conv.history.seq == seq
     conv.tool_results([ToolResult("c1", "0123456789")])
+
+
+def test_tool_call_id_and_name_are_checked() -> None:
+    conv = _call_conversation()
+    with pytest.raises(HistoryError) as err:
+        conv.assistant(tool_calls=[ToolCall("c\ud800", "read_file", {})])
+    assert str(err.value) == (
+        "tool call 'c\\ud800': $.id: string contains a lone surrogate U+D800 at index 1"
+    )
+    with pytest.raises(HistoryError) as err:
+        conv.assistant(tool_calls=[ToolCall("c1", "read\0file", {})])
+    assert str(err.value) == "tool call 'c1': $.name: string contains a NUL character at index 4"
+
+
+def test_tool_output_with_a_lone_surrogate_is_refused_before_saving() -> None:
+    conv = _call_conversation()
+    conv.assistant(tool_calls=[ToolCall("c1", "read_file", {"path": "a.py"})])
+    seq = conv.history.seq
+    with pytest.raises(HistoryError) as err:
+        conv.tool_results([ToolResult("c1", "ok\udfff")])
+    assert str(err.value) == (
+        "tool result for call 'c1': $.output: string contains a lone surrogate U+DFFF at index 2"
+    )
+    assert conv.history.seq == seq
+    conv.tool_results([ToolResult("c1", "binary \0 is kept")])

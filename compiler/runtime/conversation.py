@@ -276,6 +276,7 @@ class Conversation:
         if not results:
             raise HistoryError("an empty batch of tool results")
         for r in results:
+            r.check()
             self.limits.check_tool_output(r.call_id, len(r.output.encode("utf-8", "replace")))
         parts = tuple(ToolResultPart(r.call_id, r.output, r.is_error) for r in results)
         eid = f"tool-results:{results[0].call_id}"

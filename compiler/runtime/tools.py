@@ -25,7 +25,13 @@ class ToolCall:
     thought_signature: str | None = None
 
     def to_part(self) -> ToolCallPart:
-        """The canonical part; arguments held to :func:`prefixlock.core.canonical.check`."""
+        """The canonical part; id, name and arguments held to
+        :func:`prefixlock.core.canonical.check` (NUL refused)."""
+        for field, text in (("id", self.id), ("name", self.name)):
+            try:
+                canonical.check(text, f"$.{field}", strings_without_nul=True)
+            except CanonicalJSONError as err:
+                raise HistoryError(f"tool call {self.id!r}: {err}") from None
         where = f"tool call {self.id!r}: arguments"
         try:
             value = (
@@ -55,3 +61,11 @@ class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
+
+    def check(self) -> None:
+        """Refuse what has no canonical form: a lone surrogate (NUL too, in the id)."""
+        try:
+            canonical.check(self.call_id, "$.call_id", strings_without_nul=True)
+            canonical.check(self.output, "$.output")
+        except CanonicalJSONError as err:
+            raise HistoryError(f"tool result for call {self.call_id!r}: {err}") from None
