@@ -245,6 +245,16 @@ BROKEN: list[tuple[str, Mutation, list[str]]] = [
         ],
     ),
     (
+        "spec-file-symlink-leaves-root",
+        symlink_outside("rules/rules.yaml"),
+        ["rules/rules.yaml: file leads outside the spec root (symbolic link)"],
+    ),
+    (
+        "required-spec-file-symlink-leaves-root",
+        symlink_outside("rules/tools.yaml"),
+        ["rules/tools.yaml: file leads outside the spec root (symbolic link)"],
+    ),
+    (
         "path-is-a-folder",
         edit("rules/agent.yaml", "prompt/mini/instructions.md", "prompt/mini"),
         ["rules/agent.yaml:3:15: $.instructions: path 'prompt/mini' is not a file"],

@@ -284,6 +284,7 @@ def test_init_scaffolds_a_spec_root_that_builds(
     code, out, err = run(capsys, "init", str(target))
     assert (code, err) == (0, "")
     assert sorted(p.name for p in target.iterdir()) == [
+        ".gitattributes",
         "golden",
         LOCK_FILE,
         "prompt",

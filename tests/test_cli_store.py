@@ -99,3 +99,22 @@ def test_import_of_a_truncated_file_creates_no_store(
     assert main(["import", str(target), str(out)]) == 2
     assert "prefixlock import: " in capsys.readouterr().err
     assert not target.exists()
+
+
+def test_inspect_escapes_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "esc.db"
+    conversation = "conv-\x1b]0;pwned\x07"
+    with SQLiteStore(path) as store:
+        conv = Conversation.open(store, example_bundle(), conversation)
+        conv.handle(user("u\x1b[2J\u202e1", "look", conversation=conversation))
+    assert main(["inspect", str(path), conversation]) == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "conversation conv-\\u001b]0;pwned\\u0007\n" in text
+    assert "u\\u001b[2J\\u202e1" in text
+    assert main(["inspect", str(path)]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+    assert main(["inspect", str(path), "conv-\x1b[31m"]) == 2
+    assert "\x1b" not in capsys.readouterr().err

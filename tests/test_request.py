@@ -84,3 +84,28 @@ def test_digest_ignores_key_order_but_not_content() -> None:
     assert AgentRunRequest.from_value(reordered).digest == AgentRunRequest.from_value(VALUE).digest
     changed = {**VALUE, "timestamp": "2026-12-03T00:00:00Z"}
     assert AgentRunRequest.from_value(changed).digest != AgentRunRequest.from_value(VALUE).digest
+
+
+@pytest.mark.parametrize(
+    ("stamp", "problem"),
+    [
+        ("2026-13-45T99:99:99Z", "'2026-13-45T99:99:99Z': month 13 is not 01 to 12"),
+        (
+            "2026-12-02T10:00:00Z\n",
+            "'2026-12-02T10:00:00Z\\n' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z",
+        ),
+        ("2026-02-29T10:00:00Z", "'2026-02-29T10:00:00Z': day 29 is not 01 to 28 in 2026-02"),
+        ("2026-12-02T24:00:00Z", "'2026-12-02T24:00:00Z': time 24:00:00 is not a time of day"),
+        ("2026-12-02T10:00:00+25:00", "'2026-12-02T10:00:00+25:00': offset 25:00 is not an offset"),
+    ],
+)
+def test_timestamp_is_checked_as_rfc_3339_in_full(stamp: str, problem: str) -> None:
+    value = {**VALUE, "timestamp": stamp}
+    with pytest.raises(SpecErrors) as err:
+        AgentRunRequest.from_value(value)
+    assert str(err.value) == f"<request>: $.timestamp: {problem}"
+
+
+def test_leap_second_and_offsets_are_valid_timestamps() -> None:
+    for stamp in ("2024-02-29T23:59:60+05:30", "2026-12-02t10:00:00.123z"):
+        assert AgentRunRequest.from_value({**VALUE, "timestamp": stamp}).timestamp == stamp

@@ -65,6 +65,7 @@ from ..core.messages import MessageKind
 from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
+from ..store.contract import Head
 from ..store.sqlite import SQLiteStore
 from .workload import Call, play
 
@@ -108,9 +109,10 @@ class CountingStore(SQLiteStore):
 
     appended = 0
 
-    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
-        super().append(conversation_id, seq, event_id, record)
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
+        head = super().append(conversation_id, seq, event_id, record)
         self.appended += len(record)
+        return head
 
 
 def _written() -> int | None:

@@ -9,12 +9,13 @@ break, a damaged store), :data:`BAD_INPUT` (2) for bad input or usage: every
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 
 import attrs
 
-__all__ = ["BAD_INPUT", "FINDING", "OK", "Command", "err", "out"]
+__all__ = ["BAD_INPUT", "FINDING", "OK", "Command", "err", "out", "safe"]
 
 OK = 0
 FINDING = 1
@@ -31,11 +32,23 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+#: What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1
+#: controls (ESC and CSI start escape sequences) and the bidirectional overrides that
+#: reorder what a reader sees.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """``text`` with every unsafe character as a ``\\uXXXX`` escape (valid inside a JSON
+    string too, so canonical JSON output keeps its meaning)."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
 def out(text: str = "") -> None:
-    """A line of the command's result, to stdout."""
-    print(text, file=sys.stdout)
+    """A line of the command's result, to stdout (unsafe characters escaped)."""
+    print(safe(text), file=sys.stdout)
 
 
 def err(text: str) -> None:
-    """A line of diagnostics or progress, to stderr."""
-    print(text, file=sys.stderr, flush=True)
+    """A line of diagnostics or progress, to stderr (unsafe characters escaped)."""
+    print(safe(text), file=sys.stderr, flush=True)

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from ..core import canonical
-from ..core.errors import InputError
+from ..core.errors import InputError, UsageError
 from ..review.cacheuse import DEFAULT_SLACK, cache_use
 from ..review.inspection import inspect_json, inspect_text
 from ..review.tables import align
-from ..store.contract import DurableStore
+from ..store.contract import DurableStore, Head, head_problems
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
-from .console import FINDING, OK, Command, err, out
+from .console import FINDING, OK, Command, err, out, safe
 
 __all__ = ["COMMANDS"]
 
@@ -77,14 +77,53 @@ def _run_inspect(args: argparse.Namespace) -> int:
         if args.json:
             out(canonical.dumps_pretty(inspect_json(store, args.conversation)).rstrip("\n"))
         else:
-            sys.stdout.write(inspect_text(store, args.conversation))
+            sys.stdout.write(safe(inspect_text(store, args.conversation)))
     return OK
+
+
+def _head(text: str) -> Head:
+    try:
+        return Head.parse(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _integrity_arguments(parser: argparse.ArgumentParser) -> None:
+    _store_arguments(parser)
+    parser.add_argument(
+        "--expect-head",
+        type=_head,
+        metavar="SEQ:DIGEST",
+        help="the head this conversation was last given (Conversation.head): exit 1 if the "
+        "store is behind it, e.g. after a lost or damaged -wal file",
+    )
+    parser.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the conversation --expect-head is about (default: the store's only one)",
+    )
 
 
 def _run_integrity(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         problems = store.integrity_check()
-        count = len(store.conversations())
+        names = store.conversations()
+        count = len(names)
+        if args.expect_head is not None:
+            conversation = args.conversation
+            if conversation is None and count > 1:
+                raise UsageError(
+                    f"--expect-head: the store holds {count} conversations; "
+                    "name one with --conversation"
+                )
+            if conversation is None and count == 0:
+                problems.append(
+                    f"the store holds no conversation, but a head {args.expect_head} was "
+                    "expected: it lost committed records (a deleted or damaged -wal file?)"
+                )
+            else:
+                conversation = conversation if conversation is not None else names[0]
+                problems += head_problems(store, conversation, args.expect_head)
     for problem in problems:
         err(problem)
     if problems:
@@ -130,7 +169,7 @@ COMMANDS = (
     Command(
         "integrity",
         "check a checkpoint store (database checks, hash chains, heads)",
-        _store_arguments,
+        _integrity_arguments,
         _run_integrity,
     ),
     Command("export", "export a stored conversation as JSONL", _export_arguments, _run_export),

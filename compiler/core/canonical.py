@@ -10,7 +10,16 @@ Rules (documented, tested):
 * NaN and +/-Infinity are refused;
 * floats use Python's shortest round-trip ``repr`` (``0.1`` -> ``0.1``, ``1e-07``);
   integral floats keep their ``.0``; integers are arbitrary precision;
-* only ``str`` keys; tuples encode as arrays; nothing else is coerced.
+* only ``str`` keys; tuples encode as arrays; nothing else is coerced;
+* limits, so that no input can exhaust the stack of an encoder or of a provider's JSON
+  parser: nesting at most :data:`MAX_DEPTH` levels (like the YAML loader's) at the
+  boundaries, :data:`ENCODE_DEPTH` when encoding; integers within :data:`MAX_INT` in
+  magnitude (64 bits); no NUL in keys.
+
+:func:`check` runs the same rules on a value without encoding it, and is what every
+boundary (requests, tool calls) uses; ``strings_without_nul`` also refuses NUL
+characters in strings there. Every refusal is a :class:`CanonicalJSONError` whose
+``path`` is the JSON path of the offending value.
 """
 
 from __future__ import annotations
@@ -33,39 +42,78 @@ class Ordered(dict[str, Any]):
     """
 
 
-def _check(value: JsonValue, path: str) -> Any:
+#: The deepest nesting of arrays and objects a value may have (the YAML loader's limit).
+MAX_DEPTH = 100
+#: The encoder's own bound: room for the wire format wrapped around an input value that
+#: is :data:`MAX_DEPTH` deep (tool arguments inside a message inside a body).
+ENCODE_DEPTH = 2 * MAX_DEPTH
+#: Integers are refused beyond 64 bits: no provider reads more, and Python's own
+#: int/str conversion limit (4300 digits) must never surface as a ValueError.
+MAX_INT = 2**64 - 1
+
+
+def _refuse(path: str, reason: str) -> CanonicalJSONError:
+    err = CanonicalJSONError(f"{path}: {reason}")
+    err.path = path
+    err.reason = reason
+    return err
+
+
+def _check_text(text: str, path: str, what: str, nul: bool) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise _refuse(
+            path,
+            f"{what} contains a lone surrogate U+{ord(text[err.start]):04X} at index {err.start}",
+        ) from None
+    if not nul and "\0" in text:
+        raise _refuse(path, f"{what} contains a NUL character at index {text.index(chr(0))}")
+
+
+def _check(value: JsonValue, path: str, limit: int, depth: int = 0, nul: bool = True) -> Any:
     """Validate ``value`` and convert it to what :func:`json.dumps` should see."""
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise _refuse(path, f"integer of {value.bit_length()} bits is beyond 64 bits")
         return value
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise CanonicalJSONError(
-                f"{path}: string contains a lone surrogate at index {err.start}"
-            ) from None
+        _check_text(value, path, "string", nul)
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise CanonicalJSONError(f"{path}: {value!r} has no JSON form")
+            raise _refuse(path, f"{value!r} has no JSON form")
         return value
+    nested = isinstance(value, Mapping | Sequence) and not isinstance(value, bytes | bytearray)
+    if nested and depth >= limit:
+        raise _refuse(path, f"nesting deeper than {limit} levels")
     if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise _refuse(path, f"object key {key!r} is not a string")
+            _check_text(key, path, f"object key {key[:40]!r}", False)
         out: dict[str, Any] = {}
         items = value.items() if isinstance(value, Ordered) else sorted(value.items())
         for key, item in items:
-            if not isinstance(key, str):
-                raise CanonicalJSONError(f"{path}: object key {key!r} is not a string")
-            out[key] = _check(item, f"{path}.{key}")
+            out[key] = _check(item, f"{path}.{key}", limit, depth + 1, nul)
         return out
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        return [_check(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    raise CanonicalJSONError(f"{path}: {type(value).__name__} is not a JSON value")
+        return [_check(item, f"{path}[{i}]", limit, depth + 1, nul) for i, item in enumerate(value)]
+    raise _refuse(path, f"{type(value).__name__} is not a JSON value")
+
+
+def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
+    """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
+    form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
+    _check(value, path, MAX_DEPTH, 0, not strings_without_nul)
 
 
 def dumps(value: JsonValue) -> str:
     """Encode ``value`` canonically (compact)."""
     return json.dumps(
-        _check(value, "$"),
+        _check(value, "$", ENCODE_DEPTH),
         ensure_ascii=False,
         allow_nan=False,
         separators=(",", ":"),
@@ -85,7 +133,7 @@ def dumps_pretty(value: JsonValue) -> str:
     """
     return (
         json.dumps(
-            _check(value, "$"),
+            _check(value, "$", ENCODE_DEPTH),
             ensure_ascii=False,
             allow_nan=False,
             indent=2,

@@ -22,7 +22,9 @@
     │                               reports an error; ``retry_safe`` says whether sending
     │                               the same request again (same event id) may succeed
     ├── CanonicalJSONError          a value with no canonical JSON form (NaN, a non-string
-    │                               key, a lone surrogate, ...)
+    │                               key, a lone surrogate, nesting past the limit, ...)
+    ├── LimitError                  a turn's text or a tool output over a configured size
+    │                               limit; refused before anything is saved
     └── CacheSimulationError        a body the cache simulator cannot read or price
 
 A :class:`SpecError` is a value, not an exception: loaders collect all of them for a file
@@ -139,7 +141,15 @@ class ResponseError(PrefixlockError):
 
 
 class CanonicalJSONError(PrefixlockError):
-    """A value that has no canonical JSON form."""
+    """A value that has no canonical JSON form; ``path`` is its JSON path (``$.a[0]``)
+    and ``reason`` the message without it, when the value was walked."""
+
+    path: str = "$"
+    reason: str = ""
+
+
+class LimitError(PrefixlockError):
+    """A turn's text or a tool output over a configured size limit (nothing was saved)."""
 
 
 class CacheSimulationError(PrefixlockError):

@@ -4,7 +4,8 @@
   sent (the client wins on an equal name), puts every set-like collection in canonical
   order (rules, skills, subagents, MCP servers and their tools by name; globs and
   workspace roots sorted; JSON-Schema keys sorted by the canonical encoder), strips the
-  body of agent-requested rules and redacts secrets (:mod:`prefixlock.runtime.redact`). The same
+  body of agent-requested rules and redacts secrets by name and by value in every string
+  (:mod:`prefixlock.runtime.redact`). The same
   context sent in another order therefore compiles to the same bytes.
 * :func:`render_request_context` renders it with the bundle's context template.
 * :func:`render_runtime` renders turn-level data with the mode's runtime template: the
@@ -13,12 +14,13 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core import canonical
 from ..spec.bundle import Bundle, Mode
-from .redact import redact_mapping, redact_url
+from .redact import redact_mapping, redact_value
 from .request import AgentRunRequest
 
 _LISTS = ("rules", "skills", "subagents")
@@ -54,21 +56,24 @@ def _mcp_server(server: dict[str, Any]) -> dict[str, Any]:
     for key in ("env", "headers"):
         if key in server:
             server[key] = dict(sorted(redact_mapping(server[key]).items()))
-    if "url" in server:
-        server["url"] = redact_url(server["url"])
     return server
 
 
 def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, Any]:
-    """The canonical, redacted conversation-level variables of the context template."""
+    """The canonical, redacted conversation-level variables of the context template.
+
+    A deep copy: nothing a render does to it (the sandbox refuses mutation anyway) can
+    reach the bundle's defaults, the request or the next render.
+    """
+    bundle_defaults, sent = copy.deepcopy((dict(bundle.defaults), sent))
     out: dict[str, Any] = {}
     for key in _LISTS:
-        out[key] = _merge_named(bundle.defaults.get(key, ()), sent.get(key, ()))
+        out[key] = _merge_named(bundle_defaults.get(key, ()), sent.get(key, ()))
     out["rules"] = [_rule(r) for r in out["rules"]]
     for sub in out["subagents"]:
         if "tools" in sub:
             sub["tools"] = sorted(set(sub["tools"]))
-    default_servers = bundle.defaults.get("mcp", {}).get("servers", ())
+    default_servers = bundle_defaults.get("mcp", {}).get("servers", ())
     sent_servers = sent.get("mcp", {}).get("servers", ())
     out["mcp"] = {"servers": [_mcp_server(s) for s in _merge_named(default_servers, sent_servers)]}
     environment = sent.get("environment")
@@ -80,10 +85,10 @@ def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, A
     git = sent.get("git")
     if git is not None:
         git = dict(git)
-        if "remote" in git:
-            git["remote"] = redact_url(git["remote"])
     out["git"] = git
-    return out
+    # Every string, by value: rule bodies, descriptions, schemas, commands, URLs, env.
+    redacted: dict[str, Any] = redact_value(out)
+    return redacted
 
 
 def render_request_context(bundle: Bundle, request: AgentRunRequest) -> str:

@@ -43,10 +43,11 @@ from ..core.messages import (
 from ..core.model import ModelRequest
 from ..core.output import ModelOutput, Usage
 from ..spec.bundle import Bundle
-from ..store.contract import Store
+from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, decode_record
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
+from .limits import Limits
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
 
@@ -59,20 +60,40 @@ RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
 class Conversation:
     """An open conversation: its history, bound to a store and a bundle."""
 
-    def __init__(self, store: Store, bundle: Bundle, history: History) -> None:
+    def __init__(
+        self, store: Store, bundle: Bundle, history: History, limits: Limits | None = None
+    ) -> None:
         self.store = store
         self.bundle = bundle
         self.history = history
+        self.limits = limits if limits is not None else Limits()
 
     # -- opening -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, store: Store, bundle: Bundle, conversation_id: str) -> Conversation:
+    def open(
+        cls,
+        store: Store,
+        bundle: Bundle,
+        conversation_id: str,
+        *,
+        limits: Limits | None = None,
+        expect_head: Head | str | None = None,
+    ) -> Conversation:
         """Open (or start) a conversation; hydrates everything from the store alone.
 
         A new conversation's root takes the bundle's instructions, tools and settings;
-        an existing conversation keeps the root it started with.
+        an existing conversation keeps the root it started with. ``limits`` bounds what
+        each later event may add (:class:`~prefixlock.runtime.limits.Limits`).
+
+        ``expect_head`` is the :attr:`head` (or its ``SEQ:DIGEST`` text) this caller was
+        last given: a store that is behind it -- that lost acknowledged records, as an
+        SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
+        with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        if expect_head is not None:
+            expected = Head.parse(expect_head) if isinstance(expect_head, str) else expect_head
+            check_head(store.load(conversation_id), conversation_id, expected)
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -85,11 +106,18 @@ class Conversation:
         stored = store.load(conversation_id)
         if stored is None:
             raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
-        return cls(store, bundle, History.hydrate(stored, known_root=(encoded, root)))
+        history = History.hydrate(stored, known_root=(encoded, root))
+        return cls(store, bundle, history, limits)
 
     @property
     def id(self) -> str:
         return self.history.root.conversation_id
+
+    @property
+    def head(self) -> Head:
+        """The head after the last append (seq 0: the root): keep it, and pass it as
+        ``expect_head`` when reopening, to detect a store that lost records."""
+        return Head(self.history.seq, self.history.head)
 
     # -- operations ----------------------------------------------------------------
 
@@ -141,6 +169,7 @@ class Conversation:
                 f"event id {request.event_id!r} is reserved: ids starting with "
                 f"{', '.join(RESERVED_EVENT_PREFIXES)} name prefixlock's own records"
             )
+        self.limits.check_turn(request.event_id, request.turn_bytes)
         retried = self._retried(request.event_id, request.digest)
         if retried is not None:
             return retried
@@ -246,6 +275,9 @@ class Conversation:
         h = self.history
         if not results:
             raise HistoryError("an empty batch of tool results")
+        for r in results:
+            r.check()
+            self.limits.check_tool_output(r.call_id, len(r.output.encode("utf-8", "replace")))
         parts = tuple(ToolResultPart(r.call_id, r.output, r.is_error) for r in results)
         eid = f"tool-results:{results[0].call_id}"
         digest = canonical.digest([attrs.asdict(p) for p in parts])
@@ -301,8 +333,8 @@ class Conversation:
 
     def _append(self, record: Record) -> None:
         data = record.encode(self.id, self.history.head)
-        self.store.append(self.id, record.seq, record.event_id, data)
-        self.history.apply(record, canonical.sha256_hex(data))
+        head = self.store.append(self.id, record.seq, record.event_id, data)
+        self.history.apply(record, head.digest)
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.

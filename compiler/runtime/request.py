@@ -8,6 +8,8 @@ The timestamp is whatever the client sent: prefixlock never reads a clock.
 
 from __future__ import annotations
 
+import calendar
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -16,9 +18,35 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import SpecErrors
+from ..core.errors import CanonicalJSONError, Location, SpecError, SpecErrors
 from ..spec.loader import LoadedDocument, load_yaml_file
 from ..spec.validate import validate_value
+
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
+)
+
+
+def timestamp_problem(text: str) -> str | None:
+    """Why ``text`` is not an RFC 3339 ``date-time`` (None if it is one): the whole
+    string (no trailing newline), real months and days, hours, minutes, seconds (60 for
+    a leap second) and offsets."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return f"{text!r} is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    if not 1 <= month <= 12:
+        return f"{text!r}: month {month:02d} is not 01 to 12"
+    days = calendar.monthrange(year, month)[1]
+    if not 1 <= day <= days:
+        return f"{text!r}: day {day:02d} is not 01 to {days} in {year:04d}-{month:02d}"
+    if hour > 23 or minute > 59 or second > 60:
+        return f"{text!r}: time {hour:02d}:{minute:02d}:{second:02d} is not a time of day"
+    off_hour, off_minute = match.group(7), match.group(8)
+    if off_hour is not None and (int(off_hour) > 23 or int(off_minute) > 59):
+        return f"{text!r}: offset {off_hour}:{off_minute} is not an offset"
+    return None
 
 
 class RequestKind(StrEnum):
@@ -52,11 +80,26 @@ class AgentRunRequest:
     def from_value(
         cls, value: Any, *, file: str = "<request>", doc: LoadedDocument | None = None
     ) -> AgentRunRequest:
-        """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem."""
+        """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem.
+
+        The value is first held to the canonical encoder's rules with NUL refused in
+        strings (:func:`prefixlock.core.canonical.check`): nesting, keys, surrogates and
+        integer sizes are refused at their JSON path before anything else reads them.
+        """
+        try:
+            canonical.check(value, strings_without_nul=True)
+        except CanonicalJSONError as err:
+            where = doc.location(err.path) if doc is not None else Location(file)
+            raise SpecErrors([SpecError(where, err.path, err.reason)]) from None
         errors = validate_value(value, "agent_run_request", doc, file)
         if errors:
             raise SpecErrors(errors)
         assert isinstance(value, Mapping)
+        stamp = value.get("timestamp")
+        problem = timestamp_problem(stamp) if isinstance(stamp, str) else None
+        if problem is not None:
+            where = doc.location("$.timestamp") if doc is not None else Location(file)
+            raise SpecErrors([SpecError(where, "$.timestamp", problem)])
         compact = value.get("compact")
         return cls(
             conversation_id=value["conversation_id"],
@@ -98,6 +141,14 @@ class AgentRunRequest:
             if value:
                 out[key] = value
         return out
+
+    @property
+    def turn_bytes(self) -> int:
+        """UTF-8 size of the turn's own text (what :class:`Limits` bounds)."""
+        texts = (self.query or "", self.text or "", self.compact_summary or "")
+        nested = (self.selected_context, self.open_files, self.action_context)
+        given = [t for t in nested if t not in ("[]", "{}")]  # absent: nothing was sent
+        return sum(len(t.encode("utf-8")) for t in (*texts, *given))
 
     @property
     def digest(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import HistoryError
+from ..core.errors import CanonicalJSONError, HistoryError
 from ..core.messages import ToolCallPart
 
 __all__ = ["ToolCall", "ToolResult"]
@@ -25,11 +25,32 @@ class ToolCall:
     thought_signature: str | None = None
 
     def to_part(self) -> ToolCallPart:
-        value = (
-            canonical.loads(self.arguments) if isinstance(self.arguments, str) else self.arguments
-        )
-        if not isinstance(value, dict):
-            raise HistoryError(f"tool call {self.id!r}: arguments must be a JSON object")
+        """The canonical part; id, name and arguments held to
+        :func:`prefixlock.core.canonical.check` (NUL refused)."""
+        for field, text in (("id", self.id), ("name", self.name)):
+            try:
+                canonical.check(text, f"$.{field}", strings_without_nul=True)
+            except CanonicalJSONError as err:
+                raise HistoryError(f"tool call {self.id!r}: {err}") from None
+        where = f"tool call {self.id!r}: arguments"
+        try:
+            value = (
+                canonical.loads(self.arguments)
+                if isinstance(self.arguments, str)
+                else self.arguments
+            )
+        except RecursionError:
+            raise HistoryError(
+                f"{where}: nesting deeper than {canonical.MAX_DEPTH} levels"
+            ) from None
+        except (ValueError, CanonicalJSONError) as err:
+            raise HistoryError(f"{where}: not valid JSON: {err}") from None
+        if not isinstance(value, Mapping):
+            raise HistoryError(f"{where} must be a JSON object")
+        try:
+            canonical.check(value, strings_without_nul=True)
+        except CanonicalJSONError as err:
+            raise HistoryError(f"{where}: {err}") from None
         return ToolCallPart(self.id, self.name, canonical.dumps(value), self.thought_signature)
 
 
@@ -40,3 +61,11 @@ class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
+
+    def check(self) -> None:
+        """Refuse what has no canonical form: a lone surrogate (NUL too, in the id)."""
+        try:
+            canonical.check(self.call_id, "$.call_id", strings_without_nul=True)
+            canonical.check(self.output, "$.output")
+        except CanonicalJSONError as err:
+            raise HistoryError(f"tool result for call {self.call_id!r}: {err}") from None

@@ -103,6 +103,12 @@ class _Builder:
             if required:
                 self.errors.append(SpecError(Location(file), "", "required file is missing"))
             return None
+        if not path.resolve().is_relative_to(self.resolved_root):
+            # As for the paths a spec names (see :meth:`path`): a build reads nothing
+            # from outside its root, so the root alone determines the bundle.
+            message = "file leads outside the spec root (symbolic link)"
+            self.errors.append(SpecError(Location(file), "", message))
+            return None
         try:
             doc = load_yaml_file(path, file)
         except SpecErrors as err:

@@ -38,6 +38,7 @@ from yaml.events import AliasEvent, StreamEndEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
+from ..core.canonical import MAX_INT
 from ..core.errors import Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path, parent_path
 
@@ -56,6 +57,8 @@ ALIAS_NODE_BUDGET = 10_000
 
 #: Collections may nest at most this deep (also after alias expansion).
 MAX_DEPTH = 100
+#: Longer integer text is refused unread (a 64-bit integer needs at most 22 digits).
+_MAX_INT_TEXT = 100
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -534,14 +537,24 @@ class _Builder:
         return text
 
     def integer(self, node: Node, parts: tuple[str | int, ...], text: str) -> int | None:
+        if len(text) > _MAX_INT_TEXT:
+            # Checked before int(): Python refuses to convert more than 4300 digits.
+            self.error(node, parts, f"integer of {len(text)} characters is beyond 64 bits")
+            return None
+        value: int
         if re.fullmatch(r"0o[0-7]+", text):
-            return int(text[2:], 8)
-        if re.fullmatch(r"0x[0-9a-fA-F]+", text):
-            return int(text[2:], 16)
-        if re.fullmatch(r"[-+]?[0-9]+", text):
-            return int(text, 10)
-        self.error(node, parts, f"{text!r} is not a valid !!int")
-        return None
+            value = int(text[2:], 8)
+        elif re.fullmatch(r"0x[0-9a-fA-F]+", text):
+            value = int(text[2:], 16)
+        elif re.fullmatch(r"[-+]?[0-9]+", text):
+            value = int(text, 10)
+        else:
+            self.error(node, parts, f"{text!r} is not a valid !!int")
+            return None
+        if not -MAX_INT <= value <= MAX_INT:
+            self.error(node, parts, f"integer {text} is beyond 64 bits")
+            return None
+        return value
 
     def number(self, node: Node, parts: tuple[str | int, ...], text: str) -> float | None:
         if re.fullmatch(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", text):

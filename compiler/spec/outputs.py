@@ -139,6 +139,12 @@ def _lock_changes(lock: bytes, bundle: Bundle) -> str:
             changes.append(f"{name} removed")
         elif old_parts[name] != new_parts[name]:
             changes.append(f"{name} changed")
+    if b"\r\n" in lock:
+        # A checkout with core.autocrlf: the content may be right, the bytes are not.
+        endings = "its line endings: CRLF (\\r\\n) where prefixlock writes LF"
+        if lock.replace(b"\r\n", b"\n") == bundle.manifest_bytes():
+            return f"{endings} (git core.autocrlf? .gitattributes `eol=lf` prevents it)"
+        changes.append(endings)
     return ", ".join(changes) or "its layout (re-run prefixlock build)"
 
 

@@ -65,6 +65,20 @@ def write_schemas(out: Path) -> list[Path]:
     return written
 
 
+#: Written by ``init`` (and shipped in prefixlock's own repository): prefixlock pins
+#: bytes, so the files it hashes or compares keep LF line endings on every checkout, even
+#: with ``core.autocrlf``.
+GITATTRIBUTES = """\
+# prefixlock pins bytes: specs and the lock keep LF on every checkout (core.autocrlf too).
+prompt/** text eol=lf
+rules/** text eol=lf
+prefixlock.lock text eol=lf
+# Golden files are compared byte for byte: git must never convert their line endings.
+golden/** -text
+golden/**/calls.md -text
+"""
+
+
 def init_project(target: Path, *, populate: Callable[[Path], object] | None = None) -> Bundle:
     """Create the spec root ``target`` (absent or empty) from the bundled example and
     return its bundle; raises :class:`~prefixlock.core.errors.UsageError` if ``target``
@@ -92,6 +106,7 @@ def init_project(target: Path, *, populate: Callable[[Path], object] | None = No
         point_headers_at_schemas(staging / "rules")
         bundle = build_bundle(staging)
         write_lock(bundle, staging)
+        (staging / ".gitattributes").write_bytes(GITATTRIBUTES.encode("utf-8"))
         if populate is not None:
             populate(staging)
         if target.exists():

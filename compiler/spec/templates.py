@@ -15,6 +15,21 @@ Every template is compiled once, at build time, from its source text:
   turn-level data in the request-context template) or an unknown one fails the build,
   naming every template line where it is used.
 
+The sandbox is immutable and bounded (issue 14):
+
+* ``ImmutableSandboxedEnvironment``: a template cannot call a mutating method
+  (``.update()``, ``.append()``, ...) of the data it is given; doing so is a
+  ``refused by the sandbox`` error at its line;
+* no constant folding of ``*``, ``**``, ``+``, ``%`` and ``//`` when compiling, so
+  ``{{ 'a' * 10**9 }}`` allocates nothing at build time; instead the build evaluates
+  constant operands with the same bounds and fails at the template's line;
+* every render is bounded by :data:`MAX_OUTPUT` characters (output, and any string or
+  list an operator, filter or method builds) and :data:`MAX_ITERATIONS` loop iterations
+  (all ``{% for %}`` loops together); ``**`` is limited to :data:`MAX_POWER_BITS` bits.
+  A limit hit is a :class:`~prefixlock.core.errors.SpecErrors` at ``<template>:<line>``.
+  The bounds count work, never time, so a render fails or succeeds the same way on any
+  machine.
+
 Extra filters: ``canonical`` (canonical JSON text, :func:`prefixlock.core.canonical.dumps`) and
 ``sortby(key)`` (stable sort of a list of mappings by ``key``; without a key, of scalars;
 strings compare by code point).
@@ -24,7 +39,11 @@ Errors are :class:`~prefixlock.core.errors.SpecErrors` located at ``<template na
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import contextvars
+import functools
+import operator
+import re
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
 from types import TracebackType
 from typing import Any
 
@@ -39,6 +58,158 @@ from ..core import canonical
 from ..core.errors import Location, SpecError, SpecErrors
 
 __all__ = ["CompiledTemplate", "compile_template"]
+
+#: The most characters a render may output, and the longest string or list it may build.
+MAX_OUTPUT = 4 * 1024 * 1024
+#: The most steps of one render: loop iterations, calls and filters, all together.
+MAX_ITERATIONS = 250_000
+#: The largest result of ``**``, in bits.
+MAX_POWER_BITS = 4096
+#: Operators the sandbox evaluates itself (never constant-folded by Jinja).
+_BOUNDED_OPERATORS = frozenset({"*", "**", "+", "%", "//"})
+#: The name under which compiled loops reach :func:`_bounded_iter`.
+_ITER_GLOBAL = "prefixlock_bounded_iter"
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": operator.mul,
+    "**": operator.pow,
+    "+": operator.add,
+    "%": operator.mod,
+    "//": operator.floordiv,
+}
+
+
+class _LimitExceeded(jinja2.TemplateRuntimeError):
+    """A render went past one of the sandbox's bounds."""
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | bytes | list | tuple | dict) else 0
+
+
+def _check_size(value: Any, what: str) -> Any:
+    if _size(value) > MAX_OUTPUT:
+        raise _LimitExceeded(f"{what} builds {_size(value)} items, over the limit of {MAX_OUTPUT}")
+    return value
+
+
+def _bounded_binop(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right``, refused before it allocates past the bounds."""
+    if op == "**" and isinstance(left, int) and isinstance(right, int):
+        bits = max(abs(left), 1).bit_length() * right if right > 0 else 0
+        if bits > MAX_POWER_BITS:
+            raise _LimitExceeded(
+                f"{left} ** {right} has about {bits} bits, over the limit of {MAX_POWER_BITS}"
+            )
+    elif op == "*":
+        for seq, times in ((left, right), (right, left)):
+            counted = isinstance(times, int) and not isinstance(times, bool)
+            if counted and isinstance(seq, Sized) and _size(seq) * times > MAX_OUTPUT:
+                raise _LimitExceeded(
+                    f"repeating {_size(seq)} items {times} times is over the limit of {MAX_OUTPUT}"
+                )
+    elif op == "%":
+        _check_format(left, right, "operator '%'")
+    elif op == "+" and _size(left) + _size(right) > MAX_OUTPUT:
+        raise _LimitExceeded(
+            f"joining {_size(left)} and {_size(right)} items is over the limit of {MAX_OUTPUT}"
+        )
+    return _check_size(_BINOPS[op](left, right), f"operator {op!r}")
+
+
+class _Budget:
+    """Loop iterations left in the current render."""
+
+    def __init__(self) -> None:
+        self.iterations = MAX_ITERATIONS
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "prefixlock_template_budget", default=None
+)
+
+
+def _spend() -> None:
+    """One step of the render's budget: a loop iteration, a call or a filter."""
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.iterations -= 1
+        if budget.iterations < 0:
+            raise _LimitExceeded(
+                f"more than {MAX_ITERATIONS} loop iterations and calls in one render"
+            )
+
+
+def _bounded_iter(iterable: Any) -> Iterator[Any]:
+    """Every ``{% for %}`` loop iterates through this: it spends the render's budget."""
+    for item in iterable:
+        _spend()
+        yield item
+
+
+#: ``%`` conversions and ``{:...}`` fields, with their width and precision.
+_PERCENT_FIELD = re.compile(r"%[#0\- +]*(\d*)(?:\.(\d*))?")
+_BRACE_FIELD = re.compile(r"\{[^{}]*:([^{}]*)\}")
+
+
+def _check_format(text: Any, args: Any, what: str) -> None:
+    """Refuse a format string whose widths, or whose ``*`` arguments, are past the bound."""
+    if not isinstance(text, str):
+        return
+    numbers = [int(n) for m in _PERCENT_FIELD.finditer(text) for n in m.groups() if n]
+    numbers += [int(n) for m in _BRACE_FIELD.finditer(text) for n in re.findall(r"\d+", m[1])]
+    values = args if isinstance(args, tuple | list) else (args,)
+    numbers += [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if any(abs(n) > MAX_OUTPUT for n in numbers):
+        raise _LimitExceeded(f"{what}: a width over the limit of {MAX_OUTPUT}")
+
+
+def _check_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any], what: str) -> None:
+    for arg in (*args, *kwargs.values()):
+        if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_OUTPUT:
+            raise _LimitExceeded(f"{what} got the argument {arg}, over the limit of {MAX_OUTPUT}")
+
+
+def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` with its size arguments and its result held to :data:`MAX_OUTPUT`."""
+
+    @functools.wraps(func)  # keeps ``jinja_pass_arg`` (pass_context, pass_environment)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        _spend()
+        _check_arguments(args, kwargs, f"filter {name!r}")
+        if name == "format" and args:
+            _check_format(args[0], args[1:], "filter 'format'")
+        return _check_size(func(*args, **kwargs), f"filter {name!r}")
+
+    return bounded
+
+
+class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Read-only data, bounded operators and calls (see the module docstring)."""
+
+    intercepted_binops = _BOUNDED_OPERATORS
+
+    def call_binop(
+        self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
+    ) -> Any:
+        return _bounded_binop(operator, left, right)
+
+    def call(
+        __self,  # jinja2's own signature (``self`` may be a keyword argument)
+        __context: jinja2.runtime.Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        _spend()
+        if __obj is not jinja2.sandbox.safe_range:  # range has its own bound
+            _check_arguments(args, kwargs, "a call")
+        if getattr(__obj, "__name__", None) in ("format", "format_map"):
+            method = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format
+            _check_format(getattr(method, "__self__", None), (), "format")
+        result = super().call(__context, __obj, *args, **kwargs)
+        return _check_size(result, "a call")
+
 
 #: Globals removed from Jinja's defaults: ``lipsum`` is randomised.
 _REMOVED_GLOBALS = ("lipsum",)
@@ -74,8 +245,8 @@ def _stub_test(value: Any) -> bool:
     return bool(value)
 
 
-def _environment() -> jinja2.sandbox.SandboxedEnvironment:
-    env = jinja2.sandbox.SandboxedEnvironment(
+def _environment() -> _Sandbox:
+    env = _Sandbox(
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         newline_sequence="\n",
@@ -90,6 +261,9 @@ def _environment() -> jinja2.sandbox.SandboxedEnvironment:
         env.filters.pop(name, None)
     env.filters["canonical"] = _filter_canonical
     env.filters["sortby"] = _filter_sortby
+    for name, func in list(env.filters.items()):
+        env.filters[name] = _bounded_filter(name, func)
+    env.globals[_ITER_GLOBAL] = _bounded_iter
     return env
 
 
@@ -111,8 +285,13 @@ class CompiledTemplate:
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render with ``variables``; any failure is a :class:`SpecErrors` at a line."""
+        token = _BUDGET.set(_Budget())
         try:
-            return self._template.render(dict(variables))
+            chunks = self._template.generate(dict(variables))
+            return _bounded_output(chunks)  # type: ignore[arg-type]
+        except _LimitExceeded as err:
+            message = f"template limit: {err.message}"
+            tb = err.__traceback__
         except jinja2.UndefinedError as err:
             message = f"undefined value: {err.message}"
             tb = err.__traceback__
@@ -122,9 +301,23 @@ class CompiledTemplate:
         except Exception as err:  # any failure inside the template is the author's
             message = f"template error: {_describe(err)}"
             tb = err.__traceback__
+        finally:
+            _BUDGET.reset(token)
         raise SpecErrors(
             [SpecError(Location(self.name, _template_line(tb, self.name)), "", message)]
         )
+
+
+def _bounded_output(chunks: Generator[str, None, None]) -> str:
+    out: list[str] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_OUTPUT:
+            # Thrown into the template, so that the error names the line that wrote it.
+            chunks.throw(_LimitExceeded(f"output is over the limit of {MAX_OUTPUT} characters"))
+        out.append(chunk)
+    return "".join(out)
 
 
 def _describe(err: Exception) -> str:
@@ -173,6 +366,10 @@ def compile_template(
         ) from None
 
     errors = [SpecError(Location(name, line), "", message) for line, message in _refused_nodes(ast)]
+    errors += [
+        SpecError(Location(name, line), "", f"template limit: {message}")
+        for line, message in _constant_limits(ast)
+    ]
     used = _undeclared_variables(ast, source)
     bad = used - allowed
     if bad:
@@ -189,6 +386,16 @@ def compile_template(
     if errors:
         raise SpecErrors(errors)
 
+    for loop in ast.find_all(jinja2.nodes.For):
+        # Every loop spends the render's iteration budget (see _bounded_iter).
+        loop.iter = jinja2.nodes.Call(
+            jinja2.nodes.Name(_ITER_GLOBAL, "load", lineno=loop.lineno),
+            [loop.iter],
+            [],
+            None,
+            None,
+            lineno=loop.lineno,
+        )
     code = _ENV.compile(ast, name=name, filename=name)
     template = _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
     return CompiledTemplate(name=name, source=source, variables=used, template=template)
@@ -217,6 +424,36 @@ def _refused_nodes(ast: jinja2.nodes.Template) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"template uses unknown filter {node.name!r}"
         elif isinstance(node, jinja2.nodes.Test) and node.name not in _ENV.tests:
             yield node.lineno, f"template uses unknown test {node.name!r}"
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _constant(node: jinja2.nodes.Node) -> Any:
+    """The value of a constant expression, evaluated with the sandbox's bounds."""
+    if isinstance(node, jinja2.nodes.Const):
+        return node.value
+    if isinstance(node, jinja2.nodes.List | jinja2.nodes.Tuple):
+        items = [_constant(item) for item in node.items]
+        return items if isinstance(node, jinja2.nodes.List) else tuple(items)
+    if isinstance(node, jinja2.nodes.Neg):
+        return -_constant(node.node)
+    if isinstance(node, jinja2.nodes.BinExpr) and node.operator in _BINOPS:
+        return _bounded_binop(node.operator, _constant(node.left), _constant(node.right))
+    raise _NotConstant
+
+
+def _constant_limits(ast: jinja2.nodes.Template) -> Iterator[tuple[int, str]]:
+    """``(line, message)`` for every constant expression past the bounds: the build
+    finds them, so no turn ever renders them (and nothing is folded unboundedly)."""
+    for node in ast.find_all(jinja2.nodes.BinExpr):
+        try:
+            _constant(node)
+        except _LimitExceeded as err:
+            yield node.lineno, str(err.message)
+        except Exception:  # not constant, or it fails only at render time
+            continue
 
 
 def _undeclared_variables(ast: jinja2.nodes.Template, source: str) -> frozenset[str]:

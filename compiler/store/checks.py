@@ -12,12 +12,16 @@ __all__ = ["check_conversation"]
 
 
 def check_conversation(store: Store, cid: str, columns: Iterable[tuple[int, str]]) -> None:
-    """Load and fully decode ``cid`` (format, hash chain, message digests, head) and
-    compare the store's event id column (``(seq, event_id)`` rows) with each record."""
+    """Load and fully decode ``cid`` (format, hash chain, message digests, canonical form
+    of every record, head) and compare the store's event id column (``(seq, event_id)``
+    rows) with each record. Always the checked decoder, never the hydration fast path.
+
+    The hash chain is unkeyed: it detects corruption and truncation, not tampering (whoever
+    can write the store can recompute every digest)."""
     stored = store.load(cid)
     if stored is None:
         raise CheckpointError(f"conversation {cid!r}: has records or a head but no root")
-    _, records, head = decode_chain(stored.root, stored.records, cid)
+    _, records, head = decode_chain(stored.root, stored.records, cid, checked=True)
     if head != stored.head:
         raise CheckpointError(f"conversation {cid!r}: decoded chain does not end at the head")
     for record, (seq, event_id) in zip(records, columns, strict=False):

@@ -7,18 +7,43 @@ and verifies them. Guarantees every store gives:
 * ``append`` is atomic: the record and the new head are written together or not at all;
 * (conversation, seq) and (conversation, event id) are unique: a second writer at the
   same seq gets :class:`CheckpointRaceError`; an event id already stored too;
+* ``append`` returns the new :class:`Head` (seq and digest): a caller that keeps it can
+  later prove the store is not behind what it was told (:func:`check_head`), which is the
+  only way to see commits that a store lost as a whole (an SQLite ``-wal`` file deleted,
+  truncated or damaged rolls the database back to a consistent, older state);
 * ``load`` detects a truncated tail (head mismatch) with :class:`CheckpointError`.
 """
 
 from __future__ import annotations
 
+import re
 from types import TracebackType
 from typing import Protocol, Self
 
 import attrs
 
 from ..core import canonical
-from ..core.errors import CheckpointError, CheckpointRaceError
+from ..core.errors import CheckpointError, CheckpointRaceError, UsageError
+
+
+@attrs.frozen
+class Head:
+    """A conversation's head: the last record's seq and the ``sha256:`` digest of its bytes
+    (seq 0 and the root's digest before the first record). Prints as ``SEQ:DIGEST``."""
+
+    seq: int
+    digest: str
+
+    def __str__(self) -> str:
+        return f"{self.seq}:{self.digest}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        """Read ``SEQ:DIGEST`` (``3:sha256:<64 hex>``)."""
+        seq, sep, digest = text.partition(":")
+        if not (sep and seq.isdigit() and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
+            raise UsageError(f"head {text!r} is not SEQ:sha256:<64 hex digits>")
+        return cls(int(seq), digest)
 
 
 @attrs.frozen
@@ -39,8 +64,8 @@ class Store(Protocol):
         """Store ``root`` unless the conversation exists; return the stored root."""
         ...
 
-    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
-        """Append record ``seq`` (which must be head + 1) atomically."""
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
+        """Append record ``seq`` (which must be head + 1) atomically; the new head."""
         ...
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
@@ -98,7 +123,7 @@ class MemoryStore:
             self._events[conversation_id] = set()
         return self._roots[conversation_id]
 
-    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         records = self._records.get(conversation_id)
         if records is None:
             raise CheckpointError(f"conversation {conversation_id!r} has no root")
@@ -110,6 +135,7 @@ class MemoryStore:
             )
         records.append((event_id, record))
         self._events[conversation_id].add(event_id)
+        return Head(seq, canonical.sha256_hex(record))
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
         if after < 0:
@@ -126,3 +152,39 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+def check_head(stored: StoredConversation | None, conversation_id: str, expected: Head) -> None:
+    """Refuse a store that is behind ``expected``, the head a caller was once given.
+
+    The store must hold record ``expected.seq`` with that digest (the root's digest for
+    seq 0); it may have moved on since. Raises :class:`CheckpointError` otherwise.
+    """
+    where = f"conversation {conversation_id!r}"
+    lost = "the store lost committed records (a deleted, truncated or damaged -wal file?)"
+    if stored is None:
+        raise CheckpointError(f"{where} is missing, but its head was {expected}: {lost}")
+    if stored.digests is not None and len(stored.digests) == len(stored.records):
+        digests = stored.digests
+    else:
+        digests = tuple(canonical.sha256_hex(r) for r in stored.records)
+    if expected.seq > len(digests):
+        raise CheckpointError(
+            f"{where} is behind: it ends at record {len(digests)}, but its head was "
+            f"{expected}: {lost}"
+        )
+    found = digests[expected.seq - 1] if expected.seq else canonical.sha256_hex(stored.root)
+    if found != expected.digest:
+        raise CheckpointError(
+            f"{where}: record {expected.seq} has digest {found}, but its head was "
+            f"{expected}: the store holds another history"
+        )
+
+
+def head_problems(store: Store, conversation_id: str, expected: Head) -> list[str]:
+    """:func:`check_head` as a report: ``[]`` when the store is not behind ``expected``."""
+    try:
+        check_head(store.load(conversation_id), conversation_id, expected)
+    except CheckpointError as err:
+        return [str(err)]
+    return []

@@ -167,7 +167,25 @@ def _lines(data: bytes) -> Sequence[bytes]:
     return lines
 
 
+def _layout(data: bytes, name: str) -> None:
+    """Name the two ways an editor or a checkout breaks an export without touching its
+    content, rather than calling the file corrupted."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise CheckpointError(
+            f"{name}:1: starts with a UTF-8 byte order mark (BOM); a JSONL export has "
+            "none (an editor added it? remove the first 3 bytes)"
+        )
+    crlf = data.find(b"\r\n")
+    if crlf >= 0:
+        line = data.count(b"\n", 0, crlf) + 1
+        raise CheckpointError(
+            f"{name}:{line}: line ends with CRLF (\\r\\n); a JSONL export uses LF only "
+            "(converted by an editor or git core.autocrlf? convert it back to LF)"
+        )
+
+
 def _parse(data: bytes, name: str) -> _Parsed:
+    _layout(data, name)
     lines = _lines(data)
     if not lines:
         raise CheckpointError(f"{name}: empty file (expected a root on line 1)")

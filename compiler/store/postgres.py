@@ -47,7 +47,7 @@ from psycopg import errors as pg_errors
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import StoredConversation, seq_conflict
+from .contract import Head, StoredConversation, seq_conflict
 from .urls import redact_url, url_password
 
 __all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresStore"]
@@ -249,7 +249,7 @@ class PostgresStore:
 
         return self._run(f"creating conversation {conversation_id!r}", work)
 
-    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         """Append record ``seq`` (which must be head + 1) in one transaction."""
         data = bytes(record)
         digest = canonical.sha256_hex(data)
@@ -298,6 +298,7 @@ class PostgresStore:
             )
 
         self._run(f"appending record {seq} to {where}", work)
+        return Head(seq, digest)
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
         """The root and the records with seq > ``after``, verified against the head.

@@ -150,13 +150,17 @@ def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
     return obj
 
 
-def decode_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
+def decode_record(
+    data: bytes, conversation_id: str, seq: int, prev: str, *, checked: bool = False
+) -> Record:
     """Decode record ``seq`` and verify it continues the chain after ``prev``.
 
     Fast path first (:func:`_scan_record`); whatever it cannot vouch for is decoded by
-    :func:`_decode_record_checked`, which gives the precise error.
+    :func:`_decode_record_checked`, which gives the precise error. ``checked`` skips the
+    fast path: integrity checks use it, since only the checked path proves that a record
+    is in canonical form (the fast path trusts digests a crafted record could recompute).
     """
-    record = _scan_record(data, conversation_id, seq, prev)
+    record = None if checked else _scan_record(data, conversation_id, seq, prev)
     if record is None:
         record = _decode_record_checked(data, conversation_id, seq, prev)
     return record
@@ -193,14 +197,20 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
 
 
 def decode_chain(
-    root_data: bytes, records: Iterable[bytes], conversation_id: str | None = None
+    root_data: bytes,
+    records: Iterable[bytes],
+    conversation_id: str | None = None,
+    *,
+    checked: bool = False,
 ) -> tuple[Root, list[Record], str]:
-    """Decode a whole conversation; returns the root, the records and the head digest."""
+    """Decode a whole conversation; returns the root, the records and the head digest.
+
+    ``checked``: every record the checked way (see :func:`decode_record`)."""
     root = Root.decode(root_data, conversation_id)
     prev = canonical.sha256_hex(root_data)
     out: list[Record] = []
     for seq, data in enumerate(records, start=1):
-        out.append(decode_record(data, root.conversation_id, seq, prev))
+        out.append(decode_record(data, root.conversation_id, seq, prev, checked=checked))
         prev = canonical.sha256_hex(data)
     return root, out, prev
 

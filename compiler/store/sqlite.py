@@ -31,6 +31,23 @@ returns the record survives a power loss too (as far as the disk honours fsync).
 is one fsync per record, negligible next to the model call each record stands for; the
 promise "a checkpoint store never loses a committed record" is worth it.
 
+Checkpoint policy, and the ``-wal`` file: a commit lives in ``<db>-wal`` until SQLite's
+automatic checkpoint (``wal_autocheckpoint``, 1000 pages) or :meth:`SQLiteStore.close`
+copies it into the main file; prefixlock does not force a checkpoint per append (that
+would double the fsyncs for no durability gain). So **the -wal file is part of the
+database**: back up or copy the two together (or use SQLite's backup API / ``VACUUM
+INTO``), never delete it, never copy the main file alone while a connection is open.
+Without it -- or with it truncated or damaged, which SQLite's frame checksums turn into
+"ignore the frames from there on" -- the database opens cleanly at an *older* state, and
+no check of the file alone can notice. Hence :meth:`SQLiteStore.append` returns the new
+:class:`~prefixlock.store.contract.Head`, and ``Conversation.open(..., expect_head=...)``
+and ``prefixlock integrity --expect-head SEQ:DIGEST`` refuse a store that is behind what
+the caller was told.
+
+The hash chain (each record names its predecessor's digest; ``heads`` names the last)
+detects corruption and truncation, not tampering: it is unkeyed, so whoever can write the
+file can also recompute every digest.
+
 Errors: every :class:`sqlite3.Error` becomes a :class:`~prefixlock.core.errors.CheckpointError`
 naming the file and what was being done; a file that is not a database says so.
 """
@@ -49,7 +66,7 @@ from typing import Any, TypeVar
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import StoredConversation, seq_conflict
+from .contract import Head, StoredConversation, seq_conflict
 
 #: The SQLite library this Python links (``sqlite3.sqlite_version``).
 SQLITE_VERSION = sqlite3.sqlite_version
@@ -266,7 +283,7 @@ class SQLiteStore:
 
         return self._run("IMMEDIATE", f"creating conversation {conversation_id!r}", work)
 
-    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> None:
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         """Append record ``seq`` (which must be head + 1) in one transaction."""
         data = bytes(record)
         digest = canonical.sha256_hex(data)
@@ -310,6 +327,7 @@ class SQLiteStore:
                 raise CheckpointRaceError(f"{where}: the head moved during append of {seq}")
 
         self._run("IMMEDIATE", f"appending record {seq} to {where}", work)
+        return Head(seq, digest)
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
         """The root and the records with seq > ``after``, verified against the head.

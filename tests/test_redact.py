@@ -1,0 +1,160 @@
+"""Secrets by value and by name (issue 14): a corpus pins what is caught and what must
+survive, and an end-to-end test proves no caught value reaches a body or the store."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conv_helpers import CONTEXT_A, CONV, example_bundle, user
+from prefixlock.providers import NAMES, get
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.redact import is_sensitive_name, redact_mapping, redact_text
+from prefixlock.store.sqlite import SQLiteStore
+
+R = "[REDACTED]"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+
+#: text -> (its redacted form, the secret that must not survive)
+CAUGHT: dict[str, tuple[str, str]] = {
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----": (
+        R,
+        "MIIEowIBAAKCAQEA",
+    ),
+    "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 here": (
+        f"use {R} here",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnop": (R, "github_pat_11ABCDEFG"),
+    "aws AKIAIOSFODNN7EXAMPLE key": (f"aws {R} key", "AKIAIOSFODNN7EXAMPLE"),
+    "slack xoxb-1234567890-abcdefghij": (f"slack {R}", "xoxb-1234567890"),
+    "sk-proj-abcdefghijklmnopqrstuvwxyz123456": (R, "sk-proj-abcdefghij"),
+    "sk-ant-api03-abcdefghijklmnopqrstuvwxyz": (R, "sk-ant-api03"),
+    f"Bearer {JWT}": (f"Bearer {R}", "dozjgNryP4J3jVmNHl0w5N"),
+    "password=hunter2!": (f"password={R}", "hunter2!"),
+    'DB_PASSWORD: "s3cr3t-value"': (f'DB_PASSWORD: "{R}"', "s3cr3t-value"),
+    "npx server --api-key=Zq81xQ9aa": (f"npx server --api-key={R}", "Zq81xQ9aa"),
+    "postgres://u:pw1SECRET@db.example.com/app": (
+        f"postgres://{R}@db.example.com/app",
+        "pw1SECRET",
+    ),
+    "https://example.com/cb#access_token=FRAGSECRET1&x=1": (
+        f"https://example.com/cb#access_token={R}&x=1",
+        "FRAGSECRET1",
+    ),
+    "https://blob.core.windows.net/c?sv=2020&sig=SIGSECRET123": (
+        f"https://blob.core.windows.net/c?sv=2020&sig={R}",
+        "SIGSECRET123",
+    ),
+    "mysql://host/db?user=u&pwd=PWDSECRET1": (f"mysql://host/db?user=u&pwd={R}", "PWDSECRET1"),
+    "https://host/x?pass=PASSSECRET1;user=u": (f"https://host/x?pass={R};user=u", "PASSSECRET1"),
+    " https://user:LEADSECRET@host/": (f" https://{R}@host/", "LEADSECRET"),
+    "postgres://user:pa/ss#w?rdSECRET@db.example.com/app": (
+        f"postgres://{R}@db.example.com/app",
+        "rdSECRET",
+    ),
+    "https://DSNSECRET123@o1.ingest.sentry.io/1": (
+        f"https://{R}@o1.ingest.sentry.io/1",
+        "DSNSECRET123",
+    ),
+}
+
+#: Values that must come through unchanged: code, hashes, UUIDs, plain URLs, references.
+KEPT = (
+    "def get_password(): return os.environ['PASSWORD']",
+    "password = config.password",
+    "token: string",
+    "api_key = load_key(path)",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "123e4567-e89b-12d3-a456-426614174000",
+    "https://github.com/acme/app.git",
+    "https://example.com/search?q=rust&page=2",
+    "export TOKEN=${GITHUB_TOKEN}",
+    "risk-assessment and desk-top tools",
+    "Use tabs; run `pytest -k test_token_refresh`.",
+)
+
+#: env/header names: sensitive or not.
+NAMES_SENSITIVE = ("GH_PAT", "MYSQL_PWD", "SENTRY_DSN", "X-Api-Key", "Authorization", "apiKey")
+NAMES_HARMLESS = ("GIT_AUTHOR_NAME", "TOKENIZERS_PARALLELISM", "KEYBOARD_LAYOUT", "DATABASE_URL")
+
+
+@pytest.mark.parametrize("text", CAUGHT)
+def test_corpus_secret_is_caught(text: str) -> None:
+    redacted, secret = CAUGHT[text]
+    assert redact_text(text) == redacted
+    assert secret not in redact_text(text)
+    assert redact_text(redacted) == redacted  # idempotent
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_corpus_harmless_value_is_kept(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_names_are_split_into_words() -> None:
+    assert [n for n in NAMES_SENSITIVE if not is_sensitive_name(n)] == []
+    assert [n for n in NAMES_HARMLESS if is_sensitive_name(n)] == []
+    env = {
+        "GIT_AUTHOR_NAME": "Ada",
+        "TOKENIZERS_PARALLELISM": "false",
+        "GH_PAT": "plainvalue",
+        "DATABASE_URL": "postgres://u:pw9@db/app",
+    }
+    assert redact_mapping(env) == {
+        "GIT_AUTHOR_NAME": "Ada",
+        "TOKENIZERS_PARALLELISM": "false",
+        "GH_PAT": R,
+        "DATABASE_URL": f"postgres://{R}@db/app",
+    }
+
+
+def secret_context() -> dict[str, Any]:
+    """Every caught value in every conversation-level place the issue names."""
+    texts = list(CAUGHT)
+    ctx = copy.deepcopy(CONTEXT_A)
+    ctx["rules"][0]["body"] = "\n".join(texts)
+    ctx["rules"][1]["body"] = texts[1]
+    ctx["skills"][0]["description"] = texts[5]
+    ctx["subagents"][0]["description"] = texts[6]
+    ctx["environment"]["cwd"] = texts[16]
+    ctx["git"]["remote"] = texts[11]
+    ctx["git"]["branch"] = texts[3]
+    tool = ctx["mcp"]["servers"][0]["tools"][0]
+    tool["description"] = texts[7]
+    tool["input_schema"]["properties"]["sql"]["default"] = texts[9]
+    ctx["mcp"]["servers"][0]["command"] = f"npx db-server {texts[10]} {texts[2]}"
+    ctx["mcp"]["servers"][0]["env"] = {
+        "DATABASE_URL": texts[11],
+        "GH_PAT": "PATBYNAME123",
+        "SENTRY_DSN": texts[18],
+        "NOTE": texts[8],
+    }
+    ctx["mcp"]["servers"][1]["headers"] = {"X-Forward": texts[13], "X-Api-Key": "HDRBYNAME1"}
+    ctx["mcp"]["servers"][1]["url"] = texts[12]
+    return ctx
+
+
+def test_no_secret_reaches_a_provider_body_or_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "conv.db"
+    store = SQLiteStore(path)
+    try:
+        conv = Conversation.open(store, example_bundle(), CONV)
+        request = conv.handle(user("u1", context=secret_context()))
+        bodies = {name: get(name).serialize(request) for name in NAMES}
+        wal = tmp_path / "conv.db-wal"  # read while open: the -wal file holds the records
+        stored = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    finally:
+        store.close()
+    stored += path.read_bytes()
+    secrets = [secret for _, secret in CAUGHT.values()] + ["PATBYNAME123", "HDRBYNAME1"]
+    assert b"[REDACTED]" in stored
+    for where, data in {**bodies, "store": stored}.items():
+        found = [s for s in secrets if s.encode() in data]
+        assert found == [], where
