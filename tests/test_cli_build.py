@@ -429,3 +429,29 @@ def test_build_is_byte_identical_across_hash_seeds_time_zones_and_locales(
         outputs.append(build_in_subprocess(root, tmp_path / f"out-{index}", env))
     assert outputs[0] == outputs[1] == outputs[2]
     assert len(outputs[0]) > 5
+
+
+def test_build_renders_every_template_once_with_a_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "agent"
+    assert run(capsys, "init", str(target))[0] == 0
+    template = target / "prompt" / "cursor" / "ask" / "runtime.md.j2"
+    lines = template.read_text(encoding="utf-8").split("\n")
+    number = next(i for i, line in enumerate(lines, 1) if "{{ mode.reminder" in line)
+    template.write_text(
+        template.read_text(encoding="utf-8").replace("{{ mode.reminder", "{{ mode.remindr"),
+        encoding="utf-8",
+    )
+    context = target / "prompt" / "cursor" / "context.md.j2"
+    context.write_text(context.read_text(encoding="utf-8") + "{{ git.brnch }}\n", encoding="utf-8")
+    code, out, err = run(capsys, "build", "--root", str(target))
+    context_line = context.read_text(encoding="utf-8").count("\n")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"prompt/cursor/ask/runtime.md.j2:{number}: undefined value: "
+        "'dict object' has no attribute 'remindr'",
+        f"prompt/cursor/context.md.j2:{context_line}: undefined value: "
+        "'dict object' has no attribute 'brnch'",
+        "prefixlock build: 2 errors",
+    ]

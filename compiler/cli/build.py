@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..core.errors import SpecErrors
 from ..review.golden import update_golden
+from ..runtime.context import check_templates
 from ..spec.build import LOCK_FILE, MANIFEST, build_bundle, check_outputs, write_outputs
 from ..spec.bundle import Bundle
 from ..spec.scaffold import GOLDEN, SCHEMAS_FOLDER, init_project, write_schemas
@@ -43,6 +45,9 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     root: Path = args.root
     bundle = build_bundle(root)
+    rendered = check_templates(bundle)  # a sample turn through every template
+    if rendered:
+        raise SpecErrors(rendered)
     if args.check:
         # Without an explicit --out only the committed lock file is compared: the output
         # folder is a local, ignored artefact that CI and pre-commit never see.

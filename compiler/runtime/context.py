@@ -19,7 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core import canonical
+from ..core.errors import SpecError, SpecErrors
 from ..spec.bundle import Bundle, Mode
+from ..spec.sample import sample_context, sample_turn
 from .redact import redact_mapping, redact_value
 from .request import AgentRunRequest
 
@@ -110,3 +112,22 @@ def turn_variables(mode: Mode, request: AgentRunRequest) -> dict[str, Any]:
 def render_runtime(bundle: Bundle, request: AgentRunRequest) -> str:
     mode = bundle.mode(request.mode or bundle.default_mode)
     return mode.runtime.render(turn_variables(mode, request))
+
+
+def check_templates(bundle: Bundle) -> list[SpecError]:
+    """Render the context template and every mode's runtime template once with a
+    representative sample (:mod:`prefixlock.spec.sample`: every declared variable
+    present), through the same variable building a turn uses; the problems, located at
+    their template lines (a misspelled ``{{ mode.remindr }}`` fails here, not at the first
+    turn that reaches it)."""
+    found: list[SpecError] = []
+    renders: list[tuple[Any, dict[str, Any]]] = [
+        (bundle.context_template, conversation_context(bundle, sample_context()))
+    ]
+    renders += [(mode.runtime, sample_turn(mode.name, mode.reminder)) for mode in bundle.modes]
+    for template, variables in renders:
+        try:
+            template.render(variables)
+        except SpecErrors as err:
+            found.extend(err.errors)
+    return found
