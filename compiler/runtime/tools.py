@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import HistoryError
+from ..core.errors import CanonicalJSONError, HistoryError
 from ..core.messages import ToolCallPart
 
 __all__ = ["ToolCall", "ToolResult"]
@@ -25,12 +25,28 @@ class ToolCall:
     thought_signature: str | None = None
 
     def to_part(self) -> ToolCallPart:
-        value = (
-            canonical.loads(self.arguments) if isinstance(self.arguments, str) else self.arguments
-        )
-        if not isinstance(value, dict):
+        """The call as a message part. An argument *string* (the model's own text) is
+        kept verbatim, byte for byte, so the wires that carry a string (OpenAI Chat
+        ``function.arguments``, Responses ``arguments``) send back exactly what the model
+        sent (key order, ``\\u`` escapes, ``1e2``); it must parse as a JSON object. An
+        argument *object* is stored as its canonical JSON text."""
+        if not isinstance(self.id, str) or not isinstance(self.name, str):
+            raise HistoryError(f"tool call {self.id!r}: id and name must be strings")
+        if isinstance(self.arguments, str):
+            try:
+                value = canonical.loads(self.arguments)
+            except (CanonicalJSONError, ValueError) as err:  # JSONDecodeError: a ValueError
+                raise HistoryError(
+                    f"tool call {self.id!r}: arguments are not JSON ({err}): "
+                    f"{_preview(self.arguments)}"
+                ) from None
+            text = self.arguments
+        else:
+            value = self.arguments
+            text = canonical.dumps(value) if isinstance(value, Mapping) else ""
+        if not isinstance(value, Mapping):
             raise HistoryError(f"tool call {self.id!r}: arguments must be a JSON object")
-        return ToolCallPart(self.id, self.name, canonical.dumps(value), self.thought_signature)
+        return ToolCallPart(self.id, self.name, text, self.thought_signature)
 
 
 @attrs.frozen
@@ -40,3 +56,7 @@ class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
