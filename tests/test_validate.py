@@ -828,6 +828,7 @@ FREE_FORM = {
     ("context", "#/$defs/string_map"),
     ("agent_run_request", "#/properties/action_context"),
     ("providers", "#/$defs/provider/properties/options"),
+    ("providers", "#/$defs/cachedProvider/properties/options"),
     ("scenario", "#/$defs/tool_call/properties/arguments"),
 }
 

@@ -46,7 +46,7 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
-from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, CacheRules, rules_for
+from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, ONE_HOUR_TTL, CacheRules, rules_for
 from .tokens import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -373,7 +373,7 @@ def simulate(
                 blocks=len(blocks),
                 breakpoints=len(breakpoints),
                 read_multiplier=rules.read_multiplier,
-                write_multiplier=rules.write_multiplier,
+                write_multiplier=_write_multiplier(rules, body),
             )
         )
     return CacheReport(provider, model_name, rules, counter.name, tuple(calls))
@@ -403,3 +403,34 @@ def _explicit(
             since = cumulative[b]
     write = max(0, cumulative[valid[-1]] - read) if valid else 0
     return read, write, [hashes[b] for b in valid]
+
+
+def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:
+    """The call's cache-write price: ``write_multiplier_1h`` when its cache markers ask
+    for a one-hour TTL (issue 10, item 5; the TTL is one setting per agent, so every
+    marker of a body carries the same one), else ``write_multiplier``."""
+    if rules.write_multiplier_1h is None:
+        return rules.write_multiplier
+    # Only where prefixlock places markers besides the history (top level, tools, system)
+    # and the last message (Bedrock's tail cachePoint): no walk over the whole history.
+    messages = body.get("messages")
+    last = messages[-1:] if isinstance(messages, list) else []
+    places = [body.get(k) for k in ("cache_control", "tools", "system", "toolConfig")]
+    if _has_one_hour_marker({"cache_control": places[0]}) or _has_one_hour_marker(
+        [*places[1:], last]
+    ):
+        return rules.write_multiplier_1h
+    return rules.write_multiplier
+
+
+def _has_one_hour_marker(value: Any) -> bool:
+    """Whether a ``cache_control`` or ``cachePoint`` object in ``value`` has ttl 1h."""
+    if isinstance(value, Mapping):
+        for key in ("cache_control", "cachePoint"):
+            marker = value.get(key)
+            if isinstance(marker, Mapping) and marker.get("ttl") == ONE_HOUR_TTL:
+                return True
+        return any(_has_one_hour_marker(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_one_hour_marker(v) for v in value)
+    return False
