@@ -55,7 +55,7 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider
+from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
 from .cache_ttl import cache_ttl, without_ttl_option
 
 #: The one cache marker this module writes.
@@ -180,7 +180,10 @@ class Anthropic(Provider):
         return [self._marked(Ordered(role="user", content=self.parts(message, at)), at)]
 
     def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
-        return [self._marked(Ordered(role="assistant", content=self.parts(message, at)), at)]
+        content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
+        if not content:
+            at.fail("only a blank text with a Gemini thought signature: nothing to send")
+        return [self._marked(Ordered(role="assistant", content=content), at)]
 
     def tool_result_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         seen_other = False

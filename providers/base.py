@@ -612,3 +612,19 @@ class Provider(Transport):
             trail[key] = top_level[key]
         frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
         return attrs.evolve(frame, variant=variant)
+
+
+def signature_only(part: Part) -> bool:
+    """A blank text part that only carries a Gemini ``thought_signature``: Gemini's data
+    (the signature may arrive on an empty text part, "Thought signatures",
+    ai.google.dev/gemini-api/docs/thought-signatures), sent back to Gemini as received;
+    wires that refuse blank text (Anthropic, Bedrock) leave it out, as they leave out
+    every thought signature."""
+    return (
+        isinstance(part, TextPart) and part.thought_signature is not None and not part.text.strip()
+    )
+
+
+def sent_indexes(message: CanonicalMessage) -> list[int]:
+    """The indexes of ``message``'s parts but the :func:`signature_only` ones."""
+    return [i for i, part in enumerate(message.parts) if not signature_only(part)]

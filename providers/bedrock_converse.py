@@ -94,7 +94,7 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider
+from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
 from .cache_ttl import cache_ttl, without_ttl_option
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
@@ -223,7 +223,7 @@ class BedrockConverse(Provider):
         return [self._message(message, at)]
 
     def _message(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
-        content = self.parts(message, at)
+        content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
         if at.markers & self.MESSAGE_MARKERS:
             content.append(self._cache_point(at.variant))
         return Ordered(role=self.ROLES[message.role], content=content)

@@ -132,6 +132,17 @@ CASES: list[tuple[str, Step, Step, tuple[type[PrefixlockError], str] | None]] = 
         None,
     ),
     (
+        "gemini-signed-blank-text-beside-call",
+        _turn,
+        lambda c: c.record(
+            ModelOutput(
+                "gemini",
+                (ToolCallPart("c1", "read_file", "{}"), TextPart("", thought_signature="c2ln")),
+            )
+        ),
+        None,
+    ),
+    (
         "reader-blank-text-alone",
         _turn,
         lambda c: c.record(ModelOutput("anthropic", (TextPart(" "),))),
@@ -275,3 +286,19 @@ def test_provider_check_message_is_the_serializers_own_refusal() -> None:
     )
     for name in providers.NAMES:
         providers.get(name).check_message(opaque)
+
+
+def test_a_blank_text_carrying_a_gemini_signature_is_kept_for_gemini_only(
+    tmp_path: Path,
+) -> None:
+    conv = _open(tmp_path)
+    signed = TextPart("", thought_signature="c2ln")
+    call = ToolCallPart("c1", "read_file", '{"path":"a.py"}')
+    assert conv.record(ModelOutput("gemini", (call, signed))).parts == (call, signed)
+    request = conv.tool_results([ToolResult("c1", "x")])
+    gemini = json.loads(providers.get("gemini").serialize(request))
+    assert gemini["contents"][-2]["parts"][1] == {"text": "", "thoughtSignature": "c2ln"}
+    anthropic = json.loads(providers.get("anthropic").serialize(request))
+    assert [b["type"] for b in anthropic["messages"][-2]["content"]] == ["tool_use"]
+    bedrock = json.loads(providers.get("bedrock-converse").serialize(request))
+    assert [list(b) for b in bedrock["messages"][-2]["content"]] == [["toolUse"]]

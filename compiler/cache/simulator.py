@@ -28,6 +28,11 @@ errs on the side of fewer hits). Every call is assumed to arrive within the cach
   boundary) that an earlier call of the same cache namespace sent, if it reaches the
   minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
   written at the write price (the normal input price unless documented otherwise).
+* **Gemini explicit cache** (a body naming ``cachedContent``; issue 10, item 3): the
+  named cache holds the stable root (its ``cachedContents`` create body, passed as
+  ``cached_contents``); its tokens count as input of every call that names it, written
+  (at the normal input price: creating a cache is billed as input) by the first such
+  call and read at the cache price by every later one. Storage per hour is not priced.
 
 Costs are in *base input-token units*: an uncached input token costs 1, a cache read
 ``read_multiplier``, a cache write ``write_multiplier`` (per model family; the documented
@@ -308,11 +313,13 @@ def simulate(
     *,
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
+    cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
 ) -> CacheReport:
     """Simulate the prompt cache over one conversation's request bodies, in call order.
 
     ``model`` is used when a body does not name one (Gemini and Bedrock carry it in the
-    URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate. Raises
+    URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate; ``cached_contents`` maps
+    a Gemini explicit cache's name to the body that created it. Raises
     :class:`PrefixlockError` for an unknown provider, a body that is not a JSON object,
     or an explicit-cache call with more breakpoints than the API accepts.
     """
@@ -326,6 +333,7 @@ def simulate(
     explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
     implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
     calls: list[CallCache] = []
+    created: set[str] = set()  # Gemini explicit caches already written
     model_name = model or ""
     rules = rules_for(provider, model_name)
     for index, raw in enumerate(bodies, start=1):
@@ -364,6 +372,15 @@ def simulate(
             read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
             seen.update(hashes)
+        name = body.get("cachedContent") if provider == "gemini" else None
+        if isinstance(name, str):
+            cached = _cached_tokens(name, cached_contents or {}, counter, index)
+            total += cached
+            if name in created:
+                read += cached
+            else:
+                write += cached
+                created.add(name)
         calls.append(
             CallCache(
                 index=index,
@@ -434,3 +451,25 @@ def _has_one_hour_marker(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_one_hour_marker(v) for v in value)
     return False
+
+
+def _cached_tokens(
+    name: str,
+    cached_contents: Mapping[str, bytes | str | Mapping[str, Any]],
+    counter: Tokenizer,
+    index: int,
+) -> int:
+    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks)."""
+    raw = cached_contents.get(name)
+    if raw is None:
+        raise CacheSimulationError(
+            f"gemini call {index}: cachedContent {name!r}: pass the body that created it "
+            "(Gemini.cached_content_body) in cached_contents"
+        )
+    body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
+    if not isinstance(body, Mapping):
+        raise CacheSimulationError(f"gemini cachedContent {name!r}: not a JSON object")
+    blocks = _gemini(body)
+    config = body.get("toolConfig")
+    values = [b.value for b in blocks] + ([config] if config is not None else [])
+    return sum(counter.count(v if isinstance(v, str) else canonical.dumps(v)) for v in values)

@@ -21,7 +21,10 @@ pinned in ``tests/test_admission.py``):
 2. An assistant text that is empty or whitespace-only is dropped when the output has
    other parts (an OpenAI-style turn ``assistant("", [ToolCall(...)])``, or a blank
    text block in a provider's model output beside tool calls): Anthropic and Bedrock
-   refuse blank text blocks, and the text carries nothing.
+   refuse blank text blocks, and the text carries nothing. A blank text that carries a
+   Gemini ``thought_signature`` is kept (the signature must go back to Gemini); the
+   wires that refuse blank text leave such a part out (``signature_only`` in
+   :mod:`prefixlock.providers.base`), as they leave out every thought signature.
 3. Nothing else is rewritten. Refused with a clear error: output with no non-blank part,
    a blank background / injected event text, a blank compaction summary, a value of the
    wrong type (``ToolResult(id, None)``, ``compact(None)``).
@@ -73,7 +76,11 @@ def tool_output(value: Any, field: str) -> str:
 def drop_blank_texts(parts: Sequence[Part], field: str) -> tuple[Part, ...]:
     """Assistant parts with normalization rule 2 applied; refuses output that would be
     left with no part."""
-    kept = tuple(p for p in parts if not (isinstance(p, TextPart) and blank(p.text)))
+    kept = tuple(
+        p
+        for p in parts
+        if not (isinstance(p, TextPart) and blank(p.text) and p.thought_signature is None)
+    )
     if not kept:
         if parts:
             raise HistoryError(
