@@ -34,13 +34,15 @@ Cache rule (never more than 4 breakpoints, one per position):
 TOOLS -> last tool; INSTRUCTIONS -> the system block; CONTEXT -> the last non-opaque
 block of the hinted (latest request-context) message; TAIL -> top-level
 ``{"cache_control": {"type": "ephemeral"}}``. Never on empty text (refused anyway) nor
-on opaque (thinking) blocks.
+on opaque (thinking) blocks. Every marker carries ``"ttl": "1h"`` when the agent's
+settings options say ``cache_ttl: 1h`` (:mod:`prefixlock.providers.cache_ttl`; the
+option itself is never sent; without it, or with ``5m``, markers have no ``ttl``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered, sha256_hex
@@ -53,14 +55,20 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider
+from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
+from .cache_ttl import cache_ttl, without_ttl_option
 
 #: The one cache marker this module writes.
 CACHE_CONTROL_KEY = "cache_control"
 
 
-def _ephemeral() -> Ordered:
-    return Ordered(type="ephemeral")
+def _ephemeral(ttl: Any = None) -> Ordered:
+    """A marker; ``ttl`` (``"1h"``) when the agent sets a one-hour cache TTL
+    (:mod:`prefixlock.providers.cache_ttl`)."""
+    out = Ordered(type="ephemeral")
+    if isinstance(ttl, str):
+        out["ttl"] = ttl
+    return out
 
 
 #: ``tool_use.id`` (and so ``tool_result.tool_use_id``): "String should match pattern
@@ -105,6 +113,28 @@ class Anthropic(Provider):
 
     # ------------------------------------------------------------------------ frame
 
+    def message_variant(self, options: Mapping[str, Any]) -> Hashable:
+        """The cache TTL (``None``: the 5-minute default): it is in every marker."""
+        return cache_ttl(self.name, options)
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return {}, without_ttl_option(options)
+
+    def head(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        markers: Markers,
+        nested: Mapping[str, Any],
+    ) -> Ordered:
+        out = super().head(request, settings, markers, nested)
+        ttl = cache_ttl(self.name, self._options(settings))
+        for key in ("system", "tools"):
+            for item in out.get(key, ()):
+                if CACHE_CONTROL_KEY in item:
+                    item[CACHE_CONTROL_KEY] = _ephemeral(ttl)
+        return out
+
     def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
         if not instructions:
             return Ordered()
@@ -121,7 +151,8 @@ class Anthropic(Provider):
 
     def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
         if CachePosition.TAIL in markers:
-            return Ordered(cache_control=_ephemeral())
+            ttl = cache_ttl(self.name, self._options(settings))
+            return Ordered(cache_control=_ephemeral(ttl))
         return Ordered()
 
     def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,7 +180,10 @@ class Anthropic(Provider):
         return [self._marked(Ordered(role="user", content=self.parts(message, at)), at)]
 
     def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
-        return [self._marked(Ordered(role="assistant", content=self.parts(message, at)), at)]
+        content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
+        if not content:
+            at.fail("only a blank text with a Gemini thought signature: nothing to send")
+        return [self._marked(Ordered(role="assistant", content=content), at)]
 
     def tool_result_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         seen_other = False
@@ -167,7 +201,7 @@ class Anthropic(Provider):
         if CachePosition.CONTEXT in at.markers:
             for block in reversed(wire["content"]):
                 if block.get("type") in self.MARKABLE and not isinstance(block, _Verbatim):
-                    block[CACHE_CONTROL_KEY] = _ephemeral()
+                    block[CACHE_CONTROL_KEY] = _ephemeral(at.variant)
                     break
         return wire
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
 import attrs
@@ -129,7 +129,8 @@ class Provider(Transport):
     """One wire format. Subclasses set the flags below and define handlers.
 
     Public API: :attr:`name`, :meth:`serialize`, :meth:`body`, :meth:`wire_body`,
-    :meth:`strip_cache_markers`, :attr:`MESSAGES_KEY`; from :class:`~.transport.Transport`:
+    :meth:`strip_cache_markers`, :meth:`check_message`, :attr:`MESSAGES_KEY`; from
+    :class:`~.transport.Transport`:
     :meth:`http_request`, :meth:`parse_response`, :meth:`stream_reader`,
     :meth:`is_retryable`.
     """
@@ -252,6 +253,40 @@ class Provider(Transport):
         changed. The prefix verifier compares bodies through it. Default: no markers."""
         out = copy.deepcopy(body)
         return out if isinstance(out, dict) else dict(out)
+
+    def check_message(
+        self, message: CanonicalMessage, earlier: Sequence[CanonicalMessage] = ()
+    ) -> None:
+        """Raise :class:`SerializationError` if this wire would refuse ``message`` (the
+        messages before it in its history are ``earlier``); return None otherwise.
+
+        The runtime asks every configured provider before it writes a record ("nothing
+        is persisted that some configured provider would refuse"). Default: map and
+        encode the message alone, through the same handlers and refusals as
+        :meth:`serialize` (no cache markers, default variant). Opaque parts of another
+        provider are left out: they are only ever sent back to the provider that made
+        them (:meth:`own_opaque`), so a history holding them is bound to that provider.
+        """
+        kept = tuple(
+            p for p in message.parts if not (isinstance(p, OpaquePart) and p.provider != self.name)
+        )
+        if not kept:
+            return
+        if len(kept) != len(message.parts):
+            message = CanonicalMessage.create(message.id, message.kind, message.role, kept)
+        key: Hashable = ()
+        if self._keyed:
+            noted: dict[str, Any] = {}
+            for before in earlier:
+                self.fragment_key(before, noted)
+            key = self.fragment_key(message, noted)
+        index = len(earlier)
+        items = self._message_items(message, index, _NO_MARKERS, key, ())
+        for item in items:
+            self._encode_item(message, item)
+        if self.MERGE_SAME_ROLE:
+            at = MessageAt(self.name, message, index, _NO_MARKERS, key, ())
+            self._role_blocks(items, at)
 
     # ------------------------------------------------------------ frame (overridable)
 
@@ -577,3 +612,19 @@ class Provider(Transport):
             trail[key] = top_level[key]
         frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
         return attrs.evolve(frame, variant=variant)
+
+
+def signature_only(part: Part) -> bool:
+    """A blank text part that only carries a Gemini ``thought_signature``: Gemini's data
+    (the signature may arrive on an empty text part, "Thought signatures",
+    ai.google.dev/gemini-api/docs/thought-signatures), sent back to Gemini as received;
+    wires that refuse blank text (Anthropic, Bedrock) leave it out, as they leave out
+    every thought signature."""
+    return (
+        isinstance(part, TextPart) and part.thought_signature is not None and not part.text.strip()
+    )
+
+
+def sent_indexes(message: CanonicalMessage) -> list[int]:
+    """The indexes of ``message``'s parts but the :func:`signature_only` ones."""
+    return [i for i, part in enumerate(message.parts) if not signature_only(part)]

@@ -73,14 +73,15 @@ canonical message it marks)
 So a body carries at most 4 cachePoints, Bedrock's per-request limit. A position that
 has nothing to mark (no tools, empty instructions) simply gets no cachePoint; hints
 never move a marker anywhere else. :meth:`strip_cache_markers` removes exactly these
-blocks.
+blocks. Every cachePoint carries ``"ttl": "1h"`` when the agent's settings options say
+``cache_ttl: 1h`` (:mod:`prefixlock.providers.cache_ttl`; the option is never sent).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered
@@ -92,8 +93,9 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ..core.model import CachePosition, ModelRequest, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
+from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
+from .cache_ttl import cache_ttl, without_ttl_option
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
 
@@ -157,7 +159,29 @@ class BedrockConverse(Provider):
 
     # ------------------------------------------------------------------------ frame
 
+    def message_variant(self, options: Mapping[str, Any]) -> Hashable:
+        """The cache TTL (``None``: the 5-minute default): it is in every cachePoint."""
+        return cache_ttl(self.name, options)
+
+    def head(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        markers: Markers,
+        nested: Mapping[str, Any],
+    ) -> Ordered:
+        out = super().head(request, settings, markers, nested)
+        ttl = cache_ttl(self.name, self._options(settings))
+        if ttl is not None:
+            tool_config = out.get("toolConfig") or {}
+            for blocks in (out.get("system") or [], tool_config.get("tools") or []):
+                for i, block in enumerate(blocks):
+                    if isinstance(block, dict) and set(block) == {"cachePoint"}:
+                        blocks[i] = self._cache_point(ttl)
+        return out
+
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        options = without_ttl_option(options)
         nested = {k: v for k, v in options.items() if k in self.INFERENCE_KEYS}
         return nested, {k: v for k, v in options.items() if k not in self.INFERENCE_KEYS}
 
@@ -181,8 +205,11 @@ class BedrockConverse(Provider):
         tool_spec["inputSchema"] = Ordered(json=spec.parameters_value)
         return Ordered(toolSpec=tool_spec)
 
-    def _cache_point(self) -> Any:
-        return copy.deepcopy(self.CACHE_POINT)
+    def _cache_point(self, ttl: Any = None) -> Any:
+        out = copy.deepcopy(self.CACHE_POINT)
+        if isinstance(ttl, str):  # the agent's cache TTL (providers/cache_ttl.py)
+            out["cachePoint"]["ttl"] = ttl
+        return out
 
     # --------------------------------------------------------------------- messages
 
@@ -196,9 +223,9 @@ class BedrockConverse(Provider):
         return [self._message(message, at)]
 
     def _message(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
-        content = self.parts(message, at)
+        content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
         if at.markers & self.MESSAGE_MARKERS:
-            content.append(self._cache_point())
+            content.append(self._cache_point(at.variant))
         return Ordered(role=self.ROLES[message.role], content=content)
 
     # ------------------------------------------------------------------------ parts

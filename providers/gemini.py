@@ -41,7 +41,12 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
 ==================  ======  =====================================================
 
 * ``thoughtSignature``: a text or tool-call part's ``thought_signature`` is sent back
-  on that part exactly as received (``{"text":..,"thoughtSignature":..}``).
+  on that part exactly as received (``{"text":..,"thoughtSignature":..}``), also on a
+  blank text part (the runtime keeps those; see :mod:`prefixlock.runtime.admission`).
+* ``functionCall.id`` is the :class:`ToolCallPart`'s call id, which is always the
+  model's own: the Gemini response reader keeps a ``functionCall`` that arrived without
+  ``id`` as an opaque part (sent back verbatim, without an id), so no id the model did
+  not send is ever sent back. ``args`` is the parsed argument object.
 * An ``OpaquePart(provider="gemini")`` is one whole ``Part`` object as the model sent
   it (for example a ``thought`` part); it is emitted verbatim as a part. Opaque parts
   of other providers are refused.
@@ -57,15 +62,26 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
   results whose call is not in the request.
 * Caching: Gemini caches implicitly; the body has no cache markers, cache hints are
   ignored and :meth:`strip_cache_markers` is the identity.
+* Explicit cache of the stable root (``cachedContent`` in the settings options, a
+  ``cachedContents/...`` name): the instructions and tools live in that cache, so the
+  body carries neither ``systemInstruction`` nor ``tools`` nor ``toolConfig`` (the API
+  answers 400 "CachedContent can not be used with GenerateContent request setting
+  system_instruction, tools or tool_config", vercel/ai#3333, langchain-google#978,
+  litellm#17304). :meth:`Gemini.cached_content_body` is the ``POST
+  /v1beta/cachedContents`` body that creates such a cache from a request's root (the
+  model, ``systemInstruction``, ``tools`` and the options' ``toolConfig``), so one
+  cache serves every conversation with that root; the agent server creates it (with
+  a ``ttl``) and names it in the options. The cache simulator reads the cached tokens
+  at the cache price on every call (:mod:`prefixlock.cache.simulator`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from ..core.canonical import Ordered
+from ..core.canonical import Ordered, dumps
 from ..core.errors import SerializationError
 from ..core.messages import (
     CanonicalMessage,
@@ -76,7 +92,7 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ..core.model import ToolSpec
+from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
 
 
@@ -105,8 +121,59 @@ class Gemini(Provider):
 
     # ------------------------------------------------------------------------ frame
 
+    #: The option naming an explicit cache of the stable root (see the module docstring).
+    CACHED_CONTENT: ClassVar[str] = "cachedContent"
+    #: Request fields that live in an explicit cache instead of the request.
+    IN_CACHE: ClassVar[tuple[str, ...]] = ("systemInstruction", "tools", "toolConfig")
+
+    def cached_content_body(
+        self, request: ModelRequest, *, ttl: str | None = None, display_name: str | None = None
+    ) -> dict[str, Any]:
+        """The ``POST /v1beta/cachedContents`` body of an explicit cache holding this
+        request's stable root: ``model`` (``models/<model>``), ``systemInstruction``,
+        ``tools``, the options' ``toolConfig``, then ``ttl`` (e.g. ``"3600s"``) and
+        ``displayName`` when given. Every conversation with the same root and settings
+        gets the same body (API reference, cachedContents.create; CachedContent
+        resource: https://ai.google.dev/api/caching#CachedContent)."""
+        settings = self._settings(request)
+        options = self._options(settings)
+        plain = _without_cached_content(settings, options)
+        full = self.head(request, plain, frozenset(), {})
+        out = Ordered(model=f"models/{settings.model}")
+        for key in self.IN_CACHE:
+            if key in full:
+                out[key] = full[key]
+        if "toolConfig" in options:
+            out["toolConfig"] = options["toolConfig"]
+        if ttl is not None:
+            out["ttl"] = ttl
+        if display_name is not None:
+            out["displayName"] = display_name
+        return out
+
+    def head(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        markers: Markers,
+        nested: Mapping[str, Any],
+    ) -> Ordered:
+        out = super().head(request, settings, markers, nested)
+        cached = self._options(settings).get(self.CACHED_CONTENT)
+        if cached is not None:
+            if not isinstance(cached, str) or not cached.startswith("cachedContents/"):
+                raise SerializationError(
+                    f"{self.name}: settings option 'cachedContent' must name a cache "
+                    f"('cachedContents/...'), not {cached!r}"
+                )
+            for key in self.IN_CACHE:  # they live in the cache (module docstring)
+                out.pop(key, None)
+        return out
+
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         top = {k: v for k, v in options.items() if k in self.TOP_LEVEL_OPTIONS}
+        if self.CACHED_CONTENT in top:
+            top.pop("toolConfig", None)  # in the cache: cached_content_body
         nested = {k: v for k, v in options.items() if k not in self.TOP_LEVEL_OPTIONS}
         clash = sorted(set(nested) & self.RESERVED_OPTIONS)
         if clash:
@@ -210,3 +277,11 @@ def _signed(wire_part: Ordered, signature: str | None) -> Ordered:
     if signature is not None:
         wire_part["thoughtSignature"] = signature
     return wire_part
+
+
+def _without_cached_content(
+    settings: ProviderSettings, options: Mapping[str, Any]
+) -> ProviderSettings:
+    """``settings`` without the ``cachedContent`` option (the full root, to be cached)."""
+    rest = {k: v for k, v in options.items() if k != Gemini.CACHED_CONTENT}
+    return ProviderSettings(settings.provider, settings.model, settings.max_tokens, dumps(rest))

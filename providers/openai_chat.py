@@ -11,9 +11,10 @@ Fields from the official reference (openai-python ``types/chat/completion_create
 * trail: ``prompt_cache_key`` = ``request.cache_key`` on every call, then options.
 
 Mapping: user-role kinds -> ``user``; assistant -> one ``assistant`` message (text parts
-as ``content``, tool calls as ``tool_calls`` with ``arguments`` the canonical JSON
-string); tool results -> one ``tool`` message per result, in order. The wire has no
-tool-error flag, so ``is_error`` travels only in the output text the caller wrote.
+as ``content``, tool calls as ``tool_calls`` with ``arguments`` the stored argument
+string, verbatim as the model sent it); tool results -> one ``tool`` message per
+result, in order. The wire has no tool-error flag, so ``is_error`` travels only in
+the output text the caller wrote.
 """
 
 from __future__ import annotations

@@ -232,6 +232,22 @@ def gemini_request_fields_at_top_level(body: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def gemini_cached_content_excludes_the_root(body: Mapping[str, Any]) -> list[str]:
+    # With cachedContent, the instructions and tools live in the cache: the API answers
+    # 400 INVALID_ARGUMENT "CachedContent can not be used with GenerateContent request
+    # setting system_instruction, tools or tool_config" (vercel/ai#3333,
+    # langchain-google#978, litellm#17304; newer wording "Tool config, tools and system
+    # instruction should not be set in the request when using cached content",
+    # instructor#2580, python-genai#348).
+    if "cachedContent" not in body:
+        return []
+    return [
+        f"$.{key}: must not be set in a request using cachedContent (it lives in the cache)"
+        for key in ("systemInstruction", "tools", "toolConfig")
+        if key in body
+    ]
+
+
 # ------------------------------------------------------------------ OpenAI Responses
 
 
@@ -275,7 +291,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         anthropic_no_blank_text,
         anthropic_at_most_four_breakpoints,
     ),
-    "gemini": (gemini_request_fields_at_top_level,),
+    "gemini": (gemini_request_fields_at_top_level, gemini_cached_content_excludes_the_root),
     "bedrock-converse": (
         bedrock_first_message_is_user,
         bedrock_roles_alternate,

@@ -167,8 +167,8 @@ def test_tool_call_arguments_that_are_not_json_are_refused() -> None:
     with pytest.raises(HistoryError) as err:
         conv.assistant(tool_calls=[ToolCall("c1", "read_file", "{not json")])
     assert str(err.value) == (
-        "tool call 'c1': arguments: not valid JSON: "
-        "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+        "tool call 'c1': arguments are not JSON (Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1)): '{not json'"
     )
     with pytest.raises(HistoryError) as err:
         conv.assistant(tool_calls=[ToolCall("c1", "read_file", {"p\0": 1})])

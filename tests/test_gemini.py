@@ -489,6 +489,7 @@ def test_random_histories_assembled_equals_fresh_and_judge_accepts(seed: int, le
 def test_request_level_options_go_to_the_top_level_after_contents() -> None:
     # toolConfig, safetySettings and cachedContent are GenerateContentRequest fields,
     # siblings of generationConfig (https://ai.google.dev/api/generate-content#request-body).
+    # (cachedContent is the explicit-cache mode, tested in test_gemini_explicit_cache.py.)
     options = canonical.dumps(
         {
             "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
@@ -496,7 +497,6 @@ def test_request_level_options_go_to_the_top_level_after_contents() -> None:
             "safetySettings": [
                 {"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}
             ],
-            "cachedContent": "cachedContents/abc123",
         }
     )
     settings = (ProviderSettings(NAME, "gemini-2.5-pro", 100, options),)
@@ -506,18 +506,15 @@ def test_request_level_options_go_to_the_top_level_after_contents() -> None:
         "systemInstruction",
         "tools",
         "contents",
-        "cachedContent",
         "safetySettings",
         "toolConfig",
     ]
     assert b["generationConfig"] == {"maxOutputTokens": 100, "temperature": 0.2}
     assert b["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
-    assert b["cachedContent"] == "cachedContents/abc123"
     data = get(NAME).serialize(request(RT, settings=settings, tools=(), instructions=""))
     assert data == (
         b'{"generationConfig":{"maxOutputTokens":100,"temperature":0.2},'
         b'"contents":[{"role":"user","parts":[{"text":"Fix the bug in app.py"}]}],'
-        b'"cachedContent":"cachedContents/abc123",'
         b'"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_ONLY_HIGH"}],'
         b'"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}'
     )

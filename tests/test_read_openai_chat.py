@@ -105,11 +105,11 @@ def test_round_trip_ids_match_and_the_previous_body_is_a_prefix() -> None:
     _, _, body = opaque_in_next_body(NAME, out)
     sent = json.loads(body)["messages"]
     assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_Ab12Cd34", "call_Ef56Gh78"]
-    # Conversation.record stores arguments as canonical JSON (runtime/tools.py), so the
-    # model's exact string is in the ModelOutput, its canonical form in the next body.
+    # Conversation.record keeps the model's argument strings verbatim (issue 10, item 7):
+    # the next body sends back exactly what the model sent, unsorted, spaces kept.
     assert [c["function"]["arguments"] for c in sent[-3]["tool_calls"]] == [
-        '{"path":"a.py"}',
-        '{"limit":200,"path":"tests/test_a.py"}',
+        '{"path": "a.py"}',
+        '{"path":"tests/test_a.py","limit":200}',
     ]
     assert [m["tool_call_id"] for m in sent[-2:]] == ["call_Ab12Cd34", "call_Ef56Gh78"]
 

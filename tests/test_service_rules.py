@@ -113,6 +113,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             _set(("generationConfig", "toolConfig"), {"functionCallingConfig": {"mode": "ANY"}}),
             "$.generationConfig.toolConfig: a top-level GenerateContentRequest field",
         ),
+        "gemini_cached_content_excludes_the_root": (
+            _set(("cachedContent",), "cachedContents/root-1"),
+            "$.systemInstruction: must not be set in a request using cachedContent",
+        ),
     },
 }
 

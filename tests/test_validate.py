@@ -828,6 +828,9 @@ FREE_FORM = {
     ("context", "#/$defs/string_map"),
     ("agent_run_request", "#/properties/action_context"),
     ("providers", "#/$defs/provider/properties/options"),
+    ("providers", "#/$defs/cachedProvider/properties/options"),
+    ("providers", "#/$defs/geminiProvider/properties/options"),
+    ("providers", "#/$defs/geminiProvider/properties/options/properties/toolConfig"),
     ("scenario", "#/$defs/tool_call/properties/arguments"),
 }
 

@@ -21,6 +21,7 @@ __all__ = [
     "GEMINI_MIN_TOKENS",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
+    "ONE_HOUR_TTL",
     "OPENAI_FAMILIES",
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
@@ -48,6 +49,14 @@ LOOKBACK_BLOCKS = 20
 # price". Bedrock's Claude prices use the same ratios (https://aws.amazon.com/bedrock/pricing/).
 _CLAUDE_WRITE = Fraction("1.25")
 _CLAUDE_READ = Fraction("0.1")
+# Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
+# (``cache_control: {"type": "ephemeral", "ttl": "1h"}``; Bedrock ``cachePoint: {"type":
+# "default", "ttl": "1h"}``). Same pricing page: "1-hour cache write tokens are 2 times
+# the base input tokens price"; reads cost the same for both durations. The simulator has
+# no clock, so a TTL changes only the write price (:attr:`CacheRules.write_multiplier_1h`).
+_CLAUDE_WRITE_1H = Fraction(2)
+#: The ``ttl`` value of a one-hour cache marker (both wires).
+ONE_HOUR_TTL = "1h"
 
 #: Claude model family (longest matching prefix wins) -> minimum cacheable tokens.
 #: Anthropic, "Cache limitations": "4096 tokens for Claude Opus 4.6, Claude Opus 4.5 ...
@@ -130,6 +139,9 @@ class CacheRules:
     lookback_blocks: int = LOOKBACK_BLOCKS
     #: Bedrock: a checkpoint needs ``min_tokens`` since the previous valid one.
     min_tokens_per_checkpoint: bool = False
+    #: The write multiplier of a call whose cache markers ask for a one-hour TTL (None:
+    #: the provider has no TTL setting).
+    write_multiplier_1h: Fraction | None = None
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -155,6 +167,7 @@ def rules_for(provider: str, model: str) -> CacheRules:
             read_multiplier=_CLAUDE_READ,
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",
+            write_multiplier_1h=_CLAUDE_WRITE_1H,
         )
     if provider in ("openai-chat", "openai-responses"):
         family = _longest_prefix(OPENAI_FAMILIES, model)

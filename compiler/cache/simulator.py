@@ -28,6 +28,11 @@ errs on the side of fewer hits). Every call is assumed to arrive within the cach
   boundary) that an earlier call of the same cache namespace sent, if it reaches the
   minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
   written at the write price (the normal input price unless documented otherwise).
+* **Gemini explicit cache** (a body naming ``cachedContent``; issue 10, item 3): the
+  named cache holds the stable root (its ``cachedContents`` create body, passed as
+  ``cached_contents``); its tokens count as input of every call that names it, written
+  (at the normal input price: creating a cache is billed as input) by the first such
+  call and read at the cache price by every later one. Storage per hour is not priced.
 
 Costs are in *base input-token units*: an uncached input token costs 1, a cache read
 ``read_multiplier``, a cache write ``write_multiplier`` (per model family; the documented
@@ -46,7 +51,7 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
-from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, CacheRules, rules_for
+from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, ONE_HOUR_TTL, CacheRules, rules_for
 from .tokens import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -308,11 +313,13 @@ def simulate(
     *,
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
+    cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
 ) -> CacheReport:
     """Simulate the prompt cache over one conversation's request bodies, in call order.
 
     ``model`` is used when a body does not name one (Gemini and Bedrock carry it in the
-    URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate. Raises
+    URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate; ``cached_contents`` maps
+    a Gemini explicit cache's name to the body that created it. Raises
     :class:`PrefixlockError` for an unknown provider, a body that is not a JSON object,
     or an explicit-cache call with more breakpoints than the API accepts.
     """
@@ -326,6 +333,7 @@ def simulate(
     explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
     implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
     calls: list[CallCache] = []
+    created: set[str] = set()  # Gemini explicit caches already written
     model_name = model or ""
     rules = rules_for(provider, model_name)
     for index, raw in enumerate(bodies, start=1):
@@ -364,6 +372,15 @@ def simulate(
             read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
             seen.update(hashes)
+        name = body.get("cachedContent") if provider == "gemini" else None
+        if isinstance(name, str):
+            cached = _cached_tokens(name, cached_contents or {}, counter, index)
+            total += cached
+            if name in created:
+                read += cached
+            else:
+                write += cached
+                created.add(name)
         calls.append(
             CallCache(
                 index=index,
@@ -373,7 +390,7 @@ def simulate(
                 blocks=len(blocks),
                 breakpoints=len(breakpoints),
                 read_multiplier=rules.read_multiplier,
-                write_multiplier=rules.write_multiplier,
+                write_multiplier=_write_multiplier(rules, body),
             )
         )
     return CacheReport(provider, model_name, rules, counter.name, tuple(calls))
@@ -403,3 +420,56 @@ def _explicit(
             since = cumulative[b]
     write = max(0, cumulative[valid[-1]] - read) if valid else 0
     return read, write, [hashes[b] for b in valid]
+
+
+def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:
+    """The call's cache-write price: ``write_multiplier_1h`` when its cache markers ask
+    for a one-hour TTL (issue 10, item 5; the TTL is one setting per agent, so every
+    marker of a body carries the same one), else ``write_multiplier``."""
+    if rules.write_multiplier_1h is None:
+        return rules.write_multiplier
+    # Only where prefixlock places markers besides the history (top level, tools, system)
+    # and the last message (Bedrock's tail cachePoint): no walk over the whole history.
+    messages = body.get("messages")
+    last = messages[-1:] if isinstance(messages, list) else []
+    places = [body.get(k) for k in ("cache_control", "tools", "system", "toolConfig")]
+    if _has_one_hour_marker({"cache_control": places[0]}) or _has_one_hour_marker(
+        [*places[1:], last]
+    ):
+        return rules.write_multiplier_1h
+    return rules.write_multiplier
+
+
+def _has_one_hour_marker(value: Any) -> bool:
+    """Whether a ``cache_control`` or ``cachePoint`` object in ``value`` has ttl 1h."""
+    if isinstance(value, Mapping):
+        for key in ("cache_control", "cachePoint"):
+            marker = value.get(key)
+            if isinstance(marker, Mapping) and marker.get("ttl") == ONE_HOUR_TTL:
+                return True
+        return any(_has_one_hour_marker(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_one_hour_marker(v) for v in value)
+    return False
+
+
+def _cached_tokens(
+    name: str,
+    cached_contents: Mapping[str, bytes | str | Mapping[str, Any]],
+    counter: Tokenizer,
+    index: int,
+) -> int:
+    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks)."""
+    raw = cached_contents.get(name)
+    if raw is None:
+        raise CacheSimulationError(
+            f"gemini call {index}: cachedContent {name!r}: pass the body that created it "
+            "(Gemini.cached_content_body) in cached_contents"
+        )
+    body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
+    if not isinstance(body, Mapping):
+        raise CacheSimulationError(f"gemini cachedContent {name!r}: not a JSON object")
+    blocks = _gemini(body)
+    config = body.get("toolConfig")
+    values = [b.value for b in blocks] + ([config] if config is not None else [])
+    return sum(counter.count(v if isinstance(v, str) else canonical.dumps(v)) for v in values)

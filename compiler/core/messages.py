@@ -58,7 +58,10 @@ class TextPart:
 
 @attrs.frozen
 class ToolCallPart:
-    """A call the assistant made. ``arguments`` is the canonical JSON text of an object."""
+    """A call the assistant made. ``arguments`` is the JSON text of an object: the
+    model's own argument string verbatim (OpenAI Chat and Responses send it back byte for
+    byte), or canonical JSON when the caller gave an object. Providers that take an
+    object (Anthropic, Bedrock, Gemini) send it parsed, canonically encoded."""
 
     call_id: str
     name: str

@@ -11,7 +11,10 @@
     request = conv.tool_results([ToolResult("c1", "...")])      # the next model call
 
 Every operation validates first, then persists one record (one transaction), then applies
-it in memory: an operation that fails changes nothing. Two processes racing on one
+it in memory: an operation that fails changes nothing. Validation includes the refusals
+of every provider the conversation's root is configured for, and the documented
+normalizations (:mod:`prefixlock.runtime.admission`): nothing is stored that a
+configured provider would refuse. Two processes racing on one
 conversation cannot both append; the loser catches up from the store and retries, so a
 retried event stays idempotent even across processes.
 """
@@ -33,7 +36,9 @@ from ..core.errors import (
 )
 from ..core.messages import (
     CanonicalMessage,
+    ImagePart,
     MessageKind,
+    OpaquePart,
     Part,
     Role,
     TextPart,
@@ -45,6 +50,7 @@ from ..core.output import ModelOutput, Usage
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, decode_record
+from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
 from .limits import Limits
@@ -67,6 +73,7 @@ class Conversation:
         self.bundle = bundle
         self.history = history
         self.limits = limits if limits is not None else Limits()
+        self._admission: Admission | None = None
 
     # -- opening -------------------------------------------------------------------
 
@@ -149,7 +156,7 @@ class Conversation:
         return self._with_race_retry(lambda: self._tool_results(results))
 
     def compact(self, summary: str) -> None:
-        """Manual compaction: the history becomes the summary alone.
+        """Manual compaction: the history becomes the summary alone (non-blank text).
 
         The next user turn reprojects the current request context.
         """
@@ -186,9 +193,11 @@ class Conversation:
                 raise HistoryError(
                     f"{request.kind} event {eid!r} arrived before the first user turn"
                 )
+            text = require_text(request.text, f"{request.kind} event {eid!r}: text")
             message = CanonicalMessage.create(
-                f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(request.text or ""),)
+                f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(text),)
             )
+            self._admit((message,), f"{request.kind} event {eid!r}")
             record = Record(h.seq + 1, RecordType.EVENT, eid, (message,), request.digest)
         self._append(record)
         return h.project()
@@ -222,21 +231,38 @@ class Conversation:
                 f"summary:{h.epoch + 1}",
                 MessageKind.SUMMARY,
                 Role.USER,
-                (TextPart(request.compact_summary),),
+                (
+                    TextPart(
+                        require_text(request.compact_summary, f"event {eid!r}: compact.summary")
+                    ),
+                ),
             )
+            self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
             return Record(
                 h.seq + 1, RecordType.USER, eid, (context, summary, runtime), request.digest, True
             )
         messages = (context, runtime) if changed else (runtime,)
+        self._admit(messages, f"user event {eid!r}")
         return Record(h.seq + 1, RecordType.USER, eid, messages, request.digest)
 
     def _assistant(
         self, text: str | None, tool_calls: Sequence[ToolCall], parts: Sequence[Part]
     ) -> CanonicalMessage:
-        all_parts: list[Part] = list(parts)
+        all_parts: list[Part] = []
+        for i, part in enumerate(parts):
+            if not isinstance(part, PART_TYPES):
+                raise HistoryError(
+                    f"assistant parts[{i}]: expected a message part, got {type(part).__name__}"
+                )
+            all_parts.append(part)
         if text is not None:
-            all_parts.append(TextPart(text))
-        all_parts.extend(call.to_part() for call in tool_calls)
+            all_parts.append(TextPart(require_str(text, "assistant text")))
+        for i, call in enumerate(tool_calls):
+            if not isinstance(call, ToolCall):
+                raise HistoryError(
+                    f"assistant tool_calls[{i}]: expected a ToolCall, got {type(call).__name__}"
+                )
+            all_parts.append(call.to_part())
         return self._append_output(all_parts, None)
 
     def _record(self, output: ModelOutput) -> CanonicalMessage:
@@ -255,18 +281,18 @@ class Conversation:
         h = self.history
         if not h.awaiting_output:
             raise HistoryError("assistant output without a pending model call")
+        parts = drop_blank_texts(parts, "assistant output")
         seen: set[str] = set()
         for part in parts:
             if isinstance(part, ToolCallPart):
                 if part.call_id in h.call_ids or part.call_id in seen:
                     raise HistoryError(f"tool call id {part.call_id!r} was already used")
                 seen.add(part.call_id)
-        if not parts:
-            raise HistoryError("assistant output has no parts")
         n = h.assistant_count + 1
         message = CanonicalMessage.create(
             f"assistant:{n}", MessageKind.ASSISTANT, Role.ASSISTANT, tuple(parts)
         )
+        self._admit((message,), f"assistant output {message.id!r}")
         record = Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,), usage=usage)
         self._append(record)
         return message
@@ -275,16 +301,17 @@ class Conversation:
         h = self.history
         if not results:
             raise HistoryError("an empty batch of tool results")
-        for r in results:
-            r.check()
-            self.limits.check_tool_output(r.call_id, len(r.output.encode("utf-8", "replace")))
-        parts = tuple(ToolResultPart(r.call_id, r.output, r.is_error) for r in results)
-        eid = f"tool-results:{results[0].call_id}"
+        parts = tuple(_result_part(r, i) for i, r in enumerate(results))
+        for part in parts:  # types checked and blanks normalized: now their content
+            ToolResult(part.call_id, part.output, part.is_error).check()
+            size = len(part.output.encode("utf-8", "replace"))
+            self.limits.check_tool_output(part.call_id, size)
+        eid = f"tool-results:{parts[0].call_id}"
         digest = canonical.digest([attrs.asdict(p) for p in parts])
         retried = self._retried(eid, digest)
         if retried is not None:
             return retried
-        ids = [r.call_id for r in results]
+        ids = [p.call_id for p in parts]
         for call_id in ids:
             if call_id not in h.pending_calls:
                 if call_id in h.call_ids:
@@ -301,6 +328,7 @@ class Conversation:
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
         message = CanonicalMessage.create(eid, MessageKind.TOOL_RESULT, Role.TOOL, parts)
+        self._admit((message,), f"tool results {eid!r}")
         self._append(Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest))
         return h.project()
 
@@ -311,13 +339,26 @@ class Conversation:
                 "cannot compact while tool calls "
                 f"{', '.join(sorted(h.pending_calls))} have no results"
             )
+        text = require_text(summary, "compact summary")
         epoch = h.epoch + 1
         message = CanonicalMessage.create(
-            f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(summary),)
+            f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(text),)
         )
+        self._admit((message,), f"compaction {message.id!r}", reset=True)
         self._append(
             Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", (message,), reset=True)
         )
+
+    def _admit(
+        self, messages: Sequence[CanonicalMessage], field: str, *, reset: bool = False
+    ) -> None:
+        """Refuse ``messages`` (before any record is written) if a provider of the
+        root's settings would refuse them appended to the current epoch (or, with
+        ``reset``, starting a new one)."""
+        if self._admission is None:
+            self._admission = Admission([s.provider for s in self.history.root.settings])
+        earlier = () if reset else self.history.messages
+        self._admission.check(messages, earlier, field)
 
     def _retried(self, event_id: str, digest: str) -> ModelRequest | None:
         """The original request of an already delivered event, or None if it is new."""
@@ -369,3 +410,20 @@ class Conversation:
             except CheckpointRaceError:
                 if self.catch_up() == 0:
                     raise
+
+
+#: The message part classes a caller may hand :meth:`Conversation.assistant`.
+PART_TYPES = (TextPart, ToolCallPart, OpaquePart, ImagePart)
+
+
+def _result_part(result: ToolResult, index: int) -> ToolResultPart:
+    """One result's part: types checked, a blank output normalized (rule 1 of
+    :mod:`prefixlock.runtime.admission`)."""
+    field = f"tool_results[{index}]"
+    if not isinstance(result, ToolResult):
+        raise HistoryError(f"{field}: expected a ToolResult, got {type(result).__name__}")
+    call_id = require_str(result.call_id, f"{field}.call_id")
+    output = tool_output(result.output, f"{field} (call {call_id!r}).output")
+    if not isinstance(result.is_error, bool):
+        raise HistoryError(f"{field}.is_error: expected true or false, got {result.is_error!r}")
+    return ToolResultPart(call_id, output, result.is_error)

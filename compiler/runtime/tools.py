@@ -25,33 +25,44 @@ class ToolCall:
     thought_signature: str | None = None
 
     def to_part(self) -> ToolCallPart:
-        """The canonical part; id, name and arguments held to
-        :func:`prefixlock.core.canonical.check` (NUL refused)."""
-        for field, text in (("id", self.id), ("name", self.name)):
+        """The call as a message part. An argument *string* (the model's own text) is
+        kept verbatim, byte for byte, so the wires that carry a string (OpenAI Chat
+        ``function.arguments``, Responses ``arguments``) send back exactly what the model
+        sent (key order, ``\\u`` escapes, ``1e2``); it must parse as a JSON object. An
+        argument *object* is stored as its canonical JSON text. Id, name and arguments are
+        held to :func:`prefixlock.core.canonical.check` (NUL refused)."""
+        if not isinstance(self.id, str) or not isinstance(self.name, str):
+            raise HistoryError(f"tool call {self.id!r}: id and name must be strings")
+        for field, name in (("id", self.id), ("name", self.name)):
             try:
-                canonical.check(text, f"$.{field}", strings_without_nul=True)
+                canonical.check(name, f"$.{field}", strings_without_nul=True)
             except CanonicalJSONError as err:
                 raise HistoryError(f"tool call {self.id!r}: {err}") from None
         where = f"tool call {self.id!r}: arguments"
-        try:
-            value = (
-                canonical.loads(self.arguments)
-                if isinstance(self.arguments, str)
-                else self.arguments
-            )
-        except RecursionError:
-            raise HistoryError(
-                f"{where}: nesting deeper than {canonical.MAX_DEPTH} levels"
-            ) from None
-        except (ValueError, CanonicalJSONError) as err:
-            raise HistoryError(f"{where}: not valid JSON: {err}") from None
+        text: str | None = None
+        if isinstance(self.arguments, str):
+            try:
+                value = canonical.loads(self.arguments)
+            except RecursionError:
+                raise HistoryError(
+                    f"{where}: nesting deeper than {canonical.MAX_DEPTH} levels"
+                ) from None
+            except (CanonicalJSONError, ValueError) as err:  # JSONDecodeError: a ValueError
+                raise HistoryError(
+                    f"{where} are not JSON ({err}): {_preview(self.arguments)}"
+                ) from None
+            text = self.arguments
+        else:
+            value = self.arguments
         if not isinstance(value, Mapping):
             raise HistoryError(f"{where} must be a JSON object")
         try:
             canonical.check(value, strings_without_nul=True)
         except CanonicalJSONError as err:
             raise HistoryError(f"{where}: {err}") from None
-        return ToolCallPart(self.id, self.name, canonical.dumps(value), self.thought_signature)
+        if text is None:
+            text = canonical.dumps(value)
+        return ToolCallPart(self.id, self.name, text, self.thought_signature)
 
 
 @attrs.frozen
@@ -69,3 +80,7 @@ class ToolResult:
             canonical.check(self.output, "$.output")
         except CanonicalJSONError as err:
             raise HistoryError(f"tool result for call {self.call_id!r}: {err}") from None
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"

@@ -1,0 +1,304 @@
+"""Check before saving (issue 10, item 6): every appending operation refuses, or
+normalizes by a documented rule, what some configured provider would refuse -- before
+the record is written -- so a stored conversation always reopens and serializes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conv_helpers import CONV, background, example_bundle, user
+from prefixlock import Conversation, HistoryError, SQLiteStore, ToolCall, ToolResult, providers
+from prefixlock.core.errors import PrefixlockError, SerializationError
+from prefixlock.core.messages import (
+    CanonicalMessage,
+    MessageKind,
+    OpaquePart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from prefixlock.core.output import ModelOutput
+from prefixlock.runtime.admission import EMPTY_TOOL_OUTPUT
+from sdk_judge import assert_valid
+
+CALL = ToolCall("c1", "read_file", {"path": "a.py"})
+
+
+def _chat_response(content: str) -> bytes:
+    """An OpenAI Chat completion whose message has ``content`` beside one tool call."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-4.1",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "read_file", "arguments": '{"path":"a.py"}'},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    ).encode()
+
+
+def _turn(conv: Conversation) -> None:
+    conv.handle(user("u1"))
+
+
+def _called(conv: Conversation) -> None:
+    _turn(conv)
+    conv.assistant(None, [CALL])
+
+
+Step = Callable[[Conversation], Any]
+
+#: (name, setup, the poisoned step, expected refusal (type, message part) or None if it
+#: is accepted (normalized)).
+CASES: list[tuple[str, Step, Step, tuple[type[PrefixlockError], str] | None]] = [
+    ("assistant-empty-text-beside-call", _turn, lambda c: c.assistant("", [CALL]), None),
+    ("assistant-blank-text-beside-call", _turn, lambda c: c.assistant(" \n\t", [CALL]), None),
+    (
+        "assistant-blank-text-alone",
+        _turn,
+        lambda c: c.assistant("   "),
+        (HistoryError, "assistant output: assistant output has only empty or whitespace-only"),
+    ),
+    (
+        "assistant-text-none-type",
+        _turn,
+        lambda c: c.assistant(3),
+        (HistoryError, "assistant text: expected a string, got int 3"),
+    ),
+    ("tool-result-empty", _called, lambda c: c.tool_results([ToolResult("c1", "")]), None),
+    ("tool-result-blank", _called, lambda c: c.tool_results([ToolResult("c1", " \n")]), None),
+    (
+        "tool-result-none",
+        _called,
+        lambda c: c.tool_results([ToolResult("c1", None)]),  # type: ignore[arg-type]
+        (HistoryError, "tool_results[0] (call 'c1').output: expected a string, got NoneType"),
+    ),
+    (
+        "background-empty",
+        _turn,
+        lambda c: c.handle(background("b1", "")),
+        (HistoryError, "background event 'b1': text: empty or whitespace-only text ('')"),
+    ),
+    (
+        "background-blank",
+        _turn,
+        lambda c: c.handle(background("b1", "  ")),
+        (HistoryError, "background event 'b1': text: empty or whitespace-only text ('  ')"),
+    ),
+    (
+        "compact-none",
+        lambda c: (_turn(c), c.assistant("done")),
+        lambda c: c.compact(None),
+        (HistoryError, "compact summary: expected a string, got NoneType None"),
+    ),
+    (
+        "compact-empty",
+        lambda c: (_turn(c), c.assistant("done")),
+        lambda c: c.compact(""),
+        (HistoryError, "compact summary: empty or whitespace-only text ('')"),
+    ),
+    (
+        "automatic-compaction-blank-summary",
+        lambda c: (_turn(c), c.assistant("done")),
+        lambda c: c.handle(user("u2", compact={"summary": " "})),
+        (HistoryError, "event 'u2': compact.summary: empty or whitespace-only text (' ')"),
+    ),
+    (
+        "reader-blank-text-beside-call",
+        _turn,
+        lambda c: c.record(providers.get("openai-chat").parse_response(_chat_response("  "))),
+        None,
+    ),
+    (
+        "gemini-signed-blank-text-beside-call",
+        _turn,
+        lambda c: c.record(
+            ModelOutput(
+                "gemini",
+                (ToolCallPart("c1", "read_file", "{}"), TextPart("", thought_signature="c2ln")),
+            )
+        ),
+        None,
+    ),
+    (
+        "reader-blank-text-alone",
+        _turn,
+        lambda c: c.record(ModelOutput("anthropic", (TextPart(" "),))),
+        (HistoryError, "only empty or whitespace-only text"),
+    ),
+    (
+        "truncated-arguments",
+        _turn,
+        lambda c: c.assistant(None, [ToolCall("c1", "read_file", '{"path": "a.p')]),
+        (HistoryError, "tool call 'c1': arguments are not JSON"),
+    ),
+    (
+        "arguments-not-an-object",
+        _turn,
+        lambda c: c.assistant(None, [ToolCall("c1", "read_file", "[1]")]),
+        (HistoryError, "tool call 'c1': arguments must be a JSON object"),
+    ),
+    (
+        "call-id-bedrock-refuses",
+        _turn,
+        lambda c: c.assistant(None, [ToolCall("c/1 x", "read_file", {})]),
+        (SerializationError, "assistant output 'assistant:1': not stored, a configured provider"),
+    ),
+]
+
+
+def _records(db: Path) -> int:
+    with SQLiteStore(db) as store:
+        stored = store.load(CONV)
+    assert stored is not None
+    return len(stored.records)
+
+
+@pytest.mark.parametrize(("name", "setup", "step", "refusal"), CASES, ids=[c[0] for c in CASES])
+def test_poisoned_input_is_refused_or_stored_so_every_provider_can_send_it(
+    tmp_path: Path,
+    name: str,
+    setup: Step,
+    step: Step,
+    refusal: tuple[type[PrefixlockError], str] | None,
+) -> None:
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+    configured = [s.provider for s in conv.history.root.settings]
+    assert sorted(configured) == sorted(providers.NAMES)  # all five are configured
+    setup(conv)
+    before = _records(db)
+    if refusal is not None:
+        kind, text = refusal
+        with pytest.raises(kind) as raised:
+            step(conv)
+        assert text in str(raised.value)
+        assert _records(db) == before  # nothing written
+    else:
+        step(conv)
+        assert _records(db) == before + 1
+    # Whatever was stored reopens from SQLite and serializes for every provider; a
+    # pending call is answered first, so each body is a whole request.
+    reopened = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+    if reopened.history.pending_calls:
+        reopened.tool_results([ToolResult(i, "ok") for i in reopened.history.pending_calls])
+    request = reopened.request()
+    for provider in providers.NAMES:
+        wire = providers.get(provider)
+        wire.serialize(request)
+        assert_valid(provider, wire.body(request))
+
+
+def _open(tmp_path: Path) -> Conversation:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    conv.handle(user("u1"))
+    return conv
+
+
+def test_a_blank_tool_output_is_stored_as_the_fixed_placeholder(tmp_path: Path) -> None:
+    conv = _open(tmp_path)
+    conv.assistant(None, [CALL, ToolCall("c2", "read_file", {"path": "b.py"})])
+    request = conv.tool_results([ToolResult("c1", ""), ToolResult("c2", " \n", is_error=True)])
+    assert EMPTY_TOOL_OUTPUT == "(no output)"
+    assert request.messages[-1].parts == (
+        ToolResultPart("c1", "(no output)"),
+        ToolResultPart("c2", "(no output)", True),
+    )
+    # a retry of the same (normalized) batch is the same event
+    again = conv.tool_results([ToolResult("c1", ""), ToolResult("c2", " \n", is_error=True)])
+    wire = providers.get("anthropic")
+    assert wire.serialize(again) == wire.serialize(request)
+    assert _records(tmp_path / "s.db") == 3
+
+
+def test_blank_assistant_text_beside_other_parts_is_dropped(tmp_path: Path) -> None:
+    conv = _open(tmp_path)
+    message = conv.assistant("", [CALL])
+    assert message.parts == (ToolCallPart("c1", "read_file", '{"path":"a.py"}'),)
+    conv.tool_results([ToolResult("c1", "x")])
+    thinking = OpaquePart("anthropic", '{"signature":"c2ln","thinking":"t","type":"thinking"}')
+    output = ModelOutput("anthropic", (thinking, TextPart("\n\n"), TextPart("Done.")))
+    assert conv.record(output).parts == (thinking, TextPart("Done."))
+
+
+def test_a_configured_provider_refusal_names_the_field_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    conv = _open(tmp_path)
+    with pytest.raises(SerializationError) as raised:
+        conv.assistant("x", [ToolCall("c/1 x", "read_file", {})])
+    assert str(raised.value) == (
+        "assistant output 'assistant:1': not stored, a configured provider would refuse "
+        "it: bedrock-converse: message 'assistant:1' part 1: tool use id 'c/1 x' must be "
+        "1-64 characters of a-z, A-Z, 0-9, '_.:-'"
+    )
+    assert _records(tmp_path / "s.db") == 1
+
+
+def test_assistant_refuses_values_of_the_wrong_type(tmp_path: Path) -> None:
+    conv = _open(tmp_path)
+    with pytest.raises(HistoryError, match=r"assistant tool_calls\[0\]: expected a ToolCall"):
+        conv.assistant(None, [{"id": "c1"}])  # type: ignore[list-item]
+    with pytest.raises(HistoryError, match=r"assistant parts\[0\]: expected a message part"):
+        conv.assistant(None, parts=["text"])  # type: ignore[list-item]
+    with pytest.raises(HistoryError, match=r"tool_results\[0\]: expected a ToolResult"):
+        conv.assistant(None, [CALL])
+        conv.tool_results([("c1", "x")])  # type: ignore[list-item]
+
+
+def test_provider_check_message_is_the_serializers_own_refusal() -> None:
+    blank = CanonicalMessage.create(
+        "assistant:1", MessageKind.ASSISTANT, Role.ASSISTANT, (TextPart(" "),)
+    )
+    for name in ("anthropic", "bedrock-converse"):
+        with pytest.raises(SerializationError, match="whitespace-only text"):
+            providers.get(name).check_message(blank)
+    for name in ("openai-chat", "openai-responses", "gemini"):
+        providers.get(name).check_message(blank)
+    # another provider's opaque part is left to that provider
+    opaque = CanonicalMessage.create(
+        "assistant:1",
+        MessageKind.ASSISTANT,
+        Role.ASSISTANT,
+        (OpaquePart("anthropic", '{"type":"redacted_thinking","data":"x"}'),),
+    )
+    for name in providers.NAMES:
+        providers.get(name).check_message(opaque)
+
+
+def test_a_blank_text_carrying_a_gemini_signature_is_kept_for_gemini_only(
+    tmp_path: Path,
+) -> None:
+    conv = _open(tmp_path)
+    signed = TextPart("", thought_signature="c2ln")
+    call = ToolCallPart("c1", "read_file", '{"path":"a.py"}')
+    assert conv.record(ModelOutput("gemini", (call, signed))).parts == (call, signed)
+    request = conv.tool_results([ToolResult("c1", "x")])
+    gemini = json.loads(providers.get("gemini").serialize(request))
+    assert gemini["contents"][-2]["parts"][1] == {"text": "", "thoughtSignature": "c2ln"}
+    anthropic = json.loads(providers.get("anthropic").serialize(request))
+    assert [b["type"] for b in anthropic["messages"][-2]["content"]] == ["tool_use"]
+    bedrock = json.loads(providers.get("bedrock-converse").serialize(request))
+    assert [list(b) for b in bedrock["messages"][-2]["content"]] == [["toolUse"]]
