@@ -231,7 +231,6 @@ def verify_scenario(
     reused = dict.fromkeys(names, 0)
     previous: dict[str, bytes] = {}
     contexts: set[str] = set()
-    seen: set[int] = set()  # ids of the message objects already looked at
     events: dict[str, int] = {}  # event -> the number of its first (original) call
     calls = 0
     for call in iter_replay(scenario):
@@ -242,11 +241,9 @@ def verify_scenario(
             retry_of = None
             events.setdefault(call.event, call.index)
         history.add(call)
-        for m in call.request.messages:
-            if id(m) not in seen:
-                seen.add(id(m))
-                if m.kind is MessageKind.REQUEST_CONTEXT:
-                    contexts.add(m.id)
+        contexts.update(
+            m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
+        )
         for name, provider in live.items():
             if name not in checkers:
                 checkers[name] = BodyChecker(label, name, sources=sources)
