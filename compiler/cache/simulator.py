@@ -43,7 +43,7 @@ Output tokens are not simulated.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -60,6 +60,7 @@ __all__ = [
     "CacheReport",
     "CacheRules",
     "CallCache",
+    "Simulation",
     "rules_for",
     "simulate",
 ]
@@ -309,7 +310,7 @@ def _round_down(tokens: int, rules: CacheRules) -> int:
 
 def simulate(
     provider: str,
-    bodies: Sequence[bytes | str | Mapping[str, Any]],
+    bodies: Iterable[bytes | str | Mapping[str, Any]],
     *,
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
@@ -323,28 +324,62 @@ def simulate(
     :class:`PrefixlockError` for an unknown provider, a body that is not a JSON object,
     or an explicit-cache call with more breakpoints than the API accepts.
     """
-    layout = _LAYOUTS.get(provider)
-    if layout is None:
-        raise UnknownNameError(
-            f"cache simulation: unknown provider {provider!r} (known: {', '.join(_LAYOUTS)})"
+    simulation = Simulation(
+        provider, model=model, tokenizer=tokenizer, cached_contents=cached_contents
+    )
+    for raw in bodies:
+        simulation.add(raw)
+    return simulation.report()
+
+
+class Simulation:
+    """:func:`simulate` one body at a time (:meth:`add`), for callers that stream the
+    bodies and keep none of them; :meth:`report` at any point."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        model: str | None = None,
+        tokenizer: Tokenizer | None = None,
+        cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
+    ) -> None:
+        layout = _LAYOUTS.get(provider)
+        if layout is None:
+            raise UnknownNameError(
+                f"cache simulation: unknown provider {provider!r} (known: {', '.join(_LAYOUTS)})"
+            )
+        self.provider = provider
+        self.layout = layout
+        self.model = model
+        self.counter = tokenizer or get_tokenizer()
+        self.token_memo: dict[bytes, int] = {}
+        self.explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
+        self.implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
+        self.calls: list[CallCache] = []
+        self.cached_contents = cached_contents or {}
+        self.created: set[str] = set()  # Gemini explicit caches already written
+        self.model_name = model or ""
+        self.rules = rules_for(provider, self.model_name)
+
+    def add(self, raw: bytes | str | Mapping[str, Any]) -> CallCache:
+        """Simulate the next call's body."""
+        provider, model, counter, token_memo = (
+            self.provider,
+            self.model,
+            self.counter,
+            self.token_memo,
         )
-    counter = tokenizer or get_tokenizer()
-    token_memo: dict[bytes, int] = {}
-    explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
-    implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
-    calls: list[CallCache] = []
-    created: set[str] = set()  # Gemini explicit caches already written
-    model_name = model or ""
-    rules = rules_for(provider, model_name)
-    for index, raw in enumerate(bodies, start=1):
+        index = len(self.calls) + 1
         body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
         if not isinstance(body, Mapping):
             raise CacheSimulationError(f"{provider} call {index}: the body is not a JSON object")
         body_model = body.get("model")
         model_name = body_model if isinstance(body_model, str) else (model or "")
-        rules = rules_for(provider, model_name)
+        self.model_name = model_name
+        rules = self.rules = rules_for(provider, model_name)
         namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
-        blocks = layout(body)
+        blocks = self.layout(body)
         keys = [canonical.dumpb([list(b.tag), b.value]) for b in blocks]
         cumulative: list[int] = []
         total = 0
@@ -363,37 +398,41 @@ def simulate(
                     f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
                     f"accepts at most {rules.max_breakpoints}"
                 )
-            entries = explicit_entries.setdefault(namespace, set())
+            entries = self.explicit_entries.setdefault(namespace, set())
             read, write, written = _explicit(rules, breakpoints, cumulative, hashes, entries)
             entries.update(written)
         else:
-            seen = implicit_seen.setdefault(namespace, set())
+            seen = self.implicit_seen.setdefault(namespace, set())
             matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in seen), -1)
             read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
             seen.update(hashes)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
-            cached = _cached_tokens(name, cached_contents or {}, counter, index)
+            cached = _cached_tokens(name, self.cached_contents, counter, index)
             total += cached
-            if name in created:
+            if name in self.created:
                 read += cached
             else:
                 write += cached
-                created.add(name)
-        calls.append(
-            CallCache(
-                index=index,
-                input_tokens=total,
-                cache_read_tokens=read,
-                cache_write_tokens=write,
-                blocks=len(blocks),
-                breakpoints=len(breakpoints),
-                read_multiplier=rules.read_multiplier,
-                write_multiplier=_write_multiplier(rules, body),
-            )
+                self.created.add(name)
+        call = CallCache(
+            index=index,
+            input_tokens=total,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            blocks=len(blocks),
+            breakpoints=len(breakpoints),
+            read_multiplier=rules.read_multiplier,
+            write_multiplier=_write_multiplier(rules, body),
         )
-    return CacheReport(provider, model_name, rules, counter.name, tuple(calls))
+        self.calls.append(call)
+        return call
+
+    def report(self) -> CacheReport:
+        return CacheReport(
+            self.provider, self.model_name, self.rules, self.counter.name, tuple(self.calls)
+        )
 
 
 def _explicit(

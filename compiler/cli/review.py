@@ -13,7 +13,7 @@ from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
 from ..review.golden import check_golden, pretty_body, update_golden, write_file
 from ..review.page import report_page
 from ..review.preview import load_context, preview
-from ..review.replay import provider_names, replay_bodies, write_bodies
+from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
 from ..review.scenario import load_scenario
 from ..review.verify import verify
 from .console import FINDING, OK, Command, err, out
@@ -30,8 +30,13 @@ def _replay_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="provider wire format, or 'all' (may be repeated)",
     )
-    parser.add_argument(
-        "--out", type=Path, required=True, metavar="DIR", help="writes DIR/NAME/0001.json ..."
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=Path, metavar="DIR", help="writes DIR/NAME/0001.json ...")
+    target.add_argument(
+        "--digests",
+        type=Path,
+        metavar="FILE",
+        help="writes FILE: {NAME: [SHA-256 of each call's body]} (no bodies kept)",
     )
     parser.add_argument(
         "--restart-everywhere",
@@ -43,6 +48,13 @@ def _replay_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_replay(args: argparse.Namespace) -> int:
     names = provider_names(args.provider)
     scenario = load_scenario(args.scenario)
+    if args.digests is not None:
+        everywhere = args.restart_everywhere
+        digests = replay_digests(scenario, names, restart=lambda _: everywhere)
+        args.digests.write_text(canonical.dumps(digests), encoding="utf-8")
+        for name in names:
+            out(f"{name}: {len(digests[name])} calls -> {args.digests}")
+        return OK
     bodies = replay_bodies(scenario, names, restart_everywhere=args.restart_everywhere)
     written = write_bodies(bodies, args.out)
     for name in names:

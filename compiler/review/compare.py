@@ -63,6 +63,7 @@ __all__ = [
     "block_pairs",
     "compare_bodies",
     "explanation",
+    "grown_blocks",
     "guess_provider",
     "history_key",
     "parse_body",
@@ -160,7 +161,7 @@ def block_pairs(history: Any) -> list[tuple[Any, Any]]:
     return out
 
 
-def _grown_blocks(old: Any, new: Any) -> int | None:
+def grown_blocks(old: Any, new: Any) -> int | None:
     """How many content blocks ``new`` adds after all of ``old``'s, when ``new`` is
     ``old`` with blocks appended (same role, earlier blocks unchanged); else None."""
     a, b = _blocks_of(old), _blocks_of(new)
@@ -228,7 +229,7 @@ def compare_bodies(
                 break
             found = first_difference(item, history_b[index], (key, index))
             if found is not None:
-                last = _grown_blocks(item, history_b[index])
+                last = grown_blocks(item, history_b[index])
                 if index == len(history_a) - 1 and last:
                     grown, found = last, None  # the last message gained blocks
                 break

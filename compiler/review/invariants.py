@@ -32,7 +32,7 @@ and the spec ``file:line`` that produced the text when :class:`SourceIndex` find
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -41,12 +41,19 @@ from ..core import canonical
 from ..core.messages import CanonicalMessage, MessageKind
 from ..core.model import ModelRequest
 from ..providers import get
-from .compare import PREFIX_BREAK, block_pairs, compare_bodies, history_key
+from .compare import PREFIX_BREAK, block_pairs, compare_bodies, grown_blocks, history_key
 from .jsondiff import Difference, describe, first_difference, first_differing_char
 from .replay import Call
 from .sources import SourceIndex
 
-__all__ = ["Failure", "check_bodies", "check_history", "same_bytes"]
+__all__ = [
+    "BodyChecker",
+    "Failure",
+    "HistoryChecker",
+    "check_bodies",
+    "check_history",
+    "same_bytes",
+]
 
 
 @attrs.frozen
@@ -104,23 +111,44 @@ def _latest_context(request: ModelRequest) -> CanonicalMessage | None:
 
 
 def check_history(
-    scenario: str, calls: Sequence[Call], sources: SourceIndex | None = None
+    scenario: str, calls: Iterable[Call], sources: SourceIndex | None = None
 ) -> list[Failure]:
     """The invariants visible in the canonical requests (provider-independent)."""
-    failures: list[Failure] = []
-
-    def fail(check: str, call: Call, message: str, **extra: Any) -> None:
-        failures.append(Failure(scenario, check, message, call=call.index, **extra))
-
-    first: Call | None = None
-    previous: Call | None = None  # the previous call that is not a retry
+    checker = HistoryChecker(scenario, sources)
     for call in calls:
+        checker.add(call)
+    return checker.failures
+
+
+class HistoryChecker:
+    """:func:`check_history` one call at a time, keeping the first call, the previous
+    one and the originals of retried events (all of them, or those in ``retried``)."""
+
+    def __init__(
+        self,
+        scenario: str,
+        sources: SourceIndex | None = None,
+        retried: Collection[str] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.sources = sources
+        self.retried = retried
+        self.failures: list[Failure] = []
+        self.first: Call | None = None
+        self.previous: Call | None = None  # the previous call that is not a retry
+        self.originals: dict[str, Call] = {}
+
+    def _fail(self, check: str, call: Call, message: str) -> None:
+        self.failures.append(Failure(self.scenario, check, message, call=call.index))
+
+    def add(self, call: Call) -> None:
+        scenario, fail = self.scenario, self._fail
         request = call.request
         messages = list(request.messages)
-        if first is None:
-            first = call
+        if self.first is None:
+            self.first = call
         else:
-            failures.extend(_root_changes(scenario, first, call, sources))
+            self.failures.extend(_root_changes(scenario, self.first, call, self.sources))
         counts: dict[str, int] = {}
         for message in messages:
             counts[message.id] = counts.get(message.id, 0) + 1
@@ -128,13 +156,17 @@ def check_history(
             if n > 1:
                 fail("duplicate", call, f"message {mid!r} appears {n} times in the request")
         if call.kind == "retry":
-            original = next((c for c in calls if c.event == call.event and c.kind != "retry"), None)
+            original = self.originals.get(call.event)
             if original is not None and not original.request.same_as(request):
                 fail("retry", call, f"retry of {call.event!r} differs from call {original.index}")
-            continue
+            return
+        if call.event not in self.originals and (
+            self.retried is None or call.event in self.retried
+        ):
+            self.originals[call.event] = call
         if not messages:
             fail("duplicate", call, "the request has no messages")
-            continue
+            return
         appended = {"user": "runtime:", "background": "event:", "injected": "event:"}
         expected = appended.get(call.kind, "") + call.event
         if messages[-1].id != expected:
@@ -144,11 +176,11 @@ def check_history(
                 f"the request ends with {messages[-1].id!r}, not the message its event "
                 f"appended ({expected!r})",
             )
-        failures.extend(_context_placement(scenario, call, messages))
+        self.failures.extend(_context_placement(scenario, call, messages))
+        previous = self.previous
         if previous is not None and request.epoch != previous.request.epoch:
-            failures.extend(_compaction(scenario, previous, call, messages))
-        previous = call
-    return failures
+            self.failures.extend(_compaction(scenario, previous, call, messages))
+        self.previous = call
 
 
 def _context_placement(
@@ -287,7 +319,7 @@ def _root_changes(
 def check_bodies(
     scenario: str,
     provider: str,
-    bodies: Sequence[bytes],
+    bodies: Iterable[bytes],
     *,
     epochs: Sequence[int] | None = None,
     retries: Mapping[int, int] | None = None,
@@ -299,68 +331,172 @@ def check_bodies(
     retry's call number to the original call's, whose bytes it must repeat (a retry is
     not part of the prefix chain).
     """
-    failures: list[Failure] = []
-    retries = retries or {}
-    previous: tuple[int, bytes] | None = None
+    checker = BodyChecker(scenario, provider, retries=retries, sources=sources)
     for number, body in enumerate(bodies, start=1):
-        epoch = epochs[number - 1] if epochs is not None else 0
-        if number in retries:
-            original = retries[number]
-            if body != bodies[original - 1]:
-                failures.append(
+        checker.add(body, epochs[number - 1] if epochs is not None else 0)
+    return checker.failures
+
+
+class BodyChecker:
+    """:func:`check_bodies` one body at a time: each body is compared with the one
+    before only; kept are the previous body (and its parsed value without cache
+    markers) and the bodies of retried calls.
+
+    Fast path: a body whose frame (every key but the history list, in order) equals the
+    previous one's and whose history, cache markers removed, starts with the previous
+    history (the last old item equal or grown by blocks) is a tail append; it is parsed
+    once. Everything else -- and a compaction -- goes through :func:`compare_bodies`
+    and the block-by-block check, which name the failure.
+    """
+
+    def __init__(
+        self,
+        scenario: str,
+        provider: str,
+        *,
+        retries: Mapping[int, int] | None = None,
+        sources: SourceIndex | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.provider = provider
+        self.retries = dict(retries or {})
+        self.sources = sources
+        self.failures: list[Failure] = []
+        self.number = 0
+        self.wire = get(provider)
+        #: call numbers whose bodies a later retry must repeat
+        self.keep = set(self.retries.values())
+        self._kept: dict[int, bytes] = {}
+        self._previous: tuple[int, bytes, int] | None = None
+        self._value: dict[str, Any] | None = None  # the previous body, markers removed
+
+    def add(self, body: bytes, epoch: int = 0) -> None:
+        self.number += 1
+        number, scenario, provider, sources = (
+            self.number,
+            self.scenario,
+            self.provider,
+            self.sources,
+        )
+        if number in self.keep:
+            self._kept[number] = body
+        if number in self.retries:
+            original = self.retries[number]
+            expected = self._kept.get(original, b"")
+            if body != expected:
+                self.failures.append(
                     _break(
                         scenario,
                         provider,
                         number,
                         "retry",
                         f"retry is not byte-identical to call {original}",
-                        bodies[original - 1],
+                        expected,
                         body,
                         sources,
                     )
                 )
-            continue
-        if previous is not None:
-            prev_number, prev_body = previous
-            prev_epoch = epochs[prev_number - 1] if epochs is not None else 0
-            comparison = compare_bodies(provider, prev_body, body)
-            if comparison.kind == PREFIX_BREAK:
-                assert comparison.difference is not None
-                in_history = comparison.difference.parts[:1] == (history_key(provider),)
-                if epoch == prev_epoch:
-                    failures.append(
-                        _break(
-                            scenario,
-                            provider,
-                            number,
-                            "prefix",
-                            f"not a tail append of call {prev_number}",
-                            prev_body,
-                            body,
-                            sources,
-                            comparison,
-                        )
-                    )
-                elif not in_history:
-                    failures.append(
-                        _break(
-                            scenario,
-                            provider,
-                            number,
-                            "root",
-                            f"the frame changed across the compaction after call {prev_number}",
-                            prev_body,
-                            body,
-                            sources,
-                            comparison,
-                        )
-                    )
-            elif epoch == prev_epoch:
-                failures.extend(
-                    _block_prefix(scenario, provider, number, prev_number, prev_body, body)
+            return
+        previous, old_value = self._previous, self._value
+        self._previous, self._value = (number, body, epoch), None
+        if previous is None:
+            return
+        prev_number, prev_body, prev_epoch = previous
+        if body == prev_body:
+            self._value = old_value
+            return
+        if epoch == prev_epoch:
+            value = self._stripped(body)
+            if old_value is None:
+                old_value = self._stripped(prev_body)
+            self._value = value
+            if self._tail_append(old_value, value):
+                return
+        self.failures.extend(
+            _body_failures(
+                scenario,
+                provider,
+                number,
+                prev_number,
+                prev_body,
+                body,
+                epoch,
+                prev_epoch,
+                sources,
+            )
+        )
+
+    def _stripped(self, body: bytes) -> dict[str, Any]:
+        value = canonical.loads(body)
+        if not isinstance(value, dict):
+            return {}
+        return self.wire.strip_cache_markers(value)
+
+    def _tail_append(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
+        key = self.wire.MESSAGES_KEY
+        if list(a) != list(b) or any(a[k] != b[k] for k in a if k != key):
+            return False
+        old, new = a.get(key), b.get(key)
+        if not isinstance(old, list) or not isinstance(new, list) or len(new) < len(old):
+            return False
+        if not old:
+            return bool(new)
+        last = len(old) - 1
+        if old[:last] != new[:last]:
+            return False
+        if old[last] == new[last]:
+            return len(new) > len(old)
+        return bool(grown_blocks(old[last], new[last]))
+
+
+def _body_failures(
+    scenario: str,
+    provider: str,
+    number: int,
+    prev_number: int,
+    prev_body: bytes,
+    body: bytes,
+    epoch: int,
+    prev_epoch: int,
+    sources: SourceIndex | None,
+) -> list[Failure]:
+    """The exact comparison of two consecutive bodies (the slow path of BodyChecker)."""
+    comparison = compare_bodies(provider, prev_body, body)
+    if comparison.kind == PREFIX_BREAK:
+        assert comparison.difference is not None
+        in_history = comparison.difference.parts[:1] == (history_key(provider),)
+        if epoch == prev_epoch:
+            return [
+                _break(
+                    scenario,
+                    provider,
+                    number,
+                    "prefix",
+                    f"not a tail append of call {prev_number}",
+                    prev_body,
+                    body,
+                    sources,
+                    comparison,
                 )
-        previous = (number, body)
-    return failures
+            ]
+        if not in_history:
+            return [
+                _break(
+                    scenario,
+                    provider,
+                    number,
+                    "root",
+                    f"the frame changed across the compaction after call {prev_number}",
+                    prev_body,
+                    body,
+                    sources,
+                    comparison,
+                )
+            ]
+        return []
+    if epoch == prev_epoch:
+        return _block_prefix(scenario, provider, number, prev_number, prev_body, body)
+    return []
 
 
 def _block_prefix(

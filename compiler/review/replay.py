@@ -22,10 +22,11 @@ instance per provider, so its incremental encoding is what produces the bytes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,13 @@ __all__ = [
     "divergence",
     "history_blocks",
     "history_length",
+    "iter_replay",
     "provider_names",
     "replay",
     "replay_bodies",
+    "replay_digests",
     "serialize_calls",
+    "sparse_restarts",
     "write_bodies",
     "write_replay",
 ]
@@ -142,28 +146,64 @@ def replay(
 
 
 def _replay(scenario: Scenario, db: Path, restart_everywhere: bool) -> list[Call]:
+    return list(_iter_replay(scenario, db, lambda _: restart_everywhere))
+
+
+#: :func:`sparse_restarts` restarts before every one of this many first steps.
+RESTART_EVERY_STEP = 256
+
+
+def sparse_restarts() -> Callable[[int], bool]:
+    """A restart schedule whose hydrations cost O(steps) in all: before each of the
+    first :data:`RESTART_EVERY_STEP` steps, then whenever the steps since the last
+    restart reach an eighth of the steps so far (a geometric schedule: a hydration
+    reads the whole history, so restarting before every step of a long scenario
+    costs quadratic time). Up to :data:`RESTART_EVERY_STEP` steps it is "everywhere"."""
+    last = 0
+
+    def due(index: int) -> bool:
+        nonlocal last
+        if index < RESTART_EVERY_STEP or index - last >= index // 8:
+            last = index
+            return True
+        return False
+
+    return due
+
+
+def iter_replay(
+    scenario: Scenario, *, restart: Callable[[int], bool] | None = None
+) -> Iterator[Call]:
+    """The model calls of ``scenario`` one at a time, as they are made (a temporary
+    store). ``restart(step index)``: whether to restart before that step as well (the
+    scenario's own ``restart`` steps always do)."""
+    with tempfile.TemporaryDirectory(prefix="prefixlock-replay-") as folder:
+        yield from _iter_replay(scenario, Path(folder) / STORE_FILE, restart or (lambda _: False))
+
+
+def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -> Iterator[Call]:
     session = _Session(scenario, db)
-    calls: list[Call] = []
+    made = 0
     try:
         for index, step in enumerate(scenario.steps):
-            if restart_everywhere or isinstance(step, RestartStep):
+            if restart(index) or isinstance(step, RestartStep):
                 conversation = session.restart()
             else:
                 assert session.conversation is not None
                 conversation = session.conversation
             try:
-                made = _run(scenario, conversation, step)
+                result = _run(scenario, conversation, step)
             except SpecErrors:
                 raise
             except PrefixlockError as err:
                 path = scenario.step_path(index)
                 raise SpecErrors([SpecError(step.location, path, str(err))]) from err
-            if made is not None:
-                kind, event, request = made
-                calls.append(Call(len(calls) + 1, index, kind, event, _frozen(request)))
+            if result is not None:
+                kind, event, request = result
+                made += 1
+                yield Call(made, index, kind, event, _frozen(request))
     finally:
         session.stop()
-    return calls
 
 
 def _frozen(request: ModelRequest) -> ModelRequest:
@@ -210,6 +250,22 @@ def replay_bodies(
 ) -> dict[str, list[bytes]]:
     """Provider name -> the exact body of every model call (``kw``: of :func:`replay`)."""
     return serialize_calls(replay(scenario, **kw), providers)
+
+
+def replay_digests(
+    scenario: Scenario,
+    providers: Sequence[str],
+    *,
+    restart: Callable[[int], bool] | None = None,
+) -> dict[str, list[str]]:
+    """Provider name -> the SHA-256 (hex) of every call's body, made as the replay goes:
+    no body outlives its call, so memory does not grow with the square of the length."""
+    live = {name: registry.get(name) for name in providers}
+    out: dict[str, list[str]] = {name: [] for name in providers}
+    for call in iter_replay(scenario, restart=restart):
+        for name, provider in live.items():
+            out[name].append(hashlib.sha256(provider.serialize(call.request)).hexdigest())
+    return out
 
 
 def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, list[Path]]:

@@ -19,6 +19,8 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -28,16 +30,25 @@ from typing import Any
 
 import attrs
 
-from ..cache.simulator import simulate
+from .. import providers as registry
+from ..cache.simulator import Simulation, simulate
 from ..cache.tokens import get_tokenizer
 from ..core.errors import UsageError
 from ..core.messages import MessageKind
 from ..core.resources import python_module_command
 from . import processes
-from .invariants import Failure, check_bodies, check_history, same_bytes
+from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .jsondiff import common_prefix
-from .replay import Call, provider_names, replay, replay_bodies, serialize_calls
-from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
+from .replay import (
+    Call,
+    iter_replay,
+    provider_names,
+    replay_bodies,
+    replay_digests,
+    serialize_calls,
+    sparse_restarts,
+)
+from .scenario import RetryStep, Scenario, golden_scenarios, load_scenario, scenario_files
 from .sources import SourceIndex
 from .tables import align
 
@@ -143,15 +154,17 @@ def _describe_environment() -> str:
     return " ".join(f"{key}={env[key]}" for key in ("PYTHONHASHSEED", "TZ", "LC_ALL"))
 
 
-def _replay_elsewhere(path: Path, out: Path) -> tuple[int, str]:
-    """``prefixlock replay`` of ``path`` in a subprocess under another seed, TZ and locale."""
+def _replay_elsewhere(path: Path, out: Path, *, digests: bool = True) -> tuple[int, str]:
+    """``prefixlock replay`` of ``path`` in a subprocess under another seed, TZ and locale:
+    the digest of every body into the file ``out`` (``digests``), else the bodies into
+    the folder ``out``."""
     command = [
         *python_module_command(),
         "replay",
         str(path.resolve()),
         "--provider",
         "all",
-        "--out",
+        "--digests" if digests else "--out",
         str(out),
     ]
     done = processes.run(command, env=_other_environment())
@@ -163,75 +176,136 @@ def _read_bodies(folder: Path) -> list[bytes]:
     return [f.read_bytes() for f in files]
 
 
+def _read_digests(path: Path) -> dict[str, list[str]]:
+    value = json.loads(path.read_text(encoding="utf-8"))
+    return {str(k): [str(d) for d in v] for k, v in value.items()}
+
+
+class _Elsewhere:
+    """The hash-seed replay of one scenario: digests of its bodies, and its bodies on
+    demand (a second subprocess run, only when a digest differs, to name the failure)."""
+
+    def __init__(self, path: Path, digests: Mapping[str, Sequence[str]], folder: Path) -> None:
+        self.path = path
+        self.digests = digests
+        self.folder = folder
+
+    def bodies(self, name: str) -> list[bytes]:
+        target = self.folder / "bodies"
+        if not target.exists():
+            code, stderr = _replay_elsewhere(self.path, target, digests=False)
+            if code != 0:
+                raise UsageError(f"the subprocess replay failed ({code}): {stderr}")
+        return _read_bodies(target / name)
+
+
 def verify_scenario(
     scenario: Scenario,
     names: Sequence[str],
     *,
-    elsewhere: Mapping[str, Sequence[bytes]] | None = None,
+    elsewhere: Mapping[str, Sequence[bytes]] | _Elsewhere | None = None,
     tokenizer: str = "estimate",
 ) -> tuple[list[Row], list[Failure]]:
     """Rows and failures of one loaded scenario. ``elsewhere``: the bodies of the
-    hash-seed replay (checked when given)."""
+    hash-seed replay (checked when given).
+
+    Streaming: the scenario is replayed once, each call serialized for every provider
+    and checked against the call before (:class:`HistoryChecker`, :class:`BodyChecker`)
+    and fed to the cache simulation as it is made; of the bodies only digests are kept
+    (and the bodies of retried calls). The replay with restarts (before every step up to
+    :data:`~prefixlock.review.replay.RESTART_EVERY_STEP` steps, then on a geometric
+    schedule) and the hash-seed replay are compared by digest; when one differs, the
+    bodies are made again to name the first difference.
+    """
     sources = SourceIndex(scenario.bundle_root, extra=[scenario.path])
-    calls = replay(scenario)
     label = scenario_label(scenario.path)
-    failures = check_history(label, calls, sources)
-    bodies = serialize_calls(calls, names)
-    restarted = replay_bodies(scenario, names, restart_everywhere=True)
-    epochs = [call.request.epoch for call in calls]
-    retries = {
-        call.index: next(c.index for c in calls if c.event == call.event and c.kind != "retry")
-        for call in calls
-        if call.kind == "retry"
-    }
-    contexts = {
-        m.id
-        for call in calls
-        for m in call.request.messages
-        if m.kind is MessageKind.REQUEST_CONTEXT
-    }
+    retried = {step.event for step in scenario.steps if isinstance(step, RetryStep)}
+    restarted = replay_digests(scenario, names, restart=sparse_restarts())
+    history = HistoryChecker(label, sources, retried)
     counter = get_tokenizer(tokenizer)
+    live = {name: registry.get(name) for name in names}
+    checkers: dict[str, BodyChecker] = {}
+    simulations: dict[str, Simulation] = {}
+    digests: dict[str, list[str]] = {name: [] for name in names}
+    totals = dict.fromkeys(names, 0)
+    reused = dict.fromkeys(names, 0)
+    previous: dict[str, bytes] = {}
+    contexts: set[str] = set()
+    events: dict[str, int] = {}  # event -> the number of its first (original) call
+    calls = 0
+    for call in iter_replay(scenario):
+        calls += 1
+        if call.kind == "retry":
+            retry_of = events.get(call.event)
+        else:
+            retry_of = None
+            events.setdefault(call.event, call.index)
+        history.add(call)
+        contexts.update(
+            m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
+        )
+        for name, provider in live.items():
+            if name not in checkers:
+                checkers[name] = BodyChecker(label, name, sources=sources)
+                simulations[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
+            checker = checkers[name]
+            if retry_of is not None:
+                checker.retries[call.index] = retry_of
+            elif call.event in retried:
+                checker.keep.add(call.index)
+            body = provider.serialize(call.request)
+            checker.add(body, call.request.epoch)
+            digests[name].append(hashlib.sha256(body).hexdigest())
+            totals[name] += len(body)
+            if name in previous:
+                reused[name] += common_prefix(previous[name], body)
+            previous[name] = body
+            simulations[name].add(body)
+    failures = history.failures
+    slow: dict[str, list[bytes]] | None = None
     rows = []
     for name in names:
-        found = check_bodies(
-            label, name, bodies[name], epochs=epochs, retries=retries, sources=sources
-        )
-        found += same_bytes(
-            label,
-            name,
-            "restart",
-            "replay with a restart before every step",
-            bodies[name],
-            restarted[name],
-            sources,
-        )
-        if elsewhere is not None:
+        found = list(checkers[name].failures) if name in checkers else []
+        if digests[name] != restarted[name]:
+            slow = slow or replay_bodies(scenario, names)
+            again = serialize_calls(list(iter_replay(scenario, restart=sparse_restarts())), [name])[
+                name
+            ]
             found += same_bytes(
                 label,
                 name,
-                "hash seed",
-                f"replay in a subprocess under {_describe_environment()}",
-                bodies[name],
-                elsewhere.get(name, []),
+                "restart",
+                "replay with a restart before every step",
+                slow[name],
+                again,
                 sources,
             )
+        if elsewhere is not None:
+            what = f"replay in a subprocess under {_describe_environment()}"
+            if isinstance(elsewhere, _Elsewhere):
+                if digests[name] != list(elsewhere.digests.get(name, [])):
+                    slow = slow or replay_bodies(scenario, names)
+                    found += same_bytes(
+                        label, name, "hash seed", what, slow[name], elsewhere.bodies(name), sources
+                    )
+            else:
+                slow = slow or replay_bodies(scenario, names)
+                found += same_bytes(
+                    label, name, "hash seed", what, slow[name], elsewhere.get(name, []), sources
+                )
         failures += found
-        total = sum(len(b) for b in bodies[name])
-        reused = sum(
-            common_prefix(a, b) for a, b in zip(bodies[name], bodies[name][1:], strict=False)
-        )
-        model = _model(calls, name)
-        simulated = simulate(name, bodies[name], model=model, tokenizer=counter)
+        total = totals[name]
+        simulated = simulations[name].report() if name in simulations else simulate(name, [])
         rows.append(
             Row(
                 scenario=label,
                 name=scenario.name,
                 file=scenario.file,
                 provider=name,
-                calls=len(calls),
+                calls=calls,
                 context_messages=len(contexts),
                 prefix_stable=not any(f.check == "prefix" for f in found),
-                bytes_reused=reused / total if total else 0.0,
+                bytes_reused=reused[name] / total if total else 0.0,
                 cached_share=simulated.cached_share,
                 cost_ratio=simulated.cost_ratio,
             )
@@ -277,7 +351,7 @@ def verify(
             for i, path in enumerate(files)
         ]
         for i, (scenario, job) in enumerate(zip(scenarios, jobs, strict=True)):
-            elsewhere: dict[str, list[bytes]] | None = None
+            elsewhere: _Elsewhere | None = None
             if job is not None:
                 code, stderr = job.result()
                 if code != 0:
@@ -289,7 +363,11 @@ def verify(
                         )
                     )
                 else:
-                    elsewhere = {n: _read_bodies(Path(tmp) / str(i) / n) for n in names}
+                    elsewhere = _Elsewhere(
+                        scenario.path,
+                        _read_digests(Path(tmp) / str(i)),
+                        Path(tmp) / f"{i}-bodies",
+                    )
             found_rows, found = verify_scenario(
                 scenario, names, elsewhere=elsewhere, tokenizer=tokenizer
             )
