@@ -95,6 +95,12 @@ from ..core.messages import (
 from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
 
+#: Call ids the Gemini reader gives a ``functionCall`` the model sent without ``id``
+#: (``gemini-local-<responseId>-<part index>``), so that an agent can answer it like any
+#: other call. They are never sent: the ``functionCall`` and its ``functionResponse`` go
+#: back without ``id``, as the model made them (Gemini matches them by name and order).
+LOCAL_ID_PREFIX = "gemini-local-"
+
 
 class Gemini(Provider):
     name: ClassVar[str] = "gemini"
@@ -247,6 +253,8 @@ class Gemini(Provider):
             name=self.tool_name(part.name, at),
             args=self.arguments_object(part, at),
         )
+        if part.call_id.startswith(LOCAL_ID_PREFIX):
+            del call["id"]  # the model sent none: never send one it did not make
         return _signed(Ordered(functionCall=call), part.thought_signature)
 
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
@@ -259,11 +267,10 @@ class Gemini(Provider):
                 "(gemini needs its function name)"
             )
         response = Ordered(error=part.output) if part.is_error else Ordered(output=part.output)
-        return Ordered(
-            functionResponse=Ordered(
-                id=part.call_id, name=self.tool_name(name, at), response=response
-            )
-        )
+        answer = Ordered(id=part.call_id, name=self.tool_name(name, at), response=response)
+        if part.call_id.startswith(LOCAL_ID_PREFIX):
+            del answer["id"]  # answered by name and position, as the call was made
+        return Ordered(functionResponse=answer)
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
         value = self.own_opaque(part, at)

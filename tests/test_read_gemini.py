@@ -14,7 +14,7 @@ from conv_helpers import example_bundle, user
 from google import genai
 from google.genai import _api_client
 from google.genai.types import GenerateContentResponse, HttpOptions
-from prefixlock import Conversation, ResponseError, providers
+from prefixlock import Conversation, ResponseError, ToolResult, providers
 from prefixlock.core import canonical
 from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
 from prefixlock.core.output import Usage
@@ -36,6 +36,7 @@ from stub_server import stub_server
 P = "gemini"
 SIG_CALL = "CiQB0e2Kb7TqHqYqgV8sdVJ5Q2oYb0q1Zt3vN6hX9kTq1bOeY2E="
 SIG_TEXT = "CmQB0e2Kb3nX1zT0bG9vcC10dXJuLXR3by1zaWduYXR1cmU="
+SIG_BARE = "CiQB0e2Kb5lkZC1jYWxsLXdpdGhvdXQtaWQ="  # the id-less call's
 
 
 def whole(name: str) -> Any:
@@ -89,12 +90,18 @@ def test_a_signed_final_text_keeps_its_signature() -> None:
     )
 
 
-def test_a_function_call_without_id_stays_opaque_and_no_id_is_invented() -> None:
+def test_a_function_call_without_id_gets_a_local_id_that_is_never_sent() -> None:
     out = whole("no_call_id")
-    part = canonical.loads(fixture(P, "no_call_id.json"))["candidates"][0]["content"]["parts"][0]
-    assert out.parts == (OpaquePart(P, canonical.dumps(part)),)
-    assert out.tool_calls == ()
-    assert '"id"' not in out.parts[0].data  # type: ignore[union-attr]
+    local = "gemini-local-oWIbaLqdL8y3nvgP2cXJgAw-0"  # responseId and part index
+    assert out.parts == (ToolCallPart(local, "read_file", '{"path":"README.md"}', SIG_BARE),)
+    assert out.tool_calls == out.parts
+    # the stream of the same response names the call alike
+    streamed = read_stream(P, [_as_sse("no_call_id")])
+    assert streamed.tool_calls == out.tool_calls
+
+
+def _as_sse(name: str) -> bytes:
+    return b"data: " + canonical.dumpb(canonical.loads(fixture(P, f"{name}.json"))) + b"\n\n"
 
 
 def test_usage_prompt_count_includes_the_cache_and_output_includes_thoughts() -> None:
@@ -263,14 +270,21 @@ def test_round_trip_sends_thoughts_and_signatures_back_byte_identical() -> None:
     assert [r["functionResponse"]["name"] for r in results] == ["read_file", "read_file"]
 
 
-def test_an_id_less_call_comes_back_verbatim_in_the_next_turn() -> None:
+def test_an_id_less_call_is_answered_and_goes_back_without_any_id() -> None:
     wire = providers.get(P)
     conv = Conversation.open(MemoryStore(), example_bundle(), "conv-1")
     conv.handle(user("u1"))
     out = whole("no_call_id")
     conv.record(out)
-    body = wire.serialize(conv.handle(user("u2", "go on")))
-    assert body.count(out.parts[0].data.encode()) == 1  # type: ignore[union-attr]
+    (call,) = out.tool_calls
+    body = canonical.loads(wire.serialize(conv.tool_results([ToolResult(call.call_id, "# hi")])))
+    made, answered = body["contents"][-2]["parts"][0], body["contents"][-1]["parts"][0]
+    assert made == {
+        "functionCall": {"name": "read_file", "args": {"path": "README.md"}},
+        "thoughtSignature": SIG_BARE,
+    }
+    assert answered == {"functionResponse": {"name": "read_file", "response": {"output": "# hi"}}}
+    assert b"gemini-local-" not in wire.serialize(conv.request())
 
 
 @pytest.mark.parametrize("source", ["json", "sse"])
@@ -284,8 +298,8 @@ def test_every_opaque_part_and_signature_of_the_loop_is_in_the_last_request(
     outputs.append(whole("no_call_id"))
     calls = round_trip(P, outputs)
     body = calls[-1][1]
-    assert opaque_in(body, outputs) == (3, 3)
-    for signature in (SIG_CALL, SIG_TEXT):
+    assert opaque_in(body, outputs) == (2, 2)  # the two thought parts
+    for signature in (SIG_CALL, SIG_TEXT, SIG_BARE):
         assert body.count(b'"thoughtSignature":"%s"' % signature.encode()) == 1
 
 

@@ -8,13 +8,14 @@ Part mapping (ai.google.dev/api/caching#Part; the first candidate only), in mode
 ``{"functionCall": {"id", "name", "args"}}``  :class:`ToolCallPart` (canonical JSON of
 (``thoughtSignature`` optional)               ``args``) with ``thought_signature``
 anything else                                :class:`OpaquePart` ``gemini``: the Part as
-                                             received (``thought: true`` summaries, a
-                                             ``functionCall`` without ``id``, code
+                                             received (``thought: true`` summaries, code
                                              execution, ...)
 ===========================================  =============================================
 
-A ``functionCall`` the model sent without ``id`` stays opaque: prefixlock never invents
-a call id, and a :class:`ToolCallPart` needs one (the serializer sends ``id`` back).
+A ``functionCall`` the model sent without ``id`` (common) gets a local call id,
+``gemini-local-<responseId>-<part index>``, so an agent answers it like any other call;
+the serializer never sends it (:data:`prefixlock.providers.gemini.LOCAL_ID_PREFIX`):
+the call and its ``functionResponse`` go back without ``id``, as the model made them.
 
 Stream (ai.google.dev/api/generate-content#method:-models.streamgeneratecontent): each
 SSE ``data`` is a ``GenerateContentResponse`` chunk. Text of consecutive chunks continues
@@ -35,6 +36,7 @@ from ...core import canonical
 from ...core.errors import CanonicalJSONError, ResponseError
 from ...core.messages import Part, TextPart, ToolCallPart
 from ...core.output import ModelOutput, Usage
+from ..gemini import LOCAL_ID_PREFIX
 from .base import (
     Reader,
     SSEStreamReader,
@@ -67,13 +69,15 @@ def _signature(part: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _part(part: Mapping[str, Any]) -> Part:
+def _part(part: Mapping[str, Any], local_id: str) -> Part:
     keys = part.keys()
     if keys <= TEXT_KEYS and isinstance(part.get("text"), str):
         return TextPart(part["text"], _signature(part))
     call = part.get("functionCall")
     if keys <= CALL_KEYS and isinstance(call, dict) and call.keys() <= FUNCTION_CALL_KEYS:
         call_id, name, args = call.get("id"), call.get("name"), call.get("args", {})
+        if call_id is None:
+            call_id = local_id  # never sent back (see LOCAL_ID_PREFIX)
         if isinstance(call_id, str) and call_id and isinstance(name, str):
             if not isinstance(args, dict):
                 raise ResponseError(
@@ -140,11 +144,16 @@ def _stop(response: Mapping[str, Any], candidate: Mapping[str, Any]) -> str | No
     return blocked if isinstance(blocked, str) else None
 
 
-def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None) -> ModelOutput:
+def _output(
+    last: Mapping[str, Any], parts: list[Any], stop: str | None, response_id: str | None
+) -> ModelOutput:
     raw_usage, model = last.get("usageMetadata"), last.get("modelVersion")
+    # The response's own id, else a digest of its parts: a local call id is then the
+    # same for the whole response and its stream, and differs between responses.
+    key = response_id or canonical.sha256_hex(canonical.dumpb(parts))[7:23]
     return output(
         NAME,
-        [_part(p) for p in parts],
+        [_part(p, f"{LOCAL_ID_PREFIX}{key}-{i}") for i, p in enumerate(parts)],
         stop,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
@@ -159,7 +168,13 @@ class GeminiReader(Reader):
         if "error" in response:
             raise _error(response)
         candidate = _candidate(response)
-        return _output(response, _parts(candidate), _stop(response, candidate))
+        response_id = response.get("responseId")
+        return _output(
+            response,
+            _parts(candidate),
+            _stop(response, candidate),
+            response_id if isinstance(response_id, str) else None,
+        )
 
     def stream_reader(self) -> StreamReader:
         return GeminiStream()
@@ -186,12 +201,15 @@ class GeminiStream(SSEStreamReader):
         self.open = False
         self.last: Mapping[str, Any] = {}
         self.stop: str | None = None
+        self.response_id: str | None = None
 
     def on_event(self, event: Event) -> None:
         chunk = self.data(event)
         if "error" in chunk:
             raise _error(chunk)
         candidate = _candidate(chunk)
+        if isinstance(chunk.get("responseId"), str):
+            self.response_id = chunk["responseId"]
         for part in _parts(candidate):
             self.add(part)
         if "usageMetadata" in chunk or "modelVersion" in chunk:
@@ -220,4 +238,4 @@ class GeminiStream(SSEStreamReader):
         self.open = False
 
     def output(self) -> ModelOutput:
-        return _output(self.last, self.parts, self.stop)
+        return _output(self.last, self.parts, self.stop, self.response_id)
