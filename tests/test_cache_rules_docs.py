@@ -132,12 +132,21 @@ def test_implicit_cache_expires_too(gap: float, hit: bool) -> None:
     assert _usage(sim) == [(0, 1280), (1280, 0) if hit else (0, 1280)]
 
 
-def test_calls_without_times_never_expire() -> None:
+def test_a_call_without_a_time_arrives_with_the_previous_one() -> None:
     sim = Simulation("anthropic")
     sim.add(_anthropic(2000), at=0.0)
-    sim.add(_anthropic(2000))  # no time: within the TTL of the previous call
-    sim.add(_anthropic(2000), at=10_000.0)  # last used by the untimed call: still there
-    assert _usage(sim) == [(0, 2000), (2000, 0), (2000, 0)]
+    sim.add(_anthropic(2000))  # no time: at 0, with the previous call
+    sim.add(_anthropic(2000), at=301.0)  # its last use was at 0: expired
+    assert _usage(sim) == [(0, 2000), (2000, 0), (0, 2000)]
+
+
+def test_calls_without_any_time_never_expire() -> None:
+    report = simulate("anthropic", [_anthropic(2000)] * 3)
+    assert [(c.cache_read_tokens, c.cache_write_tokens) for c in report.calls] == [
+        (0, 2000),
+        (2000, 0),
+        (2000, 0),
+    ]
 
 
 def test_time_going_back_is_refused() -> None:

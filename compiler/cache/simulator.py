@@ -23,7 +23,8 @@ errs on the side of fewer hits). Nothing is evicted for lack of space.
 TTL from the last call that wrote or read it (:data:`~prefixlock.cache.rules.DEFAULT_TTL`,
 5 minutes; :data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers
 carry ``ttl: 1h``); a later call finds it only within that time. A call without a time
-is taken to arrive within the TTL of the previous one (the behaviour before timestamps).
+arrives at the previous call's time (tool results follow the turn that asked for them);
+while no call has a time, nothing expires (the behaviour before timestamps).
 
 * **Explicit** caches (Anthropic, Bedrock): a call may *read* the longest cached prefix
   found at one of its breakpoints or at most :data:`LOOKBACK_BLOCKS` block boundaries
@@ -416,9 +417,10 @@ class Simulation:
             raise CacheSimulationError(
                 f"{provider} call {index}: its time goes back {self.last_at - at:g} s"
             )
-        now = math.inf if at is None else at
-        if at is not None:
-            self.last_at = at
+        if at is None:  # with the previous call (never expires before any time is known)
+            now = math.inf if self.last_at is None else self.last_at
+        else:
+            now = self.last_at = at
         one_hour = rules.write_multiplier_1h is not None and (
             write_multiplier == rules.write_multiplier_1h
         )
