@@ -4,22 +4,25 @@ with the provider, the call, the JSON path and the spec line that produced the t
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prefixlock.cache.simulator import simulate
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, TextPart
 from prefixlock.core.model import ModelRequest
 from prefixlock.review.invariants import Failure, check_bodies, check_history
-from prefixlock.review.replay import Call, replay, serialize_calls
+from prefixlock.review.replay import Call, replay, replay_bodies, serialize_calls
 from prefixlock.review.scenario import load_scenario
 from prefixlock.review.sources import SourceIndex
 from prefixlock.review.verify import (
     OTHER_TZ,
     Report,
     Row,
+    _call_time,
     _other_environment,
     verify,
     verify_scenario,
@@ -460,3 +463,18 @@ def test_prefix_is_checked_block_by_block() -> None:
     changed = [_bedrock_body(["ctx", "q"], ["a"]), _bedrock_body(["ctx", "q", "x"], ["a"])]
     [failure] = check_bodies("s", "bedrock-converse", changed)
     assert (failure.check, failure.call, failure.path) == ("prefix", 2, "$.messages[0].content[2]")
+
+
+def test_the_cost_column_expires_caches_by_the_scenarios_timestamps() -> None:
+    """long-session's user turns are 20-40 minutes apart: past the 5-minute TTL, so each
+    turn writes its prefix again; the same bodies without times (every call within the
+    TTL) cost less. Tool-result calls carry no time: they arrive with the turn."""
+    path = Path(__file__).parent.parent / "golden" / "long-session" / "scenario.yaml"
+    scenario = load_scenario(path)
+    [row], failures = verify_scenario(scenario, ["anthropic"])
+    assert not failures
+    untimed = simulate("anthropic", replay_bodies(scenario, ["anthropic"])["anthropic"])
+    assert row.cost_ratio > untimed.cost_ratio
+    times = [_call_time(scenario, c) for c in replay(scenario)]
+    assert times[0] == datetime(2026, 3, 18, 9, 0, tzinfo=UTC).timestamp()
+    assert None in times  # the tool-result calls

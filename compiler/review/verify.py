@@ -11,8 +11,9 @@ new values, and the spec ``file:line`` that produced the text when it can be fou
 (:class:`prefixlock.review.sources.SourceIndex`). The table reports per scenario and provider:
 calls, distinct request-context messages, prefix stability, the share of body bytes
 equal to the previous body's prefix, and the simulated cached-token share and cost vs
-no caching (:mod:`prefixlock.cache.simulator`). The golden suite runs in a few seconds: the
-subprocess replays run in parallel with the in-process work.
+no caching (:mod:`prefixlock.cache.simulator`; cache entries expire by the scenario's
+request timestamps, a call without one arriving with the call before). The golden suite
+runs in a few seconds: the subprocess replays run in parallel with the in-process work.
 
 Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 """
@@ -25,6 +26,7 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,23 @@ class Report:
 # --- scenarios -------------------------------------------------------------------------
 
 
+def _call_time(scenario: Scenario, call: Call) -> float | None:
+    """The time of a model call in seconds since the epoch, for the cache simulator's
+    expiry: its request's ``timestamp`` (RFC 3339, already checked when the scenario was
+    loaded); None for a call without one (tool results, a request with no timestamp:
+    the simulator takes it to arrive with the previous call)."""
+    step = scenario.steps[call.step]
+    request = getattr(step, "request", None)
+    stamp = getattr(request, "timestamp", None)
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp.upper())
+    except ValueError:  # a leap second (":60"): the second before it is close enough
+        moment = datetime.fromisoformat(stamp.upper().replace(":60", ":59", 1))
+    return moment.timestamp()
+
+
 def scenario_label(path: Path) -> str:
     """``golden/midnight/scenario.yaml`` -> ``midnight``; ``x/crash.yaml`` -> ``crash``."""
     return path.parent.name if path.name == "scenario.yaml" and path.parent.name else path.stem
@@ -241,6 +260,7 @@ def verify_scenario(
             retry_of = None
             events.setdefault(call.event, call.index)
         history.add(call)
+        at = _call_time(scenario, call)
         contexts.update(
             m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
         )
@@ -260,7 +280,7 @@ def verify_scenario(
             if name in previous:
                 reused[name] += common_prefix(previous[name], body)
             previous[name] = body
-            simulations[name].add(body)
+            simulations[name].add(body, at)
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
