@@ -7,6 +7,7 @@ default estimate (see tests/test_cachesim.py for the block sizes)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -17,7 +18,13 @@ from prefixlock.cache.rules import (
     OPENAI_MIN_TOKENS,
     rules_for,
 )
-from prefixlock.cache.simulator import Simulation, _round_down, simulate
+from prefixlock.cache.simulator import (
+    CallCache,
+    PerfectBound,
+    Simulation,
+    _round_down,
+    simulate,
+)
 from prefixlock.core import canonical
 from prefixlock.core.errors import PrefixlockError
 
@@ -154,3 +161,28 @@ def test_time_going_back_is_refused() -> None:
     sim.add(_anthropic(2000), at=100.0)
     with pytest.raises(PrefixlockError, match="goes back"):
         sim.add(_anthropic(2000), at=50.0)
+
+
+# --- the perfect-cache bound (issue 15, item 5) -----------------------------------------
+
+
+def _call(index: int, tokens: int) -> CallCache:
+    return CallCache(index, tokens, 0, 0, 1, 0, Fraction("0.1"), Fraction("1.25"))
+
+
+def test_perfect_bound_writes_each_token_once_and_reads_it_later() -> None:
+    bound = PerfectBound()
+    bound.add(_call(1, 2000), 0)  # all written
+    bound.add(_call(2, 2500), 0)  # 2000 read, 500 written
+    bound.add(_call(3, 2500), 0)  # a retry: all read
+    bound.add(_call(4, 1000), 1)  # a compaction: starts over
+    expected = (
+        2000 * Fraction("1.25")
+        + 2000 * Fraction("0.1")
+        + 500 * Fraction("1.25")
+        + 2500 * Fraction("0.1")
+        + 1000 * Fraction("1.25")
+    )
+    assert bound.cost == expected
+    assert bound.ratio(expected * 2) == 2.0
+    assert PerfectBound().ratio(Fraction(5)) == 1.0

@@ -54,7 +54,6 @@ from __future__ import annotations
 import gc
 import json
 import math
-import sqlite3
 import statistics
 import sys
 import time
@@ -71,7 +70,7 @@ from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
 from ..store.contract import Head
-from ..store.sqlite import SQLiteStore
+from ..store.sqlite import DurableFloor, SQLiteStore
 from .workload import Call, play
 
 __all__ = [
@@ -125,31 +124,6 @@ class CountingStore(SQLiteStore):
         self.appended += len(record)
         self.recent.append(record)
         return head
-
-
-class DurableFloor:
-    """The bare durable append a checkpoint stands for: the same record bytes, one
-    ``INSERT`` + ``COMMIT`` per record into a one-table SQLite file with the store's
-    pragmas (``journal_mode=WAL``, ``synchronous=FULL``). No digest, no head, no checks:
-    what no checkpoint store can go below on this machine and file system."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn = sqlite3.connect(path, isolation_level=None)
-        mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        assert str(mode).lower() == "wal", mode
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS records (body BLOB NOT NULL)")
-
-    def append(self, records: Sequence[bytes]) -> None:
-        execute = self._conn.execute
-        for record in records:
-            execute("BEGIN IMMEDIATE")
-            execute("INSERT INTO records (body) VALUES (?)", (record,))
-            execute("COMMIT")
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def _written() -> int | None:

@@ -76,6 +76,7 @@ __all__ = [
     "CacheReport",
     "CacheRules",
     "CallCache",
+    "PerfectBound",
     "Simulation",
     "rules_for",
     "simulate",
@@ -305,6 +306,37 @@ class CacheReport:
                 for c in self.calls
             ],
         }
+
+
+class PerfectBound:
+    """The perfect-cache bound of a conversation (issue 15, item 5), fed the simulated
+    calls one by one (:meth:`add`): every input token is written to the cache once, at
+    the call's write price, and read at its read price by every later call of the same
+    epoch; a compaction (a new epoch) starts over. No minimum, no breakpoint limit, no
+    expiry. Within an epoch a call's first ``max(earlier calls' input tokens)`` tokens
+    are reads, the rest writes.
+
+    Where a provider sends tokens uncached for less than its write price (Anthropic and
+    Bedrock: uncached 1x, writes 1.25x or 2x), a simulated cost can fall just below this
+    bound; the ratio is a yardstick, not a proof of optimality.
+    """
+
+    def __init__(self) -> None:
+        self.cost = Fraction(0)
+        self._seen = 0
+        self._epoch: int | None = None
+
+    def add(self, call: CallCache, epoch: int) -> None:
+        if epoch != self._epoch:
+            self._epoch, self._seen = epoch, 0
+        read = min(self._seen, call.input_tokens)
+        self.cost += read * call.read_multiplier
+        self.cost += (call.input_tokens - read) * call.write_multiplier
+        self._seen = max(self._seen, call.input_tokens)
+
+    def ratio(self, cost: Fraction) -> float:
+        """``cost`` as a multiple of the bound (1.0 when the bound is 0)."""
+        return float(cost / self.cost) if self.cost else 1.0
 
 
 # --- simulation ------------------------------------------------------------------------
