@@ -181,6 +181,9 @@ class Provider(Transport):
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
         self._scan = KeyScan()
+        #: :meth:`check_message`'s own scan: admission checks each new message after
+        #: the history, so its keys extend the previous check's (no rescan per call).
+        self._check_scan = KeyScan()
 
     # ------------------------------------------------------------------ public API
 
@@ -276,10 +279,12 @@ class Provider(Transport):
             message = CanonicalMessage.create(message.id, message.kind, message.role, kept)
         key: Hashable = ()
         if self._keyed:
-            noted: dict[str, Any] = {}
-            for before in earlier:
-                self.fragment_key(before, noted)
-            key = self.fragment_key(message, noted)
+            # The same fold as a scan from scratch over earlier + message, extending the
+            # previous check's scan where earlier extends its messages.
+            self._check_scan, keys = self._check_scan.keys_for(
+                (*earlier, message), self.fragment_key
+            )
+            key = keys[-1]
         index = len(earlier)
         items = self._message_items(message, index, _NO_MARKERS, key, ())
         for item in items:

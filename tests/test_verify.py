@@ -4,22 +4,26 @@ with the provider, the call, the JSON path and the spec line that produced the t
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prefixlock.cache.simulator import Simulation, simulate
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, TextPart
 from prefixlock.core.model import ModelRequest
 from prefixlock.review.invariants import Failure, check_bodies, check_history
-from prefixlock.review.replay import Call, replay, serialize_calls
+from prefixlock.review.replay import Call, replay, replay_bodies, serialize_calls
 from prefixlock.review.scenario import load_scenario
 from prefixlock.review.sources import SourceIndex
 from prefixlock.review.verify import (
     OTHER_TZ,
     Report,
     Row,
+    _call_time,
     _other_environment,
     verify,
     verify_scenario,
@@ -372,6 +376,7 @@ def test_json_output_shape(scenario_file: Path, capsys: pytest.CaptureFixture[st
         "calls",
         "context_messages",
         "cost_ratio",
+        "cost_vs_bound",
         "file",
         "name",
         "prefix_stable",
@@ -387,21 +392,22 @@ def test_the_table(scenario_file: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert lines[0].split() == [
         "scenario", "provider", "calls", "contexts", "prefix-stable", "bytes", "reused",
-        "cached", "tokens", "cost", "vs", "uncached",
+        "cached", "tokens", "cost", "vs", "uncached", "vs", "perfect", "cache",
     ]  # fmt: skip
     assert lines[1].split()[:5] == [scenario_file.parent.name, "gemini", "7", "4", "yes"]
     assert lines[-1] == "1 scenario(s) x 1 provider(s): every invariant holds"
 
 
 def test_report_table_layout() -> None:
-    row = Row("s", "S", "s.yaml", "gemini", 3, 1, False, 0.5, 0.25, 0.125)
+    row = Row("s", "S", "s.yaml", "gemini", 3, 1, False, 0.5, 0.25, 0.125, 1.0625)
     report = Report((row,), (Failure("s", "prefix", "x"),), "estimate")
     assert report.table().splitlines() == [
         "scenario  provider  calls  contexts  prefix-stable  bytes reused  cached tokens"
-        "  cost vs uncached",
+        "  cost vs uncached  vs perfect cache",
         "s         gemini        3         1             NO         50.0%          25.0%"
-        "             12.5%",
+        "             12.5%             1.06x",
     ]
+    assert row.to_json()["cost_vs_bound"] == 1.0625
     assert not report.ok
 
 
@@ -460,3 +466,43 @@ def test_prefix_is_checked_block_by_block() -> None:
     changed = [_bedrock_body(["ctx", "q"], ["a"]), _bedrock_body(["ctx", "q", "x"], ["a"])]
     [failure] = check_bodies("s", "bedrock-converse", changed)
     assert (failure.check, failure.call, failure.path) == ("prefix", 2, "$.messages[0].content[2]")
+
+
+def test_the_cost_column_expires_caches_by_the_scenarios_timestamps() -> None:
+    """long-session's user turns are 20-40 minutes apart: past the 5-minute TTL, so each
+    turn writes its prefix again; the same bodies without times (every call within the
+    TTL) cost less. Tool-result calls carry no time: they arrive with the turn."""
+    path = Path(__file__).parent.parent / "golden" / "long-session" / "scenario.yaml"
+    scenario = load_scenario(path)
+    [row], failures = verify_scenario(scenario, ["anthropic"])
+    assert not failures
+    untimed = simulate("anthropic", replay_bodies(scenario, ["anthropic"])["anthropic"])
+    assert row.cost_ratio > untimed.cost_ratio
+    times = [_call_time(scenario, c) for c in replay(scenario)]
+    assert times[0] == datetime(2026, 3, 18, 9, 0, tzinfo=UTC).timestamp()
+    assert None in times  # the tool-result calls
+
+
+def test_the_perfect_cache_yardstick_follows_its_definition() -> None:
+    """cost_vs_bound = simulated cost / the bound of the same simulated calls (every token
+    written once, read by every later call of its epoch; a compaction starts over)."""
+    path = Path(__file__).parent.parent / "golden" / "automatic-compaction" / "scenario.yaml"
+    scenario = load_scenario(path)
+    rows, _ = verify_scenario(scenario, ["anthropic", "openai-chat"])
+    calls = replay(scenario)
+    epochs = [c.request.epoch for c in calls]
+    assert len(set(epochs)) == 2  # one compaction
+    for row in rows:
+        sim = Simulation(row.provider)
+        for c in calls:
+            sim.add(serialize_calls([c], [row.provider])[row.provider][0], _call_time(scenario, c))
+        bound = Fraction(0)
+        seen, epoch = 0, None
+        for c, e in zip(sim.calls, epochs, strict=True):
+            seen = 0 if e != epoch else seen
+            epoch = e
+            read = min(seen, c.input_tokens)
+            bound += read * c.read_multiplier + (c.input_tokens - read) * c.write_multiplier
+            seen = max(seen, c.input_tokens)
+        assert row.cost_vs_bound == pytest.approx(float(sim.report().cost / bound))
+        assert row.cost_vs_bound > 1.0  # the 20- and 25-minute gaps expire the cache

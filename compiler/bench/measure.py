@@ -10,6 +10,10 @@ measures, over its last ``window`` calls:
   checkpoint records to an :class:`~prefixlock.store.sqlite.SQLiteStore` (WAL,
   ``synchronous=FULL``, so one fsync per record) in a temporary folder. Requests are
   validated before the clock starts (that is the client edge). Wall and process CPU time;
+* **the durable floor** per call: right after each handled call (outside its clock),
+  the same record bytes appended to a bare one-table SQLite file with the same pragmas,
+  one ``INSERT`` + ``COMMIT`` per record (:class:`DurableFloor`); handling is reported as
+  a multiple of it;
 * **record bytes** per call: the checkpoint bytes handed to the store; and, where
   ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
   and the WAL checkpoints into the database file that SQLite runs now and then);
@@ -66,12 +70,13 @@ from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
 from ..store.contract import Head
-from ..store.sqlite import SQLiteStore
+from ..store.sqlite import DurableFloor, SQLiteStore
 from .workload import Call, play
 
 __all__ = [
     "HYDRATION_REPEATS",
     "CountingStore",
+    "DurableFloor",
     "NaiveHarness",
     "Serializer",
     "WireFormats",
@@ -105,13 +110,19 @@ class WireFormats:
 
 
 class CountingStore(SQLiteStore):
-    """An SQLiteStore that counts the record bytes it is asked to append."""
+    """An SQLiteStore that counts the record bytes it is asked to append, and keeps the
+    records of the current call (``recent``, cleared by the caller) for the floor."""
 
     appended = 0
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        super().__init__(path, timeout=timeout)
+        self.recent: list[bytes] = []
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         head = super().append(conversation_id, seq, event_id, record)
         self.appended += len(record)
+        self.recent.append(record)
         return head
 
 
@@ -149,11 +160,13 @@ def _cid(calls: Sequence[Call]) -> str:
 
 
 def _handling_pass(
-    bundle: Bundle, store: CountingStore, calls: Sequence[Call], window: int
+    bundle: Bundle, store: CountingStore, floor: DurableFloor, calls: Sequence[Call], window: int
 ) -> tuple[dict[str, Any], Conversation]:
-    """Play the calls, timing handling alone over the last ``window``."""
+    """Play the calls, timing handling alone over the last ``window``; after each call,
+    the bare durable append of the records it wrote (timed over the same window)."""
     conv = Conversation.open(store, bundle, _cid(calls))
     handle: list[int] = []
+    durable: list[int] = []
     handle_cpu: list[int] = []
     record_bytes: list[int] = []
     written: list[int] = []
@@ -161,14 +174,19 @@ def _handling_pass(
     clock, cpu = time.perf_counter_ns, time.process_time_ns
     gc.collect()
     for index, call in enumerate(calls):
+        store.recent.clear()
         if index < first_timed:
             play(conv, call)
+            floor.append(store.recent)
             continue
         appended, before = store.appended, _written()
         t0, c0 = clock(), cpu()
         play(conv, call)
         t1, c1 = clock(), cpu()
         after = _written()
+        t2 = clock()
+        floor.append(store.recent)
+        durable.append(clock() - t2)
         handle.append(t1 - t0)
         handle_cpu.append(c1 - c0)
         record_bytes.append(store.appended - appended)
@@ -184,6 +202,7 @@ def _handling_pass(
         "context_messages": sum(1 for m in final.messages if m.kind is MessageKind.REQUEST_CONTEXT),
         "handle_ns": _stats(handle),
         "handle_cpu_ns": _stats(handle_cpu),
+        "durable_floor_ns": _stats(durable),
         "record_bytes": _stats(record_bytes),
         "written_bytes": _stats(written) if written else None,
     }, conv
@@ -326,6 +345,7 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
 def measure(
     bundle: Bundle,
     stores: tuple[CountingStore, SQLiteStore],
+    floor: DurableFloor,
     calls: Sequence[Call],
     formats: WireFormats,
     window: int,
@@ -333,11 +353,12 @@ def measure(
 ) -> dict[str, Any]:
     """Both passes over one conversation, then its hydration; figures over ``window``.
 
-    ``stores``: one for the handling pass, one for the serializing pass. With a window of
-    0 the conversation is played (a warm-up) and nothing is returned.
+    ``stores``: one for the handling pass, one for the serializing pass; ``floor``: the
+    bare durable append beside the handling pass. With a window of 0 the conversation is
+    played (a warm-up) and nothing is returned.
     """
     started = time.perf_counter_ns()
-    handling, conv = _handling_pass(bundle, stores[0], calls, window)
+    handling, conv = _handling_pass(bundle, stores[0], floor, calls, window)
     serializing = _serializing_pass(bundle, stores[1], calls, formats, window, progress)
     if not window:
         return {}
@@ -359,6 +380,9 @@ def method(window: int) -> dict[str, str]:
         "handling": "Conversation.assistant (previous output) + handle / tool_results "
         "(this call's event); SQLiteStore in a temporary folder, WAL, synchronous=FULL; "
         "a pass of its own (handle_with_serialize_ns: in the serializing pass)",
+        "durable_floor": "after each handled call, untimed by handling, the same record "
+        "bytes appended to a bare one-table SQLite file (WAL, synchronous=FULL): one "
+        "INSERT + COMMIT per record, as the store; durable_floor_ns per call",
         "record_bytes": "checkpoint record bytes handed to the store per call; "
         "written_bytes: /proc/self/io wchar per call (WAL frames and checkpoints)",
         "serialize": "Provider.serialize of every call; naive: wire_body without its "

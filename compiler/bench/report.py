@@ -1,6 +1,6 @@
 """The targets of ``prefixlock bench`` and its report table.
 
-:func:`targets` derives the four target checks from the figures of the runs; they are
+:func:`targets` derives the five target checks from the figures of the runs; they are
 ratios, because absolute times vary between machines. :func:`format_report` renders a
 report (the JSON value :func:`prefixlock.bench.run.bench` returns) as a table for people, one
 column per history length.
@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "BYTES_TOLERANCE",
+    "FLOOR_LIMIT",
     "HANDLING_LIMIT",
     "HYDRATION_LIMIT",
     "SPEEDUP_MIN",
@@ -24,6 +25,7 @@ HANDLING_LIMIT = 1.5  # handling per call at the longest history / at the shorte
 SPEEDUP_MIN = 10.0  # naive full re-encode / incremental serialization, longest history
 BYTES_TOLERANCE = 0.2  # record bytes per call, each history length vs the shortest
 HYDRATION_LIMIT = 3.0  # Conversation.open / json.loads of the same stored bytes
+FLOOR_LIMIT = 1.5  # handling per call / the bare durable append of the same records
 
 
 def _ratio(a: float, b: float) -> float:
@@ -31,7 +33,7 @@ def _ratio(a: float, b: float) -> float:
 
 
 def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The four target checks, computed from the figures of the runs (shortest first)."""
+    """The five target checks, computed from the figures of the runs (shortest first)."""
     short, long = runs[0], runs[-1]
     handling = _ratio(long["handle_ns"]["median"], short["handle_ns"]["median"])
     speedups = {
@@ -49,6 +51,11 @@ def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for run in runs
     }
     worst = max(hydration, key=lambda c: (hydration[c], int(c)))
+    floor = {
+        str(run["calls"]): _ratio(run["handle_ns"]["median"], run["durable_floor_ns"]["median"])
+        for run in runs
+    }
+    worst_floor = max(floor, key=lambda c: (floor[c], int(c)))
     return [
         {
             "name": "handling_flat",
@@ -86,6 +93,16 @@ def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "limit": HYDRATION_LIMIT,
             "met": hydration[worst] <= HYDRATION_LIMIT,
             "per_run": hydration,
+        },
+        {
+            "name": "handling_vs_durable_floor",
+            "what": f"handling per call / bare durable append of the same records (median; "
+            f"worst: {worst_floor} calls)",
+            "value": floor[worst_floor],
+            "op": "<=",
+            "limit": FLOOR_LIMIT,
+            "met": floor[worst_floor] <= FLOOR_LIMIT,
+            "per_run": floor,
         },
     ]
 
@@ -131,6 +148,8 @@ def format_report(report: dict[str, Any]) -> str:
     row("  handle event, µs", lambda r: _pair(r["handle_ns"]))
     row("    CPU time, µs", lambda r: _pair(r["handle_cpu_ns"]))
     row("    amid serializing, µs", lambda r: _pair(r["handle_with_serialize_ns"]))
+    row("  bare durable append, µs", lambda r: _pair(r["durable_floor_ns"]))
+    ratio("  handling / durable append", "handle_ns", "durable_floor_ns")
     row("  record bytes (mean)", lambda r: _bytes(r["record_bytes"]))
     if all(r["written_bytes"] for r in runs):
         row("  file bytes written (mean)", lambda r: _bytes(r["written_bytes"]))

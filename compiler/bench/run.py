@@ -8,7 +8,7 @@ already is. The benchmark is split by topic:
   (:func:`~prefixlock.bench.workload.generate`);
 * :mod:`prefixlock.bench.measure` -- the timing, memory and store passes over one
   conversation and the naive baselines beside them (:func:`~prefixlock.bench.measure.measure`);
-* :mod:`prefixlock.bench.report` -- the four target checks and the table;
+* :mod:`prefixlock.bench.report` -- the five target checks and the table;
 * this module -- :func:`bench`, which runs them all and assembles the JSON report, and the
   command's arguments. It is the edge that wires the providers in (``compiler`` never
   imports a provider elsewhere): their serializers and the naive harness built from each.
@@ -37,7 +37,7 @@ from ..core.errors import UsageError
 from ..providers.base import Provider
 from ..spec.build import build_bundle, find_example_root
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
-from .measure import CountingStore, WireFormats, measure, method
+from .measure import CountingStore, DurableFloor, WireFormats, measure, method
 from .report import targets
 from .workload import generate
 
@@ -110,20 +110,22 @@ def bench(
     runs: list[dict[str, Any]] = []
     try:
         stores = (CountingStore(folder / "handle.db"), SQLiteStore(folder / "serialize.db"))
+        floor = DurableFloor(folder / "floor.db")
         try:
             progress(f"warm-up: {lengths[0]} calls")
             warmup = generate(lengths[0], seed + 1, conversation="bench-warmup")
-            measure(bundle, stores, warmup, formats, 0, progress)
+            measure(bundle, stores, floor, warmup, formats, 0, progress)
             for n in lengths:
                 conversation = generate(
                     n, seed, compact=n == lengths[-1], tail=window, conversation=f"bench-{n}"
                 )
                 progress(f"run: {n} calls (per-call figures over the last {window})")
-                runs.append(measure(bundle, stores, conversation, formats, window, progress))
+                runs.append(measure(bundle, stores, floor, conversation, formats, window, progress))
                 del conversation
         finally:
             for store in stores:
                 store.close()
+            floor.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     checks = targets(runs)

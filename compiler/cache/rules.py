@@ -18,10 +18,12 @@ from ..core.errors import UnknownNameError
 
 __all__ = [
     "CLAUDE_MIN_TOKENS",
+    "DEFAULT_TTL",
     "GEMINI_MIN_TOKENS",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
     "ONE_HOUR_TTL",
+    "ONE_HOUR_TTL_SECONDS",
     "OPENAI_FAMILIES",
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
@@ -29,7 +31,12 @@ __all__ = [
     "rules_for",
 ]
 
+# Dates: every quotation below was taken from the page it cites when the rule was added
+# (this file's history: 2026-12-02, issues 10 and 15); none was re-fetched in the change
+# that added these dates. Figures the docs do not state are marked NOT VERIFIED.
+#
 # Anthropic prompt caching, https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+# [quoted 2026-12-02]
 # * "Prompt caching references the entire prompt - tools, system, and messages (in that
 #   order) up to and including the block designated with cache_control."
 # * "You can define up to 4 cache breakpoints"; automatic caching (a top-level
@@ -37,16 +44,18 @@ __all__ = [
 #   one of the four slots.
 # * "The system automatically checks for cache hits at all previous content block
 #   boundaries (up to approximately 20 blocks before your explicit breakpoint)": we
-#   check the breakpoint's own boundary and the 20 block boundaries before it.
+#   check the breakpoint's own boundary and the 20 block boundaries before it. NOT
+#   VERIFIED: issue 15 reads the docs as 20 positions including the breakpoint; not
+#   changed here.
 # Amazon Bedrock (Claude models, cachePoint blocks) documents the same 4-checkpoint
 # limit, https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html; we
 # apply the same lookback since the model behind it is the same.
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 
-# Anthropic pricing (same page, "Pricing"): "5-minute cache write tokens are 1.25 times
-# the base input tokens price ... cache read tokens are 0.1 times the base input tokens
-# price". Bedrock's Claude prices use the same ratios (https://aws.amazon.com/bedrock/pricing/).
+# Anthropic pricing (same page, "Pricing") [quoted 2026-12-02]: "5-minute cache write
+# tokens are 1.25 times the base input tokens price ... cache read tokens are 0.1 times
+# the base input tokens price". Bedrock's Claude prices use the same ratios (https://aws.amazon.com/bedrock/pricing/).
 _CLAUDE_WRITE = Fraction("1.25")
 _CLAUDE_READ = Fraction("0.1")
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
@@ -58,8 +67,28 @@ _CLAUDE_WRITE_1H = Fraction(2)
 #: The ``ttl`` value of a one-hour cache marker (both wires).
 ONE_HOUR_TTL = "1h"
 
+# Expiry (issue 15, item 4), from the scenario's timestamps (simulator ``at``).
+# [doc text as quoted 2026-12-02, not re-fetched in this change]
+# * Anthropic (page above): "By default, the cache has a 5-minute lifetime. The cache is
+#   refreshed for no additional cost each time the cached content is used."; the 1-hour
+#   option ("ttl": "1h") lives an hour, refreshed the same way.
+# * Bedrock (user guide above): "Cache checkpoints have a five minute Time To Live (TTL),
+#   which resets with each successful cache hit"; one hour with "ttl": "1h" for the
+#   Claude models that accept it.
+# * OpenAI (caching guide below): "Cached prefixes generally remain active for 5 to 10
+#   minutes of inactivity, up to a maximum of one hour during off-peak periods": we take
+#   the low end, 5 minutes (a simulated miss where the service may still hit).
+# * Gemini implicit caching: the docs give no lifetime. NOT VERIFIED: we apply the same
+#   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour; the simulator
+#   does not expire those.)
+#: Seconds a cache entry lives after the last call that wrote or read it.
+DEFAULT_TTL = 300.0
+#: Seconds with ``ttl: 1h`` markers (Anthropic, Bedrock).
+ONE_HOUR_TTL_SECONDS = 3600.0
+
 #: Claude model family (longest matching prefix wins) -> minimum cacheable tokens.
-#: Anthropic, "Cache limitations": "4096 tokens for Claude Opus 4.6, Claude Opus 4.5 ...
+#: Anthropic, "Cache limitations" [quoted 2026-12-02]: "4096 tokens for Claude Opus 4.6,
+#: Claude Opus 4.5 ...
 #: 1024 tokens for Claude Sonnet 4.5, Claude Opus 4.1, Claude Opus 4, Claude Sonnet 4,
 #: and Claude Sonnet 3.7 ... 4096 tokens for Claude Haiku 4.5 ... 2048 tokens for Claude
 #: Haiku 3.5 and Claude Haiku 3". Sonnet 4.6: the page has said 1024 and 2048 at
@@ -79,22 +108,27 @@ CLAUDE_MIN_TOKENS: Mapping[str, int] = {
     "": 1024,  # any other Claude model
 }
 
-# Bedrock: "cache checkpoints have a minimum number of tokens ... For example, the
+# Bedrock [quoted 2026-12-02]: "cache checkpoints have a minimum number of tokens ...
+# For example, the
 # Anthropic Claude 3.7 Sonnet model requires at least 1,024 tokens per cache checkpoint.
 # That means that your first cache checkpoint can be defined after 1,024 tokens and the
 # second cache checkpoint can be defined after 2,048 tokens." (Bedrock user guide, above):
 # a checkpoint counts only if it ends at least the minimum after the previous one. The
-# per-model minimum is the Claude family's (table above).
+# per-model minimum is the Claude family's (table above). NOT VERIFIED: issue 15 reports
+# that Bedrock documents its own minimums (Claude Sonnet 4.5: 4,096); not changed here,
+# since no source in the repo quotes Bedrock's table.
 
 # OpenAI prompt caching, https://developers.openai.com/api/docs/guides/prompt-caching:
-# "Caching is enabled automatically for prompts that are 1024 tokens or longer"; cache
-# hits happen "in increments of 128 tokens" (the guide and the "Prompt Caching 201"
-# cookbook); requests are routed by a prefix hash combined with `prompt_cache_key`, so
-# the key is part of the cache namespace here.
+# [quoted 2026-12-02] "Caching is enabled automatically for prompts that are 1024 tokens
+# or longer"; cache hits happen "in increments of 128 tokens" (the guide and the "Prompt
+# Caching 201" cookbook): the guide's own example of cached lengths is 1024, 1152, 1280,
+# 1408, ... (tests/test_cache_rules_docs.py pins it); requests are routed by a prefix
+# hash combined with `prompt_cache_key`, so the key is part of the cache namespace here.
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
 #: OpenAI model family -> (cached-input multiplier, cache-write multiplier), from the
-#: pricing page (https://developers.openai.com/api/docs/pricing: cached input is a tenth
+#: pricing page [quoted 2026-12-02] (https://developers.openai.com/api/docs/pricing:
+#: cached input is a tenth
 #: of the input price for the GPT-5 family, a quarter for GPT-4.1 / o3 / o4-mini, half
 #: for GPT-4o / o1) and the caching guide ("Cache writes have no additional fee on models
 #: before the GPT-5.6 family. For GPT-5.6 models and later ... 1.25x").
@@ -109,7 +143,8 @@ OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
     "": (Fraction("0.5"), Fraction(1)),  # other models: the most conservative discount
 }
 
-# Gemini implicit caching, https://ai.google.dev/gemini-api/docs/caching: "Implicit
+# Gemini implicit caching, https://ai.google.dev/gemini-api/docs/caching [quoted
+# 2026-12-02]: "Implicit
 # caching is enabled by default for all Gemini 2.5 and newer models"; minimum input
 # tokens: Gemini 2.5 Flash 2,048, Gemini 2.5 Pro 2,048, Gemini 3.x 4,096 (earlier
 # versions of the page said 1,024 for 2.5 Flash and 4,096 for 2.5 Pro). Discount:

@@ -16,8 +16,15 @@ sits (section, role, position inside its message), and a *prefix* is identified 
 chain hash of its blocks; a block's tokens are counted by :mod:`prefixlock.cache.tokens`
 (default: UTF-8 bytes / 4 of its canonical JSON). Matching is block-granular: a
 partially equal block counts as a miss from its start (real caches match tokens; this
-errs on the side of fewer hits). Every call is assumed to arrive within the cache TTL
-(5 minutes) of the previous one, and nothing is evicted.
+errs on the side of fewer hits). Nothing is evicted for lack of space.
+
+**Expiry** (issue 15, item 4): a call may carry its time (:meth:`Simulation.add`'s
+``at``, seconds; verify passes the scenario's timestamps). A cache entry lives for the
+TTL from the last call that wrote or read it (:data:`~prefixlock.cache.rules.DEFAULT_TTL`,
+5 minutes; :data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers
+carry ``ttl: 1h``); a later call finds it only within that time. A call without a time
+arrives at the previous call's time (tool results follow the turn that asked for them);
+while no call has a time, nothing expires (the behaviour before timestamps).
 
 * **Explicit** caches (Anthropic, Bedrock): a call may *read* the longest cached prefix
   found at one of its breakpoints or at most :data:`LOOKBACK_BLOCKS` block boundaries
@@ -43,6 +50,7 @@ Output tokens are not simulated.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -51,7 +59,15 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
-from .rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, ONE_HOUR_TTL, CacheRules, rules_for
+from .rules import (
+    DEFAULT_TTL,
+    LOOKBACK_BLOCKS,
+    MAX_BREAKPOINTS,
+    ONE_HOUR_TTL,
+    ONE_HOUR_TTL_SECONDS,
+    CacheRules,
+    rules_for,
+)
 from .tokens import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -60,6 +76,7 @@ __all__ = [
     "CacheReport",
     "CacheRules",
     "CallCache",
+    "PerfectBound",
     "Simulation",
     "rules_for",
     "simulate",
@@ -291,6 +308,37 @@ class CacheReport:
         }
 
 
+class PerfectBound:
+    """The perfect-cache bound of a conversation (issue 15, item 5), fed the simulated
+    calls one by one (:meth:`add`): every input token is written to the cache once, at
+    the call's write price, and read at its read price by every later call of the same
+    epoch; a compaction (a new epoch) starts over. No minimum, no breakpoint limit, no
+    expiry. Within an epoch a call's first ``max(earlier calls' input tokens)`` tokens
+    are reads, the rest writes.
+
+    Where a provider sends tokens uncached for less than its write price (Anthropic and
+    Bedrock: uncached 1x, writes 1.25x or 2x), a simulated cost can fall just below this
+    bound; the ratio is a yardstick, not a proof of optimality.
+    """
+
+    def __init__(self) -> None:
+        self.cost = Fraction(0)
+        self._seen = 0
+        self._epoch: int | None = None
+
+    def add(self, call: CallCache, epoch: int) -> None:
+        if epoch != self._epoch:
+            self._epoch, self._seen = epoch, 0
+        read = min(self._seen, call.input_tokens)
+        self.cost += read * call.read_multiplier
+        self.cost += (call.input_tokens - read) * call.write_multiplier
+        self._seen = max(self._seen, call.input_tokens)
+
+    def ratio(self, cost: Fraction) -> float:
+        """``cost`` as a multiple of the bound (1.0 when the bound is 0)."""
+        return float(cost / self.cost) if self.cost else 1.0
+
+
 # --- simulation ------------------------------------------------------------------------
 
 
@@ -354,16 +402,20 @@ class Simulation:
         self.model = model
         self.counter = tokenizer or get_tokenizer()
         self.token_memo: dict[bytes, int] = {}
-        self.explicit_entries: dict[tuple[Any, ...], set[bytes]] = {}
-        self.implicit_seen: dict[tuple[Any, ...], set[bytes]] = {}
+        #: Per namespace: prefix hash -> the time its entry expires (``inf``: never,
+        #: for entries last used by a call without a time).
+        self.explicit_entries: dict[tuple[Any, ...], dict[bytes, float]] = {}
+        self.implicit_seen: dict[tuple[Any, ...], dict[bytes, float]] = {}
+        self.last_at: float | None = None
         self.calls: list[CallCache] = []
         self.cached_contents = cached_contents or {}
         self.created: set[str] = set()  # Gemini explicit caches already written
         self.model_name = model or ""
         self.rules = rules_for(provider, self.model_name)
 
-    def add(self, raw: bytes | str | Mapping[str, Any]) -> CallCache:
-        """Simulate the next call's body."""
+    def add(self, raw: bytes | str | Mapping[str, Any], at: float | None = None) -> CallCache:
+        """Simulate the next call's body; ``at``: its time in seconds (any epoch), if
+        known. Times must not go backwards."""
         provider, model, counter, token_memo = (
             self.provider,
             self.model,
@@ -392,21 +444,40 @@ class Simulation:
             cumulative.append(total)
         hashes = list(_prefix_hashes(keys))
         breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
+        write_multiplier = _write_multiplier(rules, body)
+        if at is not None and self.last_at is not None and at < self.last_at:
+            raise CacheSimulationError(
+                f"{provider} call {index}: its time goes back {self.last_at - at:g} s"
+            )
+        if at is None:  # with the previous call (never expires before any time is known)
+            now = math.inf if self.last_at is None else self.last_at
+        else:
+            now = self.last_at = at
+        one_hour = rules.write_multiplier_1h is not None and (
+            write_multiplier == rules.write_multiplier_1h
+        )
+        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else DEFAULT_TTL)
         if rules.explicit:
             if len(breakpoints) > rules.max_breakpoints:
                 raise CacheSimulationError(
                     f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
                     f"accepts at most {rules.max_breakpoints}"
                 )
-            entries = self.explicit_entries.setdefault(namespace, set())
-            read, write, written = _explicit(rules, breakpoints, cumulative, hashes, entries)
-            entries.update(written)
+            entries = self.explicit_entries.setdefault(namespace, {})
+            live = _Live(entries, now)
+            read, write, written, hit = _explicit(rules, breakpoints, cumulative, hashes, live)
+            if hit is not None:
+                entries[hit] = until  # reading an entry refreshes it
+            for entry in written:
+                entries[entry] = until
         else:
-            seen = self.implicit_seen.setdefault(namespace, set())
-            matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in seen), -1)
+            seen = self.implicit_seen.setdefault(namespace, {})
+            live = _Live(seen, now)
+            matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in live), -1)
             read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
-            seen.update(hashes)
+            for h in hashes:
+                seen[h] = until
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             cached = _cached_tokens(name, self.cached_contents, counter, index)
@@ -424,7 +495,7 @@ class Simulation:
             blocks=len(blocks),
             breakpoints=len(breakpoints),
             read_multiplier=rules.read_multiplier,
-            write_multiplier=_write_multiplier(rules, body),
+            write_multiplier=write_multiplier,
         )
         self.calls.append(call)
         return call
@@ -435,14 +506,28 @@ class Simulation:
         )
 
 
+@attrs.frozen
+class _Live:
+    """The entries of a namespace that have not expired at ``now``."""
+
+    expiries: Mapping[bytes, float]
+    now: float
+
+    def __contains__(self, entry: object) -> bool:
+        until = self.expiries.get(entry)  # type: ignore[call-overload]
+        # A call without a time (now = inf) finds every entry ever written.
+        return until is not None and (self.now == math.inf or self.now <= until)
+
+
 def _explicit(
     rules: CacheRules,
     breakpoints: Sequence[int],
     cumulative: Sequence[int],
     hashes: Sequence[bytes],
-    entries: set[bytes],
-) -> tuple[int, int, list[bytes]]:
-    """(read tokens, write tokens, entries written) of one explicit-cache call."""
+    entries: _Live,
+) -> tuple[int, int, list[bytes], bytes | None]:
+    """(read tokens, write tokens, entries written, the entry read) of one
+    explicit-cache call."""
     hit = -1
     for b in breakpoints:
         for p in range(b, max(-1, b - rules.lookback_blocks - 1), -1):
@@ -458,7 +543,7 @@ def _explicit(
             valid.append(b)
             since = cumulative[b]
     write = max(0, cumulative[valid[-1]] - read) if valid else 0
-    return read, write, [hashes[b] for b in valid]
+    return read, write, [hashes[b] for b in valid], hashes[hit] if hit >= 0 else None
 
 
 def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:

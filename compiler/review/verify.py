@@ -11,8 +11,11 @@ new values, and the spec ``file:line`` that produced the text when it can be fou
 (:class:`prefixlock.review.sources.SourceIndex`). The table reports per scenario and provider:
 calls, distinct request-context messages, prefix stability, the share of body bytes
 equal to the previous body's prefix, and the simulated cached-token share and cost vs
-no caching (:mod:`prefixlock.cache.simulator`). The golden suite runs in a few seconds: the
-subprocess replays run in parallel with the in-process work.
+no caching, and that cost as a multiple of the perfect-cache bound (every token written
+once, read by every later call of its epoch: :class:`~prefixlock.cache.simulator.PerfectBound`)
+(:mod:`prefixlock.cache.simulator`; cache entries expire by the scenario's
+request timestamps, a call without one arriving with the call before). The golden suite
+runs in a few seconds: the subprocess replays run in parallel with the in-process work.
 
 Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 """
@@ -25,13 +28,14 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import Simulation, simulate
+from ..cache.simulator import PerfectBound, Simulation, simulate
 from ..cache.tokens import get_tokenizer
 from ..core.errors import UsageError
 from ..core.messages import MessageKind
@@ -79,10 +83,12 @@ class Row:
     bytes_reused: float
     cached_share: float
     cost_ratio: float
+    #: Simulated cost as a multiple of the perfect-cache bound (:class:`PerfectBound`).
+    cost_vs_bound: float
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
-        for key in ("bytes_reused", "cached_share", "cost_ratio"):
+        for key in ("bytes_reused", "cached_share", "cost_ratio", "cost_vs_bound"):
             out[key] = round(out[key], 4)
         return out
 
@@ -115,6 +121,7 @@ class Report:
             "bytes reused",
             "cached tokens",
             "cost vs uncached",
+            "vs perfect cache",
         )
         body = [
             (
@@ -126,6 +133,7 @@ class Report:
                 f"{row.bytes_reused:.1%}",
                 f"{row.cached_share:.1%}",
                 f"{row.cost_ratio:.1%}",
+                f"{row.cost_vs_bound:.2f}x",
             )
             for row in self.rows
         ]
@@ -133,6 +141,23 @@ class Report:
 
 
 # --- scenarios -------------------------------------------------------------------------
+
+
+def _call_time(scenario: Scenario, call: Call) -> float | None:
+    """The time of a model call in seconds since the epoch, for the cache simulator's
+    expiry: its request's ``timestamp`` (RFC 3339, already checked when the scenario was
+    loaded); None for a call without one (tool results, a request with no timestamp:
+    the simulator takes it to arrive with the previous call)."""
+    step = scenario.steps[call.step]
+    request = getattr(step, "request", None)
+    stamp = getattr(request, "timestamp", None)
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp.upper())
+    except ValueError:  # a leap second (":60"): the second before it is close enough
+        moment = datetime.fromisoformat(stamp.upper().replace(":60", ":59", 1))
+    return moment.timestamp()
 
 
 def scenario_label(path: Path) -> str:
@@ -226,6 +251,7 @@ def verify_scenario(
     live = {name: registry.get(name) for name in names}
     checkers: dict[str, BodyChecker] = {}
     simulations: dict[str, Simulation] = {}
+    bounds = {name: PerfectBound() for name in names}
     digests: dict[str, list[str]] = {name: [] for name in names}
     totals = dict.fromkeys(names, 0)
     reused = dict.fromkeys(names, 0)
@@ -241,6 +267,7 @@ def verify_scenario(
             retry_of = None
             events.setdefault(call.event, call.index)
         history.add(call)
+        at = _call_time(scenario, call)
         contexts.update(
             m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
         )
@@ -260,7 +287,7 @@ def verify_scenario(
             if name in previous:
                 reused[name] += common_prefix(previous[name], body)
             previous[name] = body
-            simulations[name].add(body)
+            bounds[name].add(simulations[name].add(body, at), call.request.epoch)
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
@@ -308,6 +335,7 @@ def verify_scenario(
                 bytes_reused=reused[name] / total if total else 0.0,
                 cached_share=simulated.cached_share,
                 cost_ratio=simulated.cost_ratio,
+                cost_vs_bound=bounds[name].ratio(simulated.cost),
             )
         )
     return rows, failures

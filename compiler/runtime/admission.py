@@ -110,12 +110,15 @@ class Admission:
         """Raise :class:`SerializationError` naming ``field`` if a configured provider
         would refuse one of ``messages`` appended, in order, after ``earlier``."""
         for provider in self._providers:
-            before = list(earlier)
-            for message in messages:
+            # The history itself for the first message (no copy of a long epoch per
+            # provider and call); earlier + the messages before it for the others.
+            before: Sequence[CanonicalMessage] = earlier
+            for index, message in enumerate(messages):
+                if index:
+                    before = (*earlier, *messages[:index])
                 try:
                     provider.check_message(message, before)
                 except SerializationError as err:
                     raise SerializationError(
                         f"{field}: not stored, a configured provider would refuse it: {err}"
                     ) from None
-                before.append(message)

@@ -58,7 +58,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -75,6 +75,7 @@ __all__ = [
     "APPLICATION_ID",
     "SCHEMA_VERSION",
     "SQLITE_VERSION",
+    "DurableFloor",
     "SQLiteStore",
 ]
 
@@ -541,3 +542,31 @@ class SQLiteStore:
                 f"(stored {digest}, computed {actual}): corrupted (bit flip?)"
             )
         return body
+
+
+class DurableFloor:
+    """The bare durable append a checkpoint stands for, for ``prefixlock bench``: the
+    same record bytes, one ``INSERT`` + ``COMMIT`` per record into a one-table SQLite
+    file with :class:`SQLiteStore`'s pragmas (``journal_mode=WAL``,
+    ``synchronous=FULL``). No digest, no head, no checks, no lock: what no checkpoint
+    store can go below on this machine and file system. Not a store."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(path, isolation_level=None)
+        mode = str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+        if mode != "wal":
+            self._conn.close()
+            raise CheckpointError(f"{path}: could not enable WAL mode (journal_mode={mode})")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS records (body BLOB NOT NULL)")
+
+    def append(self, records: Sequence[bytes]) -> None:
+        execute = self._conn.execute
+        for record in records:
+            execute("BEGIN IMMEDIATE")
+            execute("INSERT INTO records (body) VALUES (?)", (record,))
+            execute("COMMIT")
+
+    def close(self) -> None:
+        self._conn.close()
