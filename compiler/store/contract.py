@@ -82,6 +82,11 @@ class Store(Protocol):
 class DurableStore(Store, Protocol):
     """A store that outlives the process (SQLite, PostgreSQL): checkable and closable."""
 
+    #: the schema version the store holds
+    schema_version: int
+    #: True if opening this store created its schema (it was empty)
+    created_schema: bool
+
     def integrity_check(self) -> list[str]:
         """Every problem found in the store, one line each; empty when it is sound."""
         ...

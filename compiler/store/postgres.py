@@ -95,6 +95,10 @@ class PostgresStore:
         self.name = redact_url(url)
         self._lock = threading.RLock()
         self._conn: Conn | None = None
+        #: the schema version this store holds (:data:`SCHEMA_VERSION`)
+        self.schema_version = SCHEMA_VERSION
+        #: True if this open created the schema (the database held none of its tables)
+        self.created_schema = False
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as err:
@@ -191,6 +195,7 @@ class PostgresStore:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
         if self._check_schema(conn):  # another worker created it meanwhile
             return
+        self.created_schema = True
         for statement in _SCHEMA:
             conn.execute(statement)
         conn.execute(

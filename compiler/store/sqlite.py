@@ -121,6 +121,10 @@ class SQLiteStore:
         self.timeout = timeout
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        #: the schema version this store holds (:data:`SCHEMA_VERSION`)
+        self.schema_version = SCHEMA_VERSION
+        #: True if this open created the schema (the file was empty)
+        self.created_schema = False
         try:
             conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -194,6 +198,7 @@ class SQLiteStore:
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         if self._check_schema(conn):  # another process created it meanwhile
             return
+        self.created_schema = True
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
