@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -77,3 +78,54 @@ def test_store_init_refuses_another_programs_postgres_tables(
 def test_store_without_an_action_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store"]) == 2
     assert "ACTION" in capsys.readouterr().err
+
+
+def _soak(url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    args = ["bench", "--soak", "--store", url, "--workers", "3", "--conversations", "3"]
+    assert main([*args, "--events", "40", "--json"]) == 0
+    report: dict[str, object] = json.loads(capsys.readouterr().out)
+    assert report["store"] == redact_url(url)
+    assert report["events"] == 3 * 40
+    assert (report["lost"], report["duplicated"], report["errors_surfaced"]) == (0, 0, 0)
+    assert report["identical"] == 3 and report["differ"] == []
+    assert report["integrity_problems"] == [] and report["worker_exit_codes"] == [0, 0, 0]
+    assert isinstance(report["duplicate_deliveries"], int) and report["duplicate_deliveries"] > 0
+    assert isinstance(report["events_per_second"], float) and report["events_per_second"] > 0
+    return report
+
+
+def test_soak_through_the_cli_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _soak(f"sqlite://{tmp_path}/soak.db", capsys)
+
+
+def test_soak_through_the_cli_on_postgres(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _soak(_with_password(postgres_url), capsys)
+    assert "hunter2" not in json.dumps(report)
+
+
+def test_soak_prints_its_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite://{tmp_path}/soak.db"
+    assert main(["bench", "--soak", "--store", url, "--workers", "2", "--events", "6"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"soak on {url}: 2 workers x 8 conversations x 6 events"
+    assert lines[1].startswith("  events           48 in ") and lines[1].endswith(" events/s)")
+    assert lines[3:7] == [
+        "  lost             0",
+        "  duplicated       0",
+        "  errors surfaced  0",
+        "  byte-identical   8 of 8 conversations (records and next request body, vs a "
+        "single-process replay)",
+    ]
+
+
+def test_soak_refuses_bad_sizes_and_store_without_soak(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--soak", "--workers", "0"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "prefixlock bench: --workers must be at least 1, not 0\n"
+    )
+    assert main(["bench", "--store", "sqlite:///x.db"]) == 2
+    assert capsys.readouterr().err == "prefixlock bench: --store goes with --soak\n"
