@@ -120,12 +120,36 @@ def test_soak_prints_its_figures(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ]
 
 
-def test_soak_refuses_bad_sizes_and_store_without_soak(
+def test_soak_refuses_bad_sizes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["bench", "--soak", "--workers", "0"]) == 2
     assert capsys.readouterr().err.endswith(
         "prefixlock bench: --workers must be at least 1, not 0\n"
     )
-    assert main(["bench", "--store", "sqlite:///x.db"]) == 2
-    assert capsys.readouterr().err == "prefixlock bench: --store goes with --soak\n"
+
+
+def test_store_bench_compares_history_lengths_next_to_sqlite(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _with_password(postgres_url)
+    assert main(["bench", "--store", url, "--calls", "40,60", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "hunter2" not in captured.out + captured.err
+    report = json.loads(captured.out)
+    assert report["lengths"] == [40, 60]
+    assert [s["store"] for s in report["stores"]] == ["temporary SQLite file", redact_url(url)]
+    for store in report["stores"]:
+        short, long = store["rows"]
+        assert (short["calls"], long["calls"]) == (40, 60)
+        # a warm worker reads what the other appended, at any length; a cold open all
+        assert abs(short["warm_bytes_per_call"] - long["warm_bytes_per_call"]) < 100
+        assert long["cold_bytes_per_call"] > short["cold_bytes_per_call"]
+        assert short["warm_median_ms"] > 0 and store["warm_ratio"] > 0
+
+
+def test_store_bench_refuses_short_histories(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--store", "sqlite:///unused.db", "--calls", "10"]) == 2
+    assert capsys.readouterr().err == (
+        "prefixlock bench: bench --store: every history length must be at least 37 calls, not 10\n"
+    )

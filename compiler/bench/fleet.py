@@ -19,14 +19,16 @@ raised) and conversations that are not byte-identical.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import queue
 import random
 import secrets
 import shutil
+import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
@@ -41,16 +43,18 @@ from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
 from ..store.contract import MemoryStore
 from ..store.urls import open_store, redact_url
-from .workload import Call, generate
+from .workload import Call, generate, play
 
 __all__ = [
     "DEFAULT_SOAK",
     "SoakConfig",
     "Step",
     "format_soak",
+    "format_store_bench",
     "soak",
     "soak_ok",
     "soak_steps",
+    "store_bench",
 ]
 
 #: The wire format whose next request body is compared with the replay.
@@ -330,3 +334,134 @@ def soak_ok(report: dict[str, Any]) -> bool:
         and not report["integrity_problems"]
         and report["worker_exit_codes"] == [0] * report["workers"]
     )
+
+
+# -- bench --store: handling per call against history length -----------------------------
+
+#: History lengths (calls) ``bench --store`` compares by default.
+STORE_CALLS = (100, 3000)
+#: Calls measured at the end of each history (the same tail script at every length).
+WARM_WINDOW = 30
+COLD_WINDOW = 5
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    median = statistics.median(ordered)
+    p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    return median, p95
+
+
+def _store_run(url: str, calls: int, seed: int, progress: Callable[[str], None]) -> dict[str, Any]:
+    """Play ``calls`` calls; time the last ones for a warm fleet and for cold opens."""
+    bundle = build_bundle(find_example_root())
+    cid = f"bench-{secrets.token_hex(3)}-{calls}"
+    script = generate(calls, seed, tail=WARM_WINDOW + COLD_WINDOW, conversation=cid)
+    setup, warm_calls, cold_calls = (
+        script[: calls - WARM_WINDOW - COLD_WINDOW],
+        script[calls - WARM_WINDOW - COLD_WINDOW : calls - COLD_WINDOW],
+        script[calls - COLD_WINDOW :],
+    )
+    with open_store(url) as first, open_store(url) as second:
+        progress(f"{redact_url(url)}: playing {len(setup)} calls")
+        a = Conversation.open(first, bundle, cid)
+        for call in setup:
+            play(a, call)
+        b = Conversation.open(second, bundle, cid)
+        warm: list[float] = []
+        warm_bytes: list[int] = []
+        for i, call in enumerate(warm_calls):  # two warm workers take turns
+            conv = (a, b)[i % 2]
+            before = conv.store.bytes_read  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            conv.catch_up()
+            play(conv, call)
+            warm.append(time.perf_counter() - start)
+            warm_bytes.append(conv.store.bytes_read - before)  # type: ignore[attr-defined]
+        cold: list[float] = []
+        cold_bytes: list[int] = []
+        for call in cold_calls:  # a worker that holds nothing: open from the store
+            before = first.bytes_read
+            start = time.perf_counter()
+            play(Conversation.open(first, bundle, cid), call)
+            cold.append(time.perf_counter() - start)
+            cold_bytes.append(first.bytes_read - before)
+    warm_median, warm_p95 = _percentiles(warm)
+    cold_median, cold_p95 = _percentiles(cold)
+    return {
+        "calls": calls,
+        "warm_median_ms": round(warm_median * 1000, 3),
+        "warm_p95_ms": round(warm_p95 * 1000, 3),
+        "warm_bytes_per_call": round(statistics.mean(warm_bytes)),
+        "cold_median_ms": round(cold_median * 1000, 3),
+        "cold_p95_ms": round(cold_p95 * 1000, 3),
+        "cold_bytes_per_call": round(statistics.mean(cold_bytes)),
+    }
+
+
+def store_bench(
+    url: str,
+    lengths: Sequence[int] = STORE_CALLS,
+    seed: int = 1,
+    *,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Handling per call at each history length, on ``url`` and on a temporary SQLite
+    file side by side: a warm fleet (two workers taking turns, each catching up before
+    it handles a call) and a cold open (the worker holds nothing), with the record and
+    root bytes each call read from the store."""
+    short = min(lengths)
+    if short < WARM_WINDOW + COLD_WINDOW + 2:
+        raise UsageError(
+            f"bench --store: every history length must be at least "
+            f"{WARM_WINDOW + COLD_WINDOW + 2} calls, not {short}"
+        )
+    folder = Path(tempfile.mkdtemp(prefix="prefixlock-store-bench-"))
+    try:
+        targets = [("sqlite", f"sqlite://{folder / 'bench.db'}"), ("store", url)]
+        stores = []
+        for label, target in targets:
+            rows = [_store_run(target, n, seed, progress) for n in lengths]
+            first, last = rows[0], rows[-1]
+            stores.append(
+                {
+                    "store": "temporary SQLite file" if label == "sqlite" else redact_url(url),
+                    "rows": rows,
+                    "warm_ratio": round(last["warm_median_ms"] / first["warm_median_ms"], 2),
+                }
+            )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"lengths": list(lengths), "seed": seed, "stores": stores}
+
+
+def format_store_bench(report: dict[str, Any]) -> str:
+    """One table: per store and history length, warm and cold handling per call."""
+    header = (
+        "store", "calls", "warm median ms", "warm p95 ms", "warm bytes/call",
+        "cold median ms", "cold p95 ms", "cold bytes/call",
+    )  # fmt: skip
+    table = [header]
+    for store in report["stores"]:
+        for row in store["rows"]:
+            table.append(
+                (
+                    store["store"],
+                    str(row["calls"]),
+                    f"{row['warm_median_ms']:.2f}",
+                    f"{row['warm_p95_ms']:.2f}",
+                    str(row["warm_bytes_per_call"]),
+                    f"{row['cold_median_ms']:.2f}",
+                    f"{row['cold_p95_ms']:.2f}",
+                    str(row["cold_bytes_per_call"]),
+                )
+            )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    for store in report["stores"]:
+        n = report["lengths"]
+        lines.append(
+            f"{store['store']}: warm handling per call at {n[-1]} calls is "
+            f"{store['warm_ratio']}x that at {n[0]} calls (target <= 1.5x)"
+        )
+    return "\n".join(lines)

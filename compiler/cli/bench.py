@@ -5,11 +5,19 @@ from __future__ import annotations
 import argparse
 
 from .. import providers
-from ..bench.fleet import DEFAULT_SOAK, SoakConfig, format_soak, soak, soak_ok
+from ..bench.fleet import (
+    DEFAULT_SOAK,
+    STORE_CALLS,
+    SoakConfig,
+    format_soak,
+    format_store_bench,
+    soak,
+    soak_ok,
+    store_bench,
+)
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
 from ..core import canonical
-from ..core.errors import UsageError
 from .console import FINDING, OK, Command, err, out
 
 __all__ = ["COMMANDS"]
@@ -40,9 +48,10 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calls",
         type=_calls,
-        default=",".join(map(str, DEFAULT_CALLS)),  # argparse parses a string default
         metavar="N,N,...",
-        help="history lengths to measure, in calls (default: %(default)s)",
+        help="history lengths to measure, in calls (default: "
+        f"{','.join(map(str, DEFAULT_CALLS))}; with --store: "
+        f"{','.join(map(str, STORE_CALLS))})",
     )
     parser.add_argument(
         "--provider",
@@ -66,7 +75,8 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--store",
         metavar="URL",
         help="with --soak: the store (sqlite:///path/to.db or postgresql://...; default: a "
-        "temporary SQLite file)",
+        "temporary SQLite file); without --soak: measure handling per call on this store "
+        "at each --calls history length, for a warm fleet and a cold open, next to SQLite",
     )
     fleet.add_argument(
         "--workers",
@@ -108,9 +118,16 @@ def _run_bench(args: argparse.Namespace) -> int:
     if args.soak:
         return _run_soak(args)
     if args.store is not None:
-        raise UsageError("--store goes with --soak")
+        store_report = store_bench(
+            args.store, args.calls or STORE_CALLS, args.seed, progress=lambda text: err(text)
+        )
+        if args.json:
+            out(canonical.dumps_pretty(store_report).rstrip("\n"))
+        else:
+            out(format_store_bench(store_report))
+        return OK
     report = bench(
-        args.calls,
+        args.calls or DEFAULT_CALLS,
         _provider_names(args.provider),
         args.seed,
         progress=lambda text: err(text),
