@@ -19,7 +19,7 @@ import pytest
 from helpers_store import append_with_retry, fill, make_record, make_root, stored_event_ids
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError, CheckpointRaceError
-from prefixlock.store.contract import MemoryStore, Store
+from prefixlock.store.contract import Head, MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl
 from prefixlock.store.records import decode_chain
 from prefixlock.store.urls import open_store
@@ -329,3 +329,74 @@ def test_interrupted_import_resumes_and_a_different_history_is_refused(
     fill(other, "c", 5, text="other")
     with pytest.raises(CheckpointError, match="its record 1 differs from the file's"):
         import_jsonl(io.BytesIO(_exported(other, "c")), store)
+
+
+# -- warm readers: load_after ------------------------------------------------------------
+
+
+def test_load_after_returns_the_head_and_only_the_new_records(backend: Backend) -> None:
+    store = backend.open()
+    assert store.load_after("nope", 0) is None
+    records = fill(store, "c", 5)
+    digests = [canonical.sha256_hex(r) for r in records]
+    for seq in range(6):
+        caught = store.load_after("c", seq)
+        assert caught is not None
+        assert caught.head == Head(5, digests[-1])
+        assert caught.records == tuple(records[seq:])
+        assert caught.digests == tuple(digests[seq:])
+    with pytest.raises(CheckpointError) as info:
+        store.load_after("c", 6)
+    assert str(info.value) == (
+        "conversation 'c' is behind: its head is record 5, but the reader holds record 6: "
+        "the store lost committed records"
+    )
+    with pytest.raises(ValueError, match="seq must be >= 0, not -1"):
+        store.load_after("c", -1)
+    store.create_root("empty", make_root("empty").encode())
+    caught = store.load_after("empty", 0)
+    assert caught is not None and caught.records == () and caught.head.seq == 0
+
+
+def test_load_after_detects_truncation_gaps_and_flipped_bits(durable: Backend) -> None:
+    store = durable.open()
+    fill(store, "c", 5)
+    records = durable.table("records")
+    durable.sql(f"DELETE FROM {records} WHERE seq = 5")
+    with pytest.raises(CheckpointError) as info:
+        store.load_after("c", 3)
+    assert str(info.value) == (
+        "conversation 'c': truncated: the head is record 5 but the last stored record is 4"
+    )
+    durable.sql(f"DELETE FROM {records} WHERE seq = 3")
+    with pytest.raises(CheckpointError) as info:
+        store.load_after("c", 1)
+    assert str(info.value) == "conversation 'c': record 3 is missing (gap in seq)"
+    fill(store, "d", 3)
+    flip = (
+        f"UPDATE {records} SET body = overlay(body placing 'X' from 41 for 1) "
+        "WHERE conversation = 'd' AND seq = 3"
+        if durable.kind == "postgres"
+        else f"UPDATE {records} SET body = CAST(substr(body, 1, 40) || 'X' || "
+        "substr(body, 42) AS BLOB) WHERE conversation = 'd' AND seq = 3"
+    )
+    durable.sql(flip)
+    with pytest.raises(CheckpointError, match=r"^conversation 'd' record 3: body does not match"):
+        store.load_after("d", 2)
+
+
+def test_catch_up_reads_the_same_bytes_at_any_history_length(durable: Backend) -> None:
+    """A warm reader's catch-up reads only the new records: not the root, not the past."""
+    writer, reader = durable.open(), durable.open()
+    read: list[int] = []
+    for cid, length in (("short", 10), ("long", 300)):
+        records = fill(writer, cid, length)
+        before = reader.bytes_read  # type: ignore[attr-defined]
+        caught = reader.load_after(cid, length - 1)
+        assert caught is not None and caught.records == (records[-1],)
+        read.append(reader.bytes_read - before)  # type: ignore[attr-defined]
+        assert read[-1] == len(records[-1])
+        before = reader.bytes_read  # type: ignore[attr-defined]
+        assert reader.load_after(cid, length) is not None  # nothing new: nothing read
+        assert reader.bytes_read == before  # type: ignore[attr-defined]
+    assert abs(read[0] - read[1]) <= 4  # the same record size, a few digits longer

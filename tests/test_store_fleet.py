@@ -24,6 +24,7 @@ import pytest
 from conv_helpers import CONTEXT_A, background, context_b, example_bundle, user
 from prefixlock import providers
 from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.tools import ToolCall, ToolResult
 from prefixlock.store.contract import MemoryStore, Store
@@ -190,3 +191,34 @@ def test_soak_fleet_history_equals_a_single_process_replay(url: str) -> None:
             assert stored.records == records  # 0 lost, 0 duplicated, byte-identical
             fleet = Conversation.open(store, example_bundle(), cid).request()
             assert providers.get("anthropic").serialize(fleet) == body
+
+
+# -- catch-up refuses a store that lost or rewrote what a worker holds -------------------
+
+
+def test_catch_up_refuses_a_store_behind_or_on_another_history(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    with open_store(str(path)) as store:
+        conv = Conversation.open(store, example_bundle(), "c")
+        conv.handle(user("u1", conversation="c"))
+        conv.assistant("done")
+        assert conv.catch_up() == 0
+        with sqlite3.connect(path, isolation_level=None) as raw:
+            raw.execute("UPDATE heads SET digest = 'sha256:00'")
+        with pytest.raises(CheckpointError) as info:
+            conv.catch_up()
+        assert str(info.value) == (
+            f"conversation 'c': record 2 has digest sha256:00 in the store, but "
+            f"{conv.head.digest} here: the store holds another history"
+        )
+        with sqlite3.connect(path, isolation_level=None) as raw:
+            raw.execute("DELETE FROM records WHERE seq = 2")
+            raw.execute("UPDATE heads SET seq = 1")
+        with pytest.raises(CheckpointError) as info:
+            conv.catch_up()
+        assert str(info.value) == (
+            "conversation 'c' is behind: its head is record 1, but the reader holds record 2: "
+            "the store lost committed records"
+        )

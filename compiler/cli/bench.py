@@ -5,10 +5,20 @@ from __future__ import annotations
 import argparse
 
 from .. import providers
+from ..bench.fleet import (
+    DEFAULT_SOAK,
+    STORE_CALLS,
+    SoakConfig,
+    format_soak,
+    format_store_bench,
+    soak,
+    soak_ok,
+    store_bench,
+)
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
 from ..core import canonical
-from .console import OK, Command, err, out
+from .console import FINDING, OK, Command, err, out
 
 __all__ = ["COMMANDS"]
 
@@ -38,9 +48,10 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calls",
         type=_calls,
-        default=",".join(map(str, DEFAULT_CALLS)),  # argparse parses a string default
         metavar="N,N,...",
-        help="history lengths to measure, in calls (default: %(default)s)",
+        help="history lengths to measure, in calls (default: "
+        f"{','.join(map(str, DEFAULT_CALLS))}; with --store: "
+        f"{','.join(map(str, STORE_CALLS))})",
     )
     parser.add_argument(
         "--provider",
@@ -52,12 +63,71 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=1, help="seed of the synthetic conversations (default: 1)"
     )
     parser.add_argument("--json", action="store_true", help="print every figure as canonical JSON")
+    fleet = parser.add_argument_group("fleet soak (--soak)")
+    fleet.add_argument(
+        "--soak",
+        action="store_true",
+        help="run worker processes on one store with events routed to random workers, "
+        "duplicate deliveries and restarts injected; compare with a single-process replay "
+        "(exit 1 on any loss, duplicate, surfaced error or difference)",
+    )
+    fleet.add_argument(
+        "--store",
+        metavar="URL",
+        help="with --soak: the store (sqlite:///path/to.db or postgresql://...; default: a "
+        "temporary SQLite file); without --soak: measure handling per call on this store "
+        "at each --calls history length, for a warm fleet and a cold open, next to SQLite",
+    )
+    fleet.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_SOAK.workers,
+        help="with --soak: worker processes (default: %(default)s)",
+    )
+    fleet.add_argument(
+        "--conversations",
+        type=int,
+        default=DEFAULT_SOAK.conversations,
+        help="with --soak: conversations (default: %(default)s)",
+    )
+    fleet.add_argument(
+        "--events",
+        type=int,
+        default=DEFAULT_SOAK.events,
+        help="with --soak: events per conversation (default: %(default)s)",
+    )
+
+
+def _run_soak(args: argparse.Namespace) -> int:
+    config = SoakConfig(
+        workers=args.workers,
+        conversations=args.conversations,
+        events=args.events,
+        seed=args.seed,
+    )
+    report = soak(args.store, config, progress=lambda text: err(text))
+    if args.json:
+        out(canonical.dumps_pretty(report).rstrip("\n"))
+    else:
+        out(format_soak(report))
+    return OK if soak_ok(report) else FINDING
 
 
 def _run_bench(args: argparse.Namespace) -> int:
     """Print the report; exit 0 whether or not the targets are met (they are figures)."""
+    if args.soak:
+        return _run_soak(args)
+    if args.store is not None:
+        store_report = store_bench(
+            args.store, args.calls or STORE_CALLS, args.seed, progress=lambda text: err(text)
+        )
+        if args.json:
+            out(canonical.dumps_pretty(store_report).rstrip("\n"))
+        else:
+            out(format_store_bench(store_report))
+        return OK
     report = bench(
-        args.calls,
+        args.calls or DEFAULT_CALLS,
         _provider_names(args.provider),
         args.seed,
         progress=lambda text: err(text),

@@ -159,7 +159,36 @@ def _run_import(args: argparse.Namespace) -> int:
     return OK
 
 
+def _store_command_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    init = actions.add_parser(
+        "init",
+        help="create the versioned prefixlock schema in a store (refuses another program's tables)",
+    )
+    init.add_argument(
+        "url", help="the store: postgresql://..., sqlite:///path/to.db or a SQLite file path"
+    )
+
+
+def _run_store_command(args: argparse.Namespace) -> int:
+    # one action so far: init
+    with _open_store(args.url, create=True) as store:
+        created, version = store.created_schema, store.schema_version
+    name = redact_url(args.url)
+    if created:
+        out(f"{name}: created the prefixlock store schema (version {version})")
+    else:
+        out(f"{name}: already a prefixlock store (schema version {version}); nothing changed")
+    return OK
+
+
 COMMANDS = (
+    Command(
+        "store",
+        "manage a checkpoint store: `store init URL` creates its versioned schema",
+        _store_command_arguments,
+        _run_store_command,
+    ),
     Command(
         "inspect",
         "print a stored conversation: root, records, epochs, current request",

@@ -380,21 +380,33 @@ class Conversation:
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.
 
-        Reads only the records after the head (one ``load(after=seq)``), so it costs the
-        same at any history length. A worker of a fleet that keeps conversations open
-        calls it before handling an event that another worker may have preceded; the
-        operations call it themselves after losing a race.
+        Reads only the head and the records after ours (:meth:`Store.load_after`: one
+        round trip on PostgreSQL, never the root), so it costs the same at any history
+        length. A worker of a fleet that keeps conversations open calls it before
+        handling an event that another worker may have preceded; the operations call it
+        themselves after losing a race. A store whose head is behind ours, or that holds
+        another history, is refused with :class:`CheckpointError`.
         """
         h = self.history
-        stored = self.store.load(self.id, after=h.seq)
-        if stored is None:
+        caught = self.store.load_after(self.id, h.seq)
+        if caught is None:
             raise CheckpointError(f"conversation {self.id!r} disappeared from the store")
+        if not caught.records:
+            if caught.head.digest != h.head:
+                raise CheckpointError(
+                    f"conversation {self.id!r}: record {h.seq} has digest "
+                    f"{caught.head.digest} in the store, but {h.head} here: the store holds "
+                    "another history"
+                )
+            return 0
         prev = h.head
-        for seq, data in enumerate(stored.records, start=h.seq + 1):
+        for seq, (data, digest) in enumerate(
+            zip(caught.records, caught.digests, strict=True), start=h.seq + 1
+        ):
             record = decode_record(data, self.id, seq, prev)
-            prev = canonical.sha256_hex(data)
+            prev = digest
             h.apply(record, prev)
-        return len(stored.records)
+        return len(caught.records)
 
     def _with_race_retry(self, operation: Callable[[], T]) -> T:
         """Run ``operation``; after each lost race catch up and run it again.

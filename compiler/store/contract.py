@@ -17,6 +17,7 @@ and verifies them. Guarantees every store gives:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -59,6 +60,77 @@ class StoredConversation:
     digests: tuple[str, ...] | None = attrs.field(default=None, eq=False)
 
 
+@attrs.frozen
+class CatchUp:
+    """What a warm reader gets from :meth:`Store.load_after`: the head, and the records
+    after the seq it already holds (never the root), each body checked against its
+    stored digest."""
+
+    conversation_id: str
+    head: Head
+    records: tuple[bytes, ...]
+    #: ``sha256:`` of each record (verified against its bytes)
+    digests: tuple[str, ...]
+
+
+def verified_catch_up(
+    conversation_id: str,
+    after: int,
+    head_seq: int,
+    head_digest: str,
+    rows: Iterable[tuple[int, object, object]],
+) -> CatchUp:
+    """Check the rows ``(seq, body, digest)`` with seq > ``after`` read with the head.
+
+    Refuses (:class:`CheckpointError`): a head behind ``after`` (the store lost records
+    the reader holds), a gap, a row past the head, a truncated tail, a body that does
+    not match its digest, a head digest that is not the last record's. With no new
+    rows the head digest cannot be checked here: the reader compares it with its own.
+    """
+    where = f"conversation {conversation_id!r}"
+    if head_seq < after:
+        raise CheckpointError(
+            f"{where} is behind: its head is record {head_seq}, but the reader holds record "
+            f"{after}: the store lost committed records"
+        )
+    records: list[bytes] = []
+    digests: list[str] = []
+    expected = after + 1
+    for seq, body, digest in rows:
+        if seq > head_seq:
+            raise CheckpointError(
+                f"{where}: record {seq} is past the head (record {head_seq}); it was not "
+                "written by a prefixlock append"
+            )
+        if seq != expected:
+            raise CheckpointError(f"{where}: record {expected} is missing (gap in seq)")
+        if not isinstance(body, bytes):
+            raise CheckpointError(
+                f"{where} record {seq}: body is stored as {type(body).__name__}, not bytes"
+            )
+        actual = canonical.sha256_hex(body)
+        if actual != digest:
+            raise CheckpointError(
+                f"{where} record {seq}: body does not match its stored digest "
+                f"(stored {digest}, computed {actual}): corrupted (bit flip?)"
+            )
+        records.append(body)
+        digests.append(actual)
+        expected += 1
+    last = expected - 1
+    if last < head_seq:
+        raise CheckpointError(
+            f"{where}: truncated: the head is record {head_seq} but the last stored "
+            f"record is {last}"
+        )
+    if digests and digests[-1] != head_digest:
+        raise CheckpointError(
+            f"{where}: the head digest does not match record {last} "
+            f"(head {head_digest}, record {digests[-1]})"
+        )
+    return CatchUp(conversation_id, Head(head_seq, head_digest), tuple(records), tuple(digests))
+
+
 class Store(Protocol):
     def create_root(self, conversation_id: str, root: bytes) -> bytes:
         """Store ``root`` unless the conversation exists; return the stored root."""
@@ -72,6 +144,11 @@ class Store(Protocol):
         """The root and the records with seq > ``after`` (all by default)."""
         ...
 
+    def load_after(self, conversation_id: str, seq: int) -> CatchUp | None:
+        """The head and the records after ``seq``, without the root (a warm reader's
+        catch-up); None if the conversation is unknown."""
+        ...
+
     def conversations(self) -> list[str]:
         """Stored conversation ids, sorted."""
         ...
@@ -81,6 +158,13 @@ class Store(Protocol):
 
 class DurableStore(Store, Protocol):
     """A store that outlives the process (SQLite, PostgreSQL): checkable and closable."""
+
+    #: the schema version the store holds
+    schema_version: int
+    #: True if opening this store created its schema (it was empty)
+    created_schema: bool
+    #: root and record body bytes this handle has read from the database (a figure)
+    bytes_read: int
 
     def integrity_check(self) -> list[str]:
         """Every problem found in the store, one line each; empty when it is sound."""
@@ -146,6 +230,19 @@ class MemoryStore:
         records = [data for _, data in self._records[conversation_id]]
         head = canonical.sha256_hex(records[-1] if records else root)
         return StoredConversation(conversation_id, root, tuple(records[after:]), head)
+
+    def load_after(self, conversation_id: str, seq: int) -> CatchUp | None:
+        if seq < 0:
+            raise ValueError(f"seq must be >= 0, not {seq}")
+        if conversation_id not in self._roots:
+            return None
+        records = self._records[conversation_id]
+        head = Head(
+            len(records),
+            canonical.sha256_hex(records[-1][1] if records else self._roots[conversation_id]),
+        )
+        rows = [(i, data, canonical.sha256_hex(data)) for i, (_, data) in enumerate(records, 1)]
+        return verified_catch_up(conversation_id, seq, head.seq, head.digest, rows[seq:])
 
     def conversations(self) -> list[str]:
         return sorted(self._roots)

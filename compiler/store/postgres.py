@@ -47,7 +47,7 @@ from psycopg import errors as pg_errors
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import Head, StoredConversation, seq_conflict
+from .contract import CatchUp, Head, StoredConversation, seq_conflict, verified_catch_up
 from .urls import redact_url, url_password
 
 __all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresStore"]
@@ -95,6 +95,12 @@ class PostgresStore:
         self.name = redact_url(url)
         self._lock = threading.RLock()
         self._conn: Conn | None = None
+        #: the schema version this store holds (:data:`SCHEMA_VERSION`)
+        self.schema_version = SCHEMA_VERSION
+        #: True if this open created the schema (the database held none of its tables)
+        self.created_schema = False
+        #: root and record body bytes read from the database so far (a figure)
+        self.bytes_read = 0
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as err:
@@ -137,6 +143,18 @@ class PostgresStore:
                     if snapshot:
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     return work(conn)
+            except psycopg.Error as err:
+                raise self._error(err, doing) from None
+
+    def _query(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """One statement outside any transaction block: one round trip to the server,
+        and one snapshot (a single statement sees one under READ COMMITTED)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise CheckpointError(f"{self.name}: store is closed")
+            try:
+                return conn.execute(sql, params).fetchall()
             except psycopg.Error as err:
                 raise self._error(err, doing) from None
 
@@ -191,6 +209,7 @@ class PostgresStore:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
         if self._check_schema(conn):  # another worker created it meanwhile
             return
+        self.created_schema = True
         for statement in _SCHEMA:
             conn.execute(statement)
         conn.execute(
@@ -382,11 +401,41 @@ class PostgresStore:
                     f"{where}: the head digest does not match record {last} "
                     f"(head {head_digest}, record {last_digest})"
                 )
+            self.bytes_read += len(root) + sum(map(len, records))
             return StoredConversation(
                 conversation_id, root, tuple(records), head_digest, tuple(digests)
             )
 
         return self._run(f"loading {where}", work, snapshot=True)
+
+    def load_after(self, conversation_id: str, seq: int) -> CatchUp | None:
+        """The head and the records after ``seq`` (no root): one SELECT joining the head
+        row to the new records, sent outside a transaction block, so a warm worker's
+        catch-up is one round trip and reads only what it lacks. Verified by
+        :func:`~.contract.verified_catch_up`."""
+        if seq < 0:
+            raise ValueError(f"seq must be >= 0, not {seq}")
+        where = f"conversation {conversation_id!r}"
+        rows = self._query(
+            f"catching up {where}",
+            "SELECT h.seq, h.digest, r.seq, r.body, r.digest FROM prefixlock_heads h"
+            " LEFT JOIN prefixlock_records r"
+            " ON r.conversation = h.conversation AND r.seq > %(a)s"
+            " WHERE h.conversation = %(c)s ORDER BY r.seq",
+            {"c": conversation_id, "a": seq},
+        )
+        if not rows:
+            root = self._query(
+                f"catching up {where}",
+                "SELECT 1 FROM prefixlock_roots WHERE conversation = %(c)s",
+                {"c": conversation_id},
+            )
+            if root:
+                raise CheckpointError(f"{where}: has no head row (store is damaged)")
+            return None
+        found = [(int(r[2]), r[3], r[4]) for r in rows if r[2] is not None]
+        self.bytes_read += sum(len(r[1]) for r in found if isinstance(r[1], bytes))
+        return verified_catch_up(conversation_id, seq, int(rows[0][0]), str(rows[0][1]), found)
 
     def conversations(self) -> list[str]:
         """Stored conversation ids, sorted by code point."""

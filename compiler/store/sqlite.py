@@ -66,7 +66,7 @@ from typing import Any, TypeVar
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import Head, StoredConversation, seq_conflict
+from .contract import CatchUp, Head, StoredConversation, seq_conflict, verified_catch_up
 
 #: The SQLite library this Python links (``sqlite3.sqlite_version``).
 SQLITE_VERSION = sqlite3.sqlite_version
@@ -122,6 +122,12 @@ class SQLiteStore:
         self.timeout = timeout
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        #: the schema version this store holds (:data:`SCHEMA_VERSION`)
+        self.schema_version = SCHEMA_VERSION
+        #: True if this open created the schema (the file was empty)
+        self.created_schema = False
+        #: root and record body bytes read from the file so far (a figure)
+        self.bytes_read = 0
         try:
             conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -195,6 +201,7 @@ class SQLiteStore:
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         if self._check_schema(conn):  # another process created it meanwhile
             return
+        self.created_schema = True
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -406,11 +413,37 @@ class SQLiteStore:
                     f"{where}: the head digest does not match record {last} "
                     f"(head {head_digest}, record {last_digest})"
                 )
+            self.bytes_read += len(root) + sum(map(len, records))
             return StoredConversation(
                 conversation_id, root, tuple(records), head_digest, tuple(digests)
             )
 
         return self._run("DEFERRED", f"loading {where}", work)
+
+    def load_after(self, conversation_id: str, seq: int) -> CatchUp | None:
+        """The head and the records after ``seq`` (no root), in one SELECT joining the
+        head row to the new records; verified by :func:`~.contract.verified_catch_up`."""
+        if seq < 0:
+            raise ValueError(f"seq must be >= 0, not {seq}")
+
+        def work(conn: sqlite3.Connection) -> CatchUp | None:
+            rows = conn.execute(
+                "SELECT h.seq, h.digest, r.seq, r.body, r.digest FROM heads h "
+                "LEFT JOIN records r ON r.conversation = h.conversation AND r.seq > ? "
+                "WHERE h.conversation = ? ORDER BY r.seq",
+                (seq, conversation_id),
+            ).fetchall()
+            if not rows:
+                if self._has_root(conn, conversation_id):
+                    raise CheckpointError(
+                        f"conversation {conversation_id!r}: has no head row (store is damaged)"
+                    )
+                return None
+            found = [(r[2], r[3], r[4]) for r in rows if r[2] is not None]
+            self.bytes_read += sum(len(r[1]) for r in found if isinstance(r[1], bytes))
+            return verified_catch_up(conversation_id, seq, rows[0][0], rows[0][1], found)
+
+        return self._run("DEFERRED", f"catching up conversation {conversation_id!r}", work)
 
     def conversations(self) -> list[str]:
         """Stored conversation ids, sorted by code point."""
