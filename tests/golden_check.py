@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from prefixlock.core.atomic import replace_file as write_file
 from prefixlock.review.golden import (
     file_problems,
     first_difference,
     folder_problems,
     json_difference,
     report,
-    write_file,
 )
 
 __all__ = [

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conv_helpers import REPO
 from prefixlock.cli.commands import main
+from prefixlock.core.atomic import umask
 from prefixlock.review.page import READ, UNCACHED, WRITE
 
 CASE = REPO / "golden" / "automatic-compaction"
@@ -122,3 +123,10 @@ def test_a_screenshot_in_headless_chromium_shows_the_bars(tmp_path: Path) -> Non
     assert _count(pixels, READ) > 2000
     assert _count(pixels, WRITE) > 500
     assert _count(pixels, UNCACHED) > 50  # at least the colour key
+
+
+def test_the_page_is_written_with_the_mode_a_plain_open_gives(tmp_path: Path) -> None:
+    # written atomically through a private temporary file, then given the umask's mode
+    out = tmp_path / "report.html"
+    assert main(["report", str(out), str(CASE), "--provider", "anthropic"]) == 0
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask()

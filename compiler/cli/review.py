@@ -8,9 +8,10 @@ from pathlib import Path
 
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
+from ..core.atomic import replace_file
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
-from ..review.golden import check_golden, pretty_body, update_golden, write_file
+from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.page import report_page
 from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
@@ -290,7 +291,7 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_report(args: argparse.Namespace) -> int:
     text = report_page(args.paths, args.provider or ["all"])
-    write_file(args.out, text.encode("utf-8"))
+    replace_file(args.out, text.encode("utf-8"))
     out(f"wrote {args.out}")
     return OK
 

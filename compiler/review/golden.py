@@ -12,8 +12,6 @@ file written atomically) and removes stale bodies.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import attrs
 
 from .. import providers as registry
 from ..core import canonical
+from ..core.atomic import replace_file
 from ..core.canonical import Ordered
 from ..core.jsonpath import json_path
 from .render import render_calls
@@ -65,7 +64,7 @@ class CaseGolden:
 
     def write(self) -> None:
         write_bodies(self.bodies, self.folder)
-        write_file(self.folder / CALLS_MD, self.page)
+        replace_file(self.folder / CALLS_MD, self.page)
 
 
 @attrs.frozen
@@ -234,16 +233,3 @@ def file_problems(path: Path, data: bytes) -> list[str]:
         return [f"{path.name}: missing golden file"]
     problem = report(path.name, path.read_bytes(), data)
     return [problem] if problem else []
-
-
-def write_file(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically (a temporary file renamed over ``path``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -23,7 +23,6 @@ instance per provider, so its incremental encoding is what produces the bytes.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ import attrs
 
 from .. import providers as registry
 from ..core import canonical
+from ..core.atomic import swap_in
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, UsageError
 from ..core.jsonpath import json_path
 from ..core.model import ModelRequest
@@ -287,23 +287,12 @@ def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, 
                 (staging / f"{number:04d}.json").write_bytes(data)
             written[name] = [out / name / f"{n:04d}.json" for n in range(1, len(items) + 1)]
         for name, staging in staged.items():
-            _swap_in(staging, out / name)
+            swap_in(staging, out / name)
     finally:
         for staging in staged.values():
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
     return written
-
-
-def _swap_in(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.replace(staging, target)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    old.rmdir()
-    os.replace(target, old)
-    os.replace(staging, target)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_replay(scenario: Scenario, providers: Sequence[str], out: Path) -> dict[str, list[Path]]:

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..core import canonical
+from ..core.atomic import replace_file, swap_in, umask
 from ..core.errors import BuildError, CanonicalJSONError
 from .bundle import Bundle
 
@@ -62,10 +63,10 @@ def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
-        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private
+        staging.chmod(0o777 & ~umask())  # mkdtemp makes it private
         for name, data in sorted(_outputs(bundle).items()):
             _write_file(staging / name, data)
-        _swap_in(staging, out)
+        swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -74,7 +75,7 @@ def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
 
 def write_lock(bundle: Bundle, root: Path) -> None:
     """Replace ``<root>/prefixlock.lock`` atomically (temporary file, then rename)."""
-    _replace_file(Path(root) / LOCK_FILE, bundle.manifest_bytes())
+    replace_file(Path(root) / LOCK_FILE, bundle.manifest_bytes())
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -83,44 +84,6 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _swap_in(staging: Path, out: Path) -> None:
-    """Replace folder ``out`` by ``staging`` (two renames; the old one is restored on
-    failure, then deleted)."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    os.replace(out, old / "out")
-    try:
-        os.replace(staging, out)
-    except BaseException:
-        os.replace(old / "out", out)
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes it private
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    """The process umask (read by setting it, then restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _lock_changes(lock: bytes, bundle: Bundle) -> str:

@@ -1,0 +1,57 @@
+"""Replacing a file or a folder so that a reader sees the old one or the new one, whole.
+
+The build (outputs and the lock file), the golden files, replayed bodies and the report
+page are all written through here: a file goes to a temporary file beside it, is
+flushed to disk and renamed over the old one; a folder is built as a staging folder and
+swapped in by two renames.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+__all__ = ["replace_file", "swap_in", "umask"]
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, with the mode a plain ``open`` would give
+    (``mkstemp`` makes files private); the parent folder is created if missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(handle, 0o666 & ~umask())
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def swap_in(staging: Path, out: Path) -> None:
+    """Replace folder ``out`` by ``staging`` (two renames; the old one is restored on
+    failure, then deleted)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / "out")
+    try:
+        os.replace(staging, out)
+    except BaseException:
+        os.replace(old / "out", out)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def umask() -> int:
+    """The process umask (read by setting it, then restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
