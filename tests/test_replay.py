@@ -13,6 +13,7 @@ import prefixlock.review.replay as replay_module
 import pytest
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
+from prefixlock.core.atomic import umask
 from prefixlock.core.errors import PrefixlockError, SerializationError, SpecErrors
 from prefixlock.core.messages import MessageKind
 from prefixlock.core.model import ModelRequest
@@ -244,6 +245,13 @@ def test_write_bodies_replaces_a_provider_folder_whole(tmp_path: Path) -> None:
     assert (tmp_path / "openai-chat" / "0002.json").read_bytes() == b'{"a":1}'
     assert (tmp_path / "scenario.yaml").read_bytes() == b"kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["openai-chat", "scenario.yaml"]
+
+
+def test_write_bodies_gives_folders_the_mode_mkdir_would(tmp_path: Path) -> None:
+    # mkdtemp makes staging folders private (0700); once swapped in, a replayed
+    # provider folder must be readable like any folder the user creates.
+    write_bodies({"openai-chat": [b"{}"]}, tmp_path)
+    assert (tmp_path / "openai-chat").stat().st_mode & 0o777 == 0o777 & ~umask()
 
 
 def test_provider_names() -> None:

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["replace_file", "swap_in", "umask"]
+__all__ = ["replace_file", "staging_dir", "swap_in", "umask"]
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -31,6 +31,14 @@ def replace_file(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def staging_dir(parent: Path, prefix: str) -> Path:
+    """A new empty folder in ``parent`` to build a replacement in, with the mode a plain
+    ``mkdir`` would give (``mkdtemp`` makes folders private), for :func:`swap_in`."""
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    staging.chmod(0o777 & ~umask())
+    return staging
 
 
 def swap_in(staging: Path, out: Path) -> None:

@@ -33,7 +33,7 @@ import attrs
 
 from .. import providers as registry
 from ..core import canonical
-from ..core.atomic import swap_in
+from ..core.atomic import staging_dir, swap_in
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, UsageError
 from ..core.jsonpath import json_path
 from ..core.model import ModelRequest
@@ -281,7 +281,7 @@ def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, 
     written: dict[str, list[Path]] = {}
     try:
         for name, items in bodies.items():
-            staging = Path(tempfile.mkdtemp(prefix=f".{name}.replay-", dir=out))
+            staging = staging_dir(out, f".{name}.replay-")
             staged[name] = staging
             for number, data in enumerate(items, start=1):
                 (staging / f"{number:04d}.json").write_bytes(data)

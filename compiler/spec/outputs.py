@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from ..core import canonical
-from ..core.atomic import replace_file, swap_in, umask
+from ..core.atomic import replace_file, staging_dir, swap_in
 from ..core.errors import BuildError, CanonicalJSONError
 from .bundle import Bundle
 
@@ -61,9 +60,8 @@ def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
     root, out = Path(root), Path(out)
     _check_out(root, out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    staging = staging_dir(out.parent, f".{out.name}.new-")
     try:
-        staging.chmod(0o777 & ~umask())  # mkdtemp makes it private
         for name, data in sorted(_outputs(bundle).items()):
             _write_file(staging / name, data)
         swap_in(staging, out)
