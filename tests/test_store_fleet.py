@@ -6,28 +6,30 @@
   two workers at once, as a retrying load balancer does), restarts injected; the stored
   history and the next request body equal a single-process replay byte for byte.
 
-CI runs a bounded soak; ``PREFIXLOCK_SOAK_TURNS=500`` (turns per conversation) and
-``PREFIXLOCK_SOAK_WORKERS`` / ``PREFIXLOCK_SOAK_CONVERSATIONS`` run longer ones.
+CI runs a bounded soak; ``PREFIXLOCK_SOAK_EVENTS=2000`` (events per conversation) and
+``PREFIXLOCK_SOAK_WORKERS`` / ``PREFIXLOCK_SOAK_CONVERSATIONS`` run longer ones (or
+``prefixlock bench --soak``).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
-import random
-from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conv_helpers import CONTEXT_A, background, context_b, example_bundle, user
-from prefixlock import providers
+from conv_helpers import background, example_bundle, user
+from prefixlock.bench.fleet import (
+    SoakConfig,
+    apply_step,
+    compare_with_replay,
+    soak,
+    soak_ok,
+    soak_steps,
+)
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError
 from prefixlock.runtime.conversation import Conversation
-from prefixlock.runtime.tools import ToolCall, ToolResult
-from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.urls import open_store
 
 CTX = multiprocessing.get_context("fork")
@@ -79,118 +81,41 @@ def test_racing_processes_never_see_a_race_and_lose_nothing(url: str) -> None:
 
 
 # -- the soak ----------------------------------------------------------------------------
-
-#: steps per turn: user turn, tool call, tool results, final answer
-STEPS_PER_TURN = 4
-#: steps a load balancer may deliver twice (idempotent by event id)
-IDEMPOTENT = {0, 2}
-
-
-def _step(conv: Conversation, index: int) -> None:
-    cid, turn, kind = conv.id, index // STEPS_PER_TURN, index % STEPS_PER_TURN
-    if kind == 0:
-        context = CONTEXT_A if turn % 3 else context_b()
-        conv.handle(user(f"u{turn}", f"query {turn} of {cid}", context=context, conversation=cid))
-    elif kind == 1:
-        conv.assistant("reading", [ToolCall(f"c{turn}", "read_file", {"path": f"f{turn}.py"})])
-    elif kind == 2:
-        conv.tool_results([ToolResult(f"c{turn}", f"contents of f{turn}.py in {cid}\n")])
-    else:
-        conv.assistant(f"done with turn {turn}")
-
-
-def _soak_worker(url: str, inbox: Queue[Any], outbox: Queue[Any]) -> None:
-    bundle = example_bundle()
-    store: Store = open_store(url)
-    convs: dict[str, Conversation] = {}
-    while (message := inbox.get()) is not None:
-        if message == "restart":  # a crashed and restarted server: nothing warm survives
-            store.close()
-            store, convs = open_store(url), {}
-            continue
-        cid, index = message
-        try:
-            conv = convs.get(cid)
-            if conv is None:
-                conv = convs[cid] = Conversation.open(store, bundle, cid)
-            else:
-                conv.catch_up()  # reads only what other workers appended
-            _step(conv, index)
-            outbox.put((cid, index, None))
-        except Exception as err:
-            outbox.put((cid, index, f"{type(err).__name__}: {err}"))
-    store.close()
-
-
-def _replay(cid: str, steps: int) -> tuple[tuple[bytes, ...], bytes]:
-    conv = Conversation.open(MemoryStore(), example_bundle(), cid)
-    for index in range(steps):
-        _step(conv, index)
-    stored = conv.store.load(cid)
-    assert stored is not None
-    return stored.records, providers.get("anthropic").serialize(conv.request())
+# The soak itself is the library's (``prefixlock bench --soak``); these tests drive it.
 
 
 @pytest.mark.soak
 def test_soak_fleet_history_equals_a_single_process_replay(url: str) -> None:
-    workers = int(os.environ.get("PREFIXLOCK_SOAK_WORKERS", "4"))
-    conversations = [
-        f"conv-{i}" for i in range(int(os.environ.get("PREFIXLOCK_SOAK_CONVERSATIONS", "6")))
-    ]
-    steps = STEPS_PER_TURN * int(os.environ.get("PREFIXLOCK_SOAK_TURNS", "6"))
-    rng = random.Random(7)
-    example_bundle()
-    inboxes: list[Queue[Any]] = [CTX.Queue() for _ in range(workers)]
-    outbox: Queue[Any] = CTX.Queue()
-    procs = [CTX.Process(target=_soak_worker, args=(url, q, outbox)) for q in inboxes]
-    for p in procs:
-        p.start()
-    next_step = dict.fromkeys(conversations, 0)
-    waiting: dict[str, int] = {}  # conversation -> acks still due for its current step
-    errors: list[str] = []
-    duplicates = restarts = 0
-    try:
-        while any(i < steps for i in next_step.values()) or waiting:
-            for cid, index in next_step.items():
-                if cid in waiting or index >= steps:
-                    continue
-                targets = [rng.randrange(workers)]
-                if index % STEPS_PER_TURN in IDEMPOTENT and rng.random() < 0.25:
-                    targets.append(rng.randrange(workers))  # delivered twice
-                    duplicates += 1
-                if rng.random() < 0.05:
-                    inboxes[rng.randrange(workers)].put("restart")
-                    restarts += 1
-                for w in targets:
-                    inboxes[w].put((cid, index))
-                waiting[cid] = len(targets)
-            try:
-                cid, index, error = outbox.get(timeout=60)
-            except queue.Empty:  # pragma: no cover - a hung worker
-                pytest.fail(f"no worker answered for 60 s; waiting for {waiting}")
-            if error is not None:
-                errors.append(f"{cid} step {index}: {error}")
-            waiting[cid] -= 1
-            if not waiting[cid]:
-                del waiting[cid]
-                next_step[cid] = index + 1
-    finally:
-        for q in inboxes:
-            q.put(None)
-        for p in procs:
-            p.join(60)
-    assert errors == []  # 0 errors surfaced to callers
-    assert [p.exitcode for p in procs] == [0] * workers
-    assert duplicates > 0 and restarts > 0
+    config = SoakConfig(
+        workers=int(os.environ.get("PREFIXLOCK_SOAK_WORKERS", "4")),
+        conversations=int(os.environ.get("PREFIXLOCK_SOAK_CONVERSATIONS", "6")),
+        events=int(os.environ.get("PREFIXLOCK_SOAK_EVENTS", "24")),
+        restart_share=0.05,
+    )
+    report = soak(url, config)
+    assert report["errors"] == []  # 0 errors surfaced to callers
+    assert (report["lost"], report["duplicated"], report["differ"]) == (0, 0, [])
+    assert report["identical"] == config.conversations
+    assert report["duplicate_deliveries"] > 0 and report["restarts"] > 0
+    assert soak_ok(report)
+
+
+def test_soak_comparison_counts_lost_and_extra_records(tmp_path: Path) -> None:
+    """The comparison the soak ends with can fail: a store one event short of the
+    replay has lost a record; one event ahead holds a record the replay never made."""
+    url = f"sqlite://{tmp_path}/s.db"
+    steps = {"c": soak_steps("c", 6, seed=1)}
     with open_store(url) as store:
-        assert store.integrity_check() == []
-        for cid in conversations:
-            stored = store.load(cid)
-            assert stored is not None
-            records, body = _replay(cid, steps)
-            assert stored.records == records  # 0 lost, 0 duplicated, byte-identical
-            fleet = Conversation.open(store, example_bundle(), cid).request()
-            assert providers.get("anthropic").serialize(fleet) == body
+        conv = Conversation.open(store, example_bundle(), "c")
+        for step in steps["c"][:5]:
+            apply_step(conv, step)
+    short = compare_with_replay(url, example_bundle(), steps, {"c": 6})
+    assert (short["lost"], short["duplicated"], short["differ"]) == (1, 0, ["c"])
+    ahead = compare_with_replay(url, example_bundle(), steps, {"c": 4})
+    assert (ahead["lost"], ahead["duplicated"], ahead["differ"]) == (0, 1, ["c"])
+    same = compare_with_replay(url, example_bundle(), steps, {"c": 5})
+    assert (same["lost"], same["duplicated"], same["differ"]) == (0, 0, [])
+    assert not soak_ok({**same, "errors_surfaced": 1, "workers": 1, "worker_exit_codes": [0]})
 
 
 # -- catch-up refuses a store that lost or rewrote what a worker holds -------------------

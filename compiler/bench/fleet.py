@@ -49,6 +49,8 @@ __all__ = [
     "DEFAULT_SOAK",
     "SoakConfig",
     "Step",
+    "apply_step",
+    "compare_with_replay",
     "format_soak",
     "format_store_bench",
     "soak",
@@ -114,7 +116,7 @@ def soak_steps(conversation: str, events: int, seed: int) -> list[Step]:
     return steps[:events]
 
 
-def _apply(conv: Conversation, step: Step) -> None:
+def apply_step(conv: Conversation, step: Step) -> None:
     call = step.call
     if step.output:
         assert call.output is not None
@@ -150,7 +152,7 @@ def _worker(url: str, inbox: Queue[Any], outbox: Queue[Any]) -> None:
                     conv = convs[cid] = Conversation.open(store, bundle, cid)
                 else:
                     conv.catch_up()  # reads only what other workers appended
-                _apply(conv, steps[cid][index])
+                apply_step(conv, steps[cid][index])
                 outbox.put((cid, index, None))
             except Exception as err:  # every error a caller would see is counted
                 convs.pop(cid, None)
@@ -262,14 +264,15 @@ def _soak(url: str, config: SoakConfig, progress: Callable[[str], None]) -> dict
         "errors_surfaced": len(errors),
         "errors": errors[:20],
         "worker_exit_codes": [p.exitcode for p in procs],
-        **_compare(url, bundle, steps, next_step),
+        **compare_with_replay(url, bundle, steps, next_step),
     }
 
 
-def _compare(
+def compare_with_replay(
     url: str, bundle: Bundle, steps: dict[str, list[Step]], done: dict[str, int]
 ) -> dict[str, Any]:
-    """Lost and duplicated records, and conversations that differ from the replay."""
+    """Lost and duplicated records, and conversations that differ from a single-process
+    replay of each conversation's first ``done[cid]`` events."""
     lost = duplicated = 0
     differ: list[str] = []
     serializer = providers.get(PROVIDER)
@@ -277,7 +280,7 @@ def _compare(
         for cid, conv_steps in steps.items():
             replay = Conversation.open(MemoryStore(), bundle, cid)
             for step in conv_steps[: done[cid]]:
-                _apply(replay, step)
+                apply_step(replay, step)
             expected = replay.store.load(cid)
             stored = store.load(cid)
             assert expected is not None
