@@ -2,15 +2,18 @@
 
 Block mapping (docs.anthropic.com/en/api/messages, "content"), in model order:
 
-==========================  =========================================================
-``text``                    :class:`TextPart` (one per block, never merged; citations
-                            are not kept)
-``tool_use``                :class:`ToolCallPart` (``id``, ``name``, canonical JSON
-                            of ``input``)
-anything else               :class:`OpaquePart` ``anthropic``: the block as received
-                            (``thinking`` with ``signature``, ``redacted_thinking``,
-                            server tool blocks), sent back verbatim
-==========================  =========================================================
+=============================  =======================================================
+``text``                       :class:`TextPart` (one per block, never merged)
+``text`` with ``citations``    :class:`OpaquePart` ``anthropic``: the block as received,
+                               citations and all, so the next request echoes it byte for
+                               byte (docs.anthropic.com/en/docs/build-with-claude/citations;
+                               its text still counts in ``ModelOutput.text``)
+``tool_use``                   :class:`ToolCallPart` (``id``, ``name``, canonical JSON
+                               of ``input``)
+anything else                  :class:`OpaquePart` ``anthropic``: the block as received
+                               (``thinking`` with ``signature``, ``redacted_thinking``,
+                               server tool blocks), sent back verbatim
+=============================  =======================================================
 
 Stream (docs.anthropic.com/en/api/messages-streaming): ``message_start`` carries the
 message with empty content and the first usage; ``content_block_start`` /
@@ -64,8 +67,8 @@ DELTA_FIELDS: Mapping[str, tuple[str, str]] = {
 
 def _part(block: Mapping[str, Any]) -> Part:
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return text(block["text"])
+    if kind == "text" and isinstance(block.get("text"), str) and not block.get("citations"):
+        return text(block["text"])  # no citations: an absent key, null or []
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, dict)):
