@@ -245,3 +245,87 @@ def test_fixture_files_are_all_exercised() -> None:
     assert names == sorted(
         [*(f"{n}.json" for n in WHOLE), *(f"{n}.sse" for n in WHOLE), "error.sse"]
     )
+
+
+# -- several choices (n > 1) -----------------------------------------------------------
+# A conversation records one answer: with n > 1 the caller names the choice to record
+# (candidate=i); a response with several choices and no pick is refused, never read as
+# choice 0 silently (docs/agent-loop.md, "Several candidates").
+
+SECOND = "Fixed it: `a.py` was off by one."
+
+
+def _two_choices() -> bytes:
+    data = json.loads(fixture(NAME, "final.json"))
+    second = json.loads(json.dumps(data["choices"][0]))
+    second["index"], second["message"]["content"] = 1, SECOND
+    data["choices"].append(second)
+    assert unknown_keys(ChatCompletion.model_validate(data)) == []
+    return json.dumps(data).encode()
+
+
+def _two_choice_stream() -> bytes:
+    """final.sse with a second choice interleaved, as the API streams n = 2."""
+    out = []
+    for chunk in sse_data(fixture(NAME, "final.sse")):
+        if chunk["choices"]:
+            twin = json.loads(json.dumps(chunk))
+            delta = twin["choices"][0]["delta"]
+            if delta.get("content"):  # the second answer whole in the first delta
+                delta["content"] = SECOND if delta["content"] == "Fixed: " else ""
+            twin["choices"][0]["index"] = 1
+            chunks = [chunk, twin]
+        else:
+            chunks = [chunk]
+        for item in chunks:
+            assert unknown_keys(ChatCompletionChunk.model_validate(item)) == []
+            out.append(b"data: " + json.dumps(item).encode() + b"\n\n")
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+def test_several_choices_are_refused_without_a_pick() -> None:
+    with pytest.raises(ResponseError) as info:
+        P.parse_response(_two_choices())
+    assert str(info.value) == (
+        "openai-chat response carries 2 choices: pick the one to record with candidate=i "
+        "(0 to 1)" + UNSAFE
+    )
+    err = _fails(_two_choice_stream())
+    assert str(err) == (
+        "openai-chat stream carries choice 1 besides choice 0 (n > 1): pick the one to "
+        "record with candidate=i" + UNSAFE
+    )
+
+
+def test_the_picked_choice_is_read_whole_and_streamed() -> None:
+    single = P.parse_response(fixture(NAME, "final.json"))
+    assert P.parse_response(_two_choices(), candidate=0) == single
+    assert P.parse_response(_two_choices(), candidate=1).text == SECOND
+    for label, chunks in chunkings(_two_choice_stream()):
+        for pick in (0, 1):
+            stream = P.stream_reader(candidate=pick)
+            for chunk in chunks:
+                stream.feed(chunk)
+            assert stream.result() == P.parse_response(_two_choices(), candidate=pick), label
+    assert P.parse_response(fixture(NAME, "final.json"), candidate=0) == single
+
+
+def test_a_choice_that_is_not_there_is_refused() -> None:
+    with pytest.raises(ResponseError, match=r"^openai-chat response has no choice 2 \(it"):
+        P.parse_response(_two_choices(), candidate=2)
+    stream = P.stream_reader(candidate=2)
+    stream.feed(_two_choice_stream())
+    with pytest.raises(ResponseError, match=r"^openai-chat stream has no choice 2 "):
+        stream.result()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses", "bedrock-converse"])
+def test_providers_with_one_output_know_only_candidate_0(provider: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        providers.get(provider).parse_response(b"{}", candidate=1)
+    assert str(info.value) == (
+        f"{provider} responses carry one output: there is no candidate 1" + UNSAFE
+    )
+    with pytest.raises(ResponseError):
+        providers.get(provider).stream_reader(candidate=1)
+    providers.get(provider).stream_reader(candidate=0)

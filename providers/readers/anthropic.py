@@ -40,6 +40,7 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    one_output,
     opaque,
     output,
     text,
@@ -127,7 +128,8 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
 class AnthropicReader(Reader):
     name: ClassVar[str] = NAME
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        one_output(self.name, candidate)
         message = load_object(body)
         if message.get("type") == "error":
             raise _error(message)
@@ -138,7 +140,8 @@ class AnthropicReader(Reader):
             )
         return _message(message, content)
 
-    def stream_reader(self) -> StreamReader:
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        one_output(self.name, candidate)
         return AnthropicStream()
 
     def is_retryable(self, status: int, body: bytes) -> bool:
