@@ -19,8 +19,10 @@ from typing import Any
 
 import botocore.session
 import pytest
+from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.eventstream import ChecksumMismatch, EventStream, EventStreamBuffer
 from botocore.exceptions import ClientError
 from botocore.model import Shape, StructureShape
@@ -35,7 +37,7 @@ from prefixlock.core.output import ModelOutput
 from prefixlock.providers.readers import reader
 from prefixlock.providers.readers.eventstream import FrameDecoder, encode_frame
 from prefixlock.store.contract import MemoryStore
-from stub_server import Reply, stub_server
+from stub_server import Reply, Seen, stub_server
 
 DATA = Path(__file__).parent / "data" / "responses" / "bedrock-converse"
 NAMES = ["turn1_reasoning_parallel_tools", "turn2_redacted_edit", "turn3_final_text"]
@@ -604,6 +606,29 @@ class _Replayed:
         yield from self.chunks
 
 
+#: dummy credentials (the AWS documentation's example pair)
+CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+
+
+def signature_holds(url: str, seen: Seen) -> bool:
+    """Check a received request's SigV4 signature as the service would: recompute it from
+    the method, path, signed headers and body bytes the stand-in received."""
+    auth = seen.headers["authorization"]
+    signed = auth.split("SignedHeaders=")[1].split(",")[0].split(";")
+    request = AWSRequest(
+        method=seen.method,
+        url=url + seen.path,
+        data=seen.body,
+        headers={name: seen.headers[name] for name in signed},
+    )
+    request.context["timestamp"] = seen.headers["x-amz-date"]
+    signer = SigV4Auth(CREDENTIALS, "bedrock", "us-east-1")
+    expected = signer.signature(
+        signer.string_to_sign(request, signer.canonical_request(request)), request
+    )
+    return bool(auth.endswith(f"Signature={expected}"))
+
+
 class BotocoreTransport:
     """The ``bedrock-runtime`` client as the transport (``endpoint_url`` = the stub, dummy
     credentials): a ``before-sign`` hook puts http_request()'s exact body in place of
@@ -619,8 +644,8 @@ class BotocoreTransport:
             "bedrock-runtime",
             region_name="us-east-1",
             endpoint_url=url,
-            aws_access_key_id="AKIDEXAMPLE",
-            aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            aws_access_key_id=CREDENTIALS.access_key,
+            aws_secret_access_key=CREDENTIALS.secret_key,
             config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
         )
         self.exact: Any = None

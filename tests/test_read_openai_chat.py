@@ -153,6 +153,7 @@ def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, str
     assert [s.path for s in seen] == ["/v1/chat/completions"] * 4
     accept = "text/event-stream" if stream else "application/json"
     assert {s.headers["accept"] for s in seen} == {accept}
+    assert {s.headers["authorization"] for s in seen} == {"Bearer test-key"}  # the SDK's auth
     bodies = straight
     assert bodies[1].startswith(messages_end(bodies[0]))
     if stream:
