@@ -121,13 +121,15 @@ class Transport:
             headers.update(route.stream_headers)
         return HttpRequest("POST", path, headers, body)
 
-    def parse_response(self, body: bytes) -> ModelOutput:
-        """The :class:`ModelOutput` of a whole JSON response."""
-        return reader(self.name).parse_response(body)
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        """The :class:`ModelOutput` of a whole JSON response; ``candidate=i`` picks one
+        of several outputs (Gemini candidates, Chat choices), which are refused without
+        it."""
+        return reader(self.name).parse_response(body, candidate=candidate)
 
-    def stream_reader(self) -> StreamReader:
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
         """A reader for one streamed response: ``feed(chunk)``, then ``result()``."""
-        return reader(self.name).stream_reader()
+        return reader(self.name).stream_reader(candidate=candidate)
 
     def is_retryable(self, status: int, body: bytes) -> bool:
         """Whether sending the same request again may succeed after this HTTP error."""

@@ -1,14 +1,16 @@
-"""Shared drivers of the Anthropic and Gemini reader tests (not a test module): chunkings,
-strict SDK validation, round trips and a tool loop against the local stub. (The OpenAI
-reader tests use read_helpers.py; the two grew in parallel and are to be merged.)"""
+"""Shared drivers of the response-reader tests (not a test module): fixtures, chunkings,
+strict SDK validation, round trips, and a tool loop through an official SDK client
+against the local stub."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import openai
 import pydantic
 from conv_helpers import assert_prefix, example_bundle, user
 from prefixlock import Conversation, SQLiteStore, ToolResult, providers
@@ -19,13 +21,13 @@ from prefixlock.providers.readers import reader
 from prefixlock.store.contract import MemoryStore
 from stub_server import Reply, StubServer
 
-RESPONSES = Path(__file__).parent / "data" / "responses"
+DATA = Path(__file__).parent / "data" / "responses"
 #: The two turns of every provider's tool loop: tool calls, then a final answer.
 TURNS = ("turn1", "turn2")
 
 
 def fixture(provider: str, name: str) -> bytes:
-    return (RESPONSES / provider / name).read_bytes()
+    return (DATA / provider / name).read_bytes()
 
 
 def chunkings(data: bytes) -> Iterator[tuple[str, list[bytes]]]:
@@ -42,9 +44,10 @@ def chunkings(data: bytes) -> Iterator[tuple[str, list[bytes]]]:
         yield f"random-{seed}", chunks
 
 
-def read_stream(provider: str, chunks: Sequence[bytes]) -> ModelOutput:
+def read_stream(provider: str, chunks: bytes | Sequence[bytes]) -> ModelOutput:
+    """Feed a whole stream (``bytes``) or its chunks to a fresh stream reader."""
     stream = reader(provider).stream_reader()
-    for chunk in chunks:
+    for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
         stream.feed(chunk)
     return stream.result()
 
@@ -60,19 +63,36 @@ def sse_events(body: bytes) -> list[tuple[str, Any]]:
     return out
 
 
-def assert_no_extra(value: Any, path: str = "$") -> None:
-    """No key of the JSON went unrecognised anywhere in a validated SDK model tree."""
+def sse_data(stream: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a fixture stream's ``data:`` lines (``[DONE]`` skipped)."""
+    for line in stream.decode("utf-8").split("\n"):
+        if line.startswith("data: ") and line != "data: [DONE]":
+            value = json.loads(line[len("data: ") :])
+            assert isinstance(value, dict)
+            yield value
+
+
+def unknown_keys(value: Any, path: str = "$") -> list[str]:
+    """Every key of the JSON that a validated SDK model tree does not declare (pydantic
+    keeps them as extras)."""
+    found: list[str] = []
     if isinstance(value, pydantic.BaseModel):
-        extra = value.model_extra or {}
-        assert not extra, f"{path}: keys the SDK type does not know: {sorted(extra)}"
+        found += [f"{path}.{key}" for key in sorted(value.model_extra or {})]
         for name in type(value).model_fields:
-            assert_no_extra(getattr(value, name), f"{path}.{name}")
+            found += unknown_keys(getattr(value, name), f"{path}.{name}")
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            assert_no_extra(item, f"{path}[{i}]")
+            found += unknown_keys(item, f"{path}[{i}]")
     elif isinstance(value, dict):
         for key, item in value.items():
-            assert_no_extra(item, f"{path}.{key}")
+            found += unknown_keys(item, f"{path}.{key}")
+    return found
+
+
+def assert_no_extra(value: Any) -> None:
+    """No key of the JSON went unrecognised anywhere in a validated SDK model tree."""
+    extra = unknown_keys(value)
+    assert not extra, f"keys the SDK type does not know: {extra}"
 
 
 def strict(model: type[pydantic.BaseModel] | pydantic.TypeAdapter[Any], data: Any) -> Any:
@@ -122,6 +142,38 @@ def opaque_in(body: bytes, outputs: Sequence[ModelOutput]) -> tuple[int, int]:
     return sum(body.count(p.data.encode()) == 1 for p in parts), len(parts)
 
 
+def messages_end(body: bytes) -> bytes:
+    """An OpenAI body up to the end of its message array (the trail after it repeats)."""
+    return body[: body.rindex(b'],"prompt_cache_key"')]
+
+
+def _wire_form(provider: str, data: str) -> bytes:
+    """An opaque part as the serializer sends it back: verbatim, except that stateless
+    OpenAI Responses (``store: false``, the default) sends items without their ``id``
+    (docs: providers/openai_responses.py, "Store policy")."""
+    if provider == "openai-responses":
+        item = canonical.loads(data)
+        assert isinstance(item, dict)
+        return canonical.dumpb({k: v for k, v in item.items() if k != "id"})
+    return data.encode("utf-8")
+
+
+def opaque_in_next_body(provider: str, output: ModelOutput) -> tuple[int, int, bytes]:
+    """Record ``output`` after a user turn, answer its tool calls, and count how many of
+    its opaque parts appear byte-identical in the next request body."""
+    conv = Conversation.open(MemoryStore(), example_bundle(), "conv-1")
+    first = providers.get(provider).serialize(conv.handle(user("u1")))
+    conv.record(output)
+    results = [ToolResult(c.call_id, "ok") for c in output.tool_calls]
+    request = conv.tool_results(results) if results else conv.handle(user("u2", "and now?"))
+    body = providers.get(provider).serialize(request)
+    assert body.startswith(messages_end(first))
+    found = sum(1 for part in output.opaque if _wire_form(provider, part.data) in body)
+    for part in output.opaque:
+        assert part.data == canonical.dumps(canonical.loads(part.data))
+    return found, len(output.opaque), body
+
+
 # -- end to end ------------------------------------------------------------------------
 
 #: send(stub, http_request) -> the response bytes as the client received them (chunks)
@@ -137,15 +189,17 @@ def tool_loop(
     stream: bool,
     restart_after: int | None,
     content_type: str,
+    turns: Sequence[str] = TURNS,
 ) -> list[ModelOutput]:
-    """Run the fixture tool loop through the stub; reopen the store after turn
-    ``restart_after``. Every body the stub saw is http_request()'s exact bytes."""
+    """Run the fixture tool loop (``turns``: the fixture names of the tool calls, then of
+    the final answer) through the stub; reopen the store after turn ``restart_after``.
+    Every body the stub saw is http_request()'s exact bytes."""
     wire = providers.get(provider)
     store = SQLiteStore(db)
     conv = Conversation.open(store, example_bundle(), "conv-1")
     request = conv.handle(user("u1"))
     outputs = []
-    for i, turn in enumerate(TURNS):
+    for i, turn in enumerate(turns):
         http = wire.http_request(request, stream=stream)
         body = fixture(provider, f"{turn}.sse" if stream else f"{turn}.json")
         chunks = [body[j : j + 61] for j in range(0, len(body), 61)] if stream else [body]
@@ -170,3 +224,58 @@ def tool_loop(
         request = conv.tool_results(results_for(output))
     store.close()
     return outputs
+
+
+# -- the OpenAI client as the transport ------------------------------------------------
+
+
+_Event = TypeVar("_Event")
+
+
+class _TeeStream(openai.Stream[_Event], Generic[_Event]):
+    """The SDK's own stream (its SSE decoder and event types), keeping the bytes it read
+    so prefixlock's reader can be fed the very same response."""
+
+    raw: list[bytes]
+
+    def _iter_events(self) -> Iterator[Any]:
+        self.raw = []
+
+        def tee() -> Iterator[bytes]:
+            for chunk in self.response.iter_bytes():
+                self.raw.append(chunk)
+                yield chunk
+
+        yield from self._decoder.iter_bytes(tee())
+
+
+def openai_sender(cast_to: type[pydantic.BaseModel], event: Any, parsed: list[Any]) -> Sender:
+    """A :data:`Sender` through ``openai.OpenAI``: ``client.post(path, content=body)``
+    sends http_request()'s bytes as they are (``content=``, where ``body=`` would
+    re-encode a dict), and the SDK parses the reply into ``cast_to`` (or a list of
+    ``event`` for a stream), appended to ``parsed``. The ``X-Stainless-Raw-Response``
+    header makes ``post`` return the SDK's raw response, whose ``parse()`` is the same
+    path ``client.chat.completions.with_raw_response.create`` takes."""
+
+    def send(stub: StubServer, http: Any, stream: bool) -> list[bytes]:
+        client = openai.OpenAI(base_url=stub.url, api_key="test-key", max_retries=0)
+        if not stream:
+            headers = {**http.headers, "X-Stainless-Raw-Response": "true"}
+            raw: Any = client.post(
+                http.path, cast_to=cast_to, content=http.body, options={"headers": headers}
+            )
+            parsed.append(raw.parse())
+            return [raw.content]
+        events = client.post(
+            http.path,
+            cast_to=cast_to,
+            content=http.body,
+            options={"headers": dict(http.headers)},
+            stream=True,
+            stream_cls=_TeeStream[event],
+        )
+        assert isinstance(events, _TeeStream)
+        parsed.append(list(events))
+        return events.raw
+
+    return send

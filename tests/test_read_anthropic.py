@@ -309,3 +309,69 @@ def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, str
     assert plain == restarted == [whole(t) for t in TURNS]
     assert len(straight) == 2
     assert after == straight
+
+
+# -- citations --------------------------------------------------------------------------
+# docs.anthropic.com/en/docs/build-with-claude/citations: a cited answer is split into
+# text blocks, the cited ones with a ``citations`` list (char_location, page_location,
+# content_block_location ...); streamed, each arrives as ``citations_delta`` events on its
+# text block (anthropic-sdk-python types/citations_delta.py, text_block.py). A cited
+# block is kept whole, as an opaque part, so the next request echoes it byte for byte.
+
+
+def test_the_cited_fixture_is_a_valid_message_with_text_block_citations() -> None:
+    message = strict(Message, canonical.loads(fixture(P, "cited.json")))
+    kinds = [[c.type for c in block.citations or ()] for block in message.content]
+    assert kinds == [[], ["char_location"], [], ["page_location", "content_block_location"], []]
+    events = sse_events(fixture(P, "cited.sse"))
+    for name, data in events:
+        if name != "ping":
+            strict(EVENTS, data)
+    deltas = [d["delta"]["type"] for n, d in events if n == "content_block_delta"]
+    assert deltas.count("citations_delta") == 3
+
+
+def test_a_cited_text_block_is_kept_whole_and_its_text_stays_visible() -> None:
+    out = whole("cited")
+    blocks = canonical.loads(fixture(P, "cited.json"))["content"]
+    assert out.parts == (
+        TextPart("According to the notes, "),
+        OpaquePart(P, canonical.dumps(blocks[1])),
+        TextPart(", and "),
+        OpaquePart(P, canonical.dumps(blocks[3])),
+        TextPart("."),
+    )
+    assert out.text == "According to the notes, the grass is green, and water is essential" + (
+        " and the sky is blue."
+    )
+
+
+def test_a_cited_stream_in_any_chunking_equals_the_whole_response() -> None:
+    expected = whole("cited")
+    for label, chunks in chunkings(fixture(P, "cited.sse")):
+        assert read_stream(P, chunks) == expected, label
+
+
+def test_the_sdk_accumulator_builds_the_same_citations() -> None:
+    snapshot: Any = None
+    bufs: dict[int, bytes] = {}
+    for name, data in sse_events(fixture(P, "cited.sse")):
+        if name != "ping":
+            snapshot = accumulate_event(
+                event=EVENTS.validate_python(data), current_snapshot=snapshot, json_bufs=bufs
+            )
+    accumulated = canonical.dumpb(snapshot.to_dict(mode="json"))
+    assert reader(P).parse_response(accumulated) == read_stream(P, fixture(P, "cited.sse"))
+    sent = Message.model_validate_json(fixture(P, "cited.json"))
+    assert snapshot.to_dict(exclude_none=True) == sent.to_dict(exclude_none=True)
+
+
+@pytest.mark.parametrize("source", ["json", "sse"])
+def test_cited_blocks_go_back_byte_identical_in_the_next_request(source: str) -> None:
+    out = whole("cited") if source == "json" else read_stream(P, fixture(P, "cited.sse"))
+    calls = round_trip(P, [out])
+    body = calls[-1][1]
+    assert opaque_in(body, [out]) == (2, 2)
+    sent = canonical.loads(body)["messages"]
+    assistant = [m for m in sent if m["role"] == "assistant"][-1]
+    assert assistant["content"] == canonical.loads(fixture(P, "cited.json"))["content"]

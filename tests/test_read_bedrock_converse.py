@@ -10,7 +10,6 @@ format. A stream fixture is a list of ``{"event", "payload"}``; the tests frame 
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import random
 import urllib.parse
@@ -20,7 +19,12 @@ from typing import Any
 
 import botocore.session
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.eventstream import ChecksumMismatch, EventStream, EventStreamBuffer
+from botocore.exceptions import ClientError
 from botocore.model import Shape, StructureShape
 from botocore.parsers import EventStreamJSONParser
 from conv_helpers import CONV, example_bundle, user
@@ -33,7 +37,7 @@ from prefixlock.core.output import ModelOutput
 from prefixlock.providers.readers import reader
 from prefixlock.providers.readers.eventstream import FrameDecoder, encode_frame
 from prefixlock.store.contract import MemoryStore
-from stub_server import Reply, stub_server
+from stub_server import Reply, Seen, stub_server
 
 DATA = Path(__file__).parent / "data" / "responses" / "bedrock-converse"
 NAMES = ["turn1_reasoning_parallel_tools", "turn2_redacted_edit", "turn3_final_text"]
@@ -592,23 +596,108 @@ def reference_bodies() -> list[bytes]:
     return bodies
 
 
-def send(url: str, request: ModelRequest, stream: bool) -> tuple[int, ModelOutput | bytes]:
-    bedrock = providers.get(PROVIDER)
-    exact = bedrock.http_request(request, stream=stream)
-    connection = http.client.HTTPConnection(urllib.parse.urlsplit(url).netloc)
-    try:
-        connection.request(exact.method, exact.path, body=exact.body, headers=dict(exact.headers))
-        response = connection.getresponse()
-        if response.status != 200:
-            return response.status, response.read()
+class _Replayed:
+    """A consumed event-stream body, handed on to botocore's EventStream parser."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def stream(self, amt: int | None = None) -> Iterator[bytes]:
+        yield from self.chunks
+
+
+#: dummy credentials (the AWS documentation's example pair)
+CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+
+
+def signature_holds(url: str, seen: Seen) -> bool:
+    """Check a received request's SigV4 signature as the service would: recompute it from
+    the method, path, signed headers and body bytes the stand-in received."""
+    auth = seen.headers["authorization"]
+    signed = auth.split("SignedHeaders=")[1].split(",")[0].split(";")
+    request = AWSRequest(
+        method=seen.method,
+        url=url + seen.path,
+        data=seen.body,
+        headers={name: seen.headers[name] for name in signed},
+    )
+    request.context["timestamp"] = seen.headers["x-amz-date"]
+    signer = SigV4Auth(CREDENTIALS, "bedrock", "us-east-1")
+    expected = signer.signature(
+        signer.string_to_sign(request, signer.canonical_request(request)), request
+    )
+    return bool(auth.endswith(f"Signature={expected}"))
+
+
+class BotocoreTransport:
+    """The ``bedrock-runtime`` client as the transport (``endpoint_url`` = the stub, dummy
+    credentials): a ``before-sign`` hook puts http_request()'s exact body in place of
+    the one botocore serialized, so SigV4 signs and the client sends prefixlock's bytes;
+    a ``before-parse`` hook keeps the response bytes for prefixlock's reader while
+    botocore parses them itself (``Converse`` into a dict, ``ConverseStream`` with its
+    EventStream decoder and CRC checks). botocore's retries are off: the loop retries
+    by ``is_retryable``, sending the same bytes."""
+
+    def __init__(self, url: str) -> None:
+        session = botocore.session.get_session()
+        self.client: Any = session.create_client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=url,
+            aws_access_key_id=CREDENTIALS.access_key,
+            aws_secret_access_key=CREDENTIALS.secret_key,
+            config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+        )
+        self.exact: Any = None
+        self.raw: list[bytes] = []
+        events = self.client.meta.events
+        events.register("before-sign.bedrock-runtime.*", self._swap_body)
+        events.register("before-parse.bedrock-runtime.*", self._keep_response)
+
+    def _swap_body(self, request: AWSRequest, **_: Any) -> None:
+        request.data = self.exact.body
+        del request.headers["Content-Length"]  # botocore's body had another length
+        for name, value in self.exact.headers.items():
+            del request.headers[name]  # HTTPHeaders: a plain set would add a second one
+            request.headers[name] = value
+
+    def _keep_response(self, response_dict: dict[str, Any], **_: Any) -> None:
+        if isinstance(response_dict["body"], bytes):
+            self.raw = [response_dict["body"]]
+        else:  # the event stream: read it here in 97-byte reads, replay it to botocore
+            self.raw = list(response_dict["body"].stream(97))
+            response_dict["body"] = _Replayed(self.raw)
+
+    def send(self, request: ModelRequest, stream: bool) -> tuple[int, ModelOutput | bytes, Any]:
+        """(status, prefixlock's output or the error body, botocore's parsed output)."""
+        bedrock = providers.get(PROVIDER)
+        exact = bedrock.http_request(request, stream=stream)
+        model = urllib.parse.unquote(exact.path.split("/")[2])
+        self.exact = exact
+        operation = self.client.converse_stream if stream else self.client.converse
+        try:
+            parsed = operation(modelId=model, messages=[{"role": "user", "content": []}])
+        except ClientError as error:
+            return error.response["ResponseMetadata"]["HTTPStatusCode"], self.raw[0], error
         if not stream:
-            return 200, bedrock.parse_response(response.read())
+            return 200, bedrock.parse_response(self.raw[0]), parsed
+        theirs = list(parsed["stream"])  # botocore decodes the frames it was handed
         reader_ = bedrock.stream_reader()
-        while chunk := response.read(97):
+        for chunk in self.raw:
             reader_.feed(chunk)
-        return 200, reader_.result()
-    finally:
-        connection.close()
+        return 200, reader_.result(), theirs
+
+
+def botocore_events(name: str) -> list[dict[str, Any]]:
+    """A stream fixture as botocore's EventStream yields it (blobs decoded)."""
+    expected = []
+    for item in events(name):
+        payload = json.loads(json.dumps(item["payload"]))
+        reasoning = payload.get("delta", {}).get("reasoningContent", {})
+        if "redactedContent" in reasoning:
+            reasoning["redactedContent"] = base64.b64decode(reasoning["redactedContent"])
+        expected.append({item["event"]: payload})
+    return expected
 
 
 def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Path) -> None:
@@ -621,18 +710,25 @@ def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Pat
         stub.queue(Reply(429, throttled, headers=(("x-amzn-ErrorType", "ThrottlingException"),)))
         stub.queue(Reply(200, list(chunked(stream_bytes(NAMES[1]), rng)), EVENTSTREAM))
         stub.queue(Reply(200, list(chunked(stream_bytes(NAMES[2]), rng)), EVENTSTREAM))
+        transport = BotocoreTransport(stub.url)
         conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
         request = conv.handle(user("u1"))
         sent = []
         for name in NAMES:
             while True:
                 sent.append(bedrock.http_request(request, stream=STREAMS[name]))
-                status, result = send(stub.url, request, STREAMS[name])
+                status, result, theirs = transport.send(request, STREAMS[name])
                 if status == 200:
                     break
                 assert isinstance(result, bytes) and bedrock.is_retryable(status, result)
+                assert theirs.response["Error"]["Code"] == "ThrottlingException"
             assert isinstance(result, ModelOutput)
             assert result == bedrock.parse_response(body(name))
+            if STREAMS[name]:
+                assert theirs == botocore_events(name)
+            else:  # botocore's Converse parser read the same JSON
+                theirs.pop("ResponseMetadata")
+                assert theirs == json.loads(body(name))
             conv.record(result)
             if name == NAMES[1]:  # the process restarts: everything from SQLite
                 conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
@@ -643,6 +739,11 @@ def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Pat
     for seen, exact in zip(stub.seen, sent, strict=True):
         assert (seen.method, seen.path, seen.body) == (exact.method, exact.path, exact.body)
         assert {k: seen.headers[k] for k in exact.headers} == dict(exact.headers)
+        scope = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"
+        assert seen.headers["authorization"].startswith(scope)
+        assert (
+            seen.headers["authorization"].split(",")[0].endswith("/us-east-1/bedrock/aws4_request")
+        )
     model = urllib.parse.quote("anthropic.claude-sonnet-4-5-20250929-v1:0", safe="")
     assert [s.path for s in stub.seen] == [
         f"/model/{model}/converse",

@@ -346,3 +346,83 @@ def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, str
     assert after == straight
     suffix = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
     assert paths == {"/v1beta/models/gemini-2.5-pro" + suffix}
+
+
+# -- several candidates (candidateCount > 1) -------------------------------------------
+# The conversation records one: the caller names it (candidate=i); several candidates
+# and no pick are refused, never read as candidate 0 silently (docs/agent-loop.md).
+
+OTHER = "Keep the trailing newline; the test is right."
+NOT_SAFE = " (do not retry as is)"
+
+
+def _two_candidates() -> bytes:
+    data = canonical.loads(fixture(P, "turn2.json"))
+    other = {
+        "content": {"parts": [{"text": OTHER}], "role": "model"},
+        "finishReason": "STOP",
+        "index": 1,
+    }
+    data["candidates"].append(other)
+    strict(GenerateContentResponse, data)
+    return canonical.dumpb(data)
+
+
+def _two_candidate_stream() -> bytes:
+    """turn2.sse with candidate 1 beside candidate 0; candidate 1 ends after 0 did."""
+    chunks = [data for _, data in sse_events(fixture(P, "turn2.sse"))]
+    words = OTHER.split(" ")
+    lines = []
+    for i, chunk in enumerate(chunks):
+        piece = {"content": {"parts": [{"text": words[i] + " "}], "role": "model"}, "index": 1}
+        chunk["candidates"].append(piece)
+        lines.append(chunk)
+    rest = " ".join(words[len(chunks) :])
+    last = {"content": {"parts": [{"text": rest}], "role": "model"}, "index": 1}
+    lines.append({**lines[-1], "candidates": [{**last, "finishReason": "STOP"}]})
+    for data in lines:
+        strict(GenerateContentResponse, data)
+    return b"".join(b"data: " + canonical.dumpb(d) + b"\n\n" for d in lines)
+
+
+def test_several_candidates_are_refused_without_a_pick() -> None:
+    with pytest.raises(ResponseError) as info:
+        whole_body(_two_candidates())
+    assert str(info.value) == (
+        "gemini response carries 2 candidates: pick the one to record with candidate=i "
+        "(0 to 1)" + NOT_SAFE
+    )
+    with pytest.raises(ResponseError) as info:
+        read_stream(P, _two_candidate_stream())
+    assert str(info.value) == (
+        "gemini stream carries more than one candidate: pick the one to record with "
+        "candidate=i" + NOT_SAFE
+    )
+
+
+def test_the_picked_candidate_is_read_whole_and_streamed() -> None:
+    wire = providers.get(P)
+    assert wire.parse_response(_two_candidates(), candidate=0) == whole("turn2")
+    assert wire.parse_response(_two_candidates(), candidate=1).text == OTHER
+    for label, chunks in chunkings(_two_candidate_stream()):
+        for pick in (0, 1):
+            stream = wire.stream_reader(candidate=pick)
+            for chunk in chunks:
+                stream.feed(chunk)
+            got = stream.result()
+            assert got.parts == wire.parse_response(_two_candidates(), candidate=pick).parts
+            assert got.usage == whole("turn2").usage, label
+    with pytest.raises(ResponseError, match=r"^gemini response has no candidate 2 \(it"):
+        wire.parse_response(_two_candidates(), candidate=2)
+
+
+def test_a_chunk_of_the_picked_candidate_after_its_finish_is_refused() -> None:
+    stream = providers.get(P).stream_reader(candidate=0)
+    stream.feed(_two_candidate_stream())
+    late = canonical.loads(fixture(P, "turn2.json"))
+    with pytest.raises(ResponseError, match=r"^event 'message' after the end"):
+        stream.feed(b"data: " + canonical.dumpb(late) + b"\n\n")
+
+
+def whole_body(body: bytes) -> Any:
+    return reader(P).parse_response(body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
@@ -13,11 +14,13 @@ from prefixlock import ResponseError, providers
 from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
 from prefixlock.core.output import Usage
 from pydantic import TypeAdapter
-from read_helpers import (
+from read_support import (
     DATA,
+    chunkings,
     fixture,
     messages_end,
     opaque_in_next_body,
+    openai_sender,
     read_stream,
     sse_data,
     tool_loop,
@@ -27,6 +30,8 @@ from stub_server import stub_server
 
 NAME = "openai-chat"
 P = providers.get(NAME)
+#: the tool loop: tool calls, then the final answer
+TURNS = ("tool_calls", "final")
 WHOLE = ["tool_calls", "final", "refusal"]
 
 
@@ -73,10 +78,10 @@ def test_refusal_is_an_opaque_refusal_part_sent_back_as_a_content_part() -> None
 
 
 @pytest.mark.parametrize("name", WHOLE)
-@pytest.mark.parametrize("sizes", ["whole", 1, "seed:1", "seed:2", "seed:3"])
-def test_streams_in_any_chunking_equal_the_whole_response(name: str, sizes: str | int) -> None:
+def test_streams_in_any_chunking_equal_the_whole_response(name: str) -> None:
     whole = P.parse_response(fixture(NAME, f"{name}.json"))
-    assert read_stream(NAME, fixture(NAME, f"{name}.sse"), sizes) == whole
+    for label, chunks in chunkings(fixture(NAME, f"{name}.sse")):
+        assert read_stream(NAME, chunks) == whole, label
 
 
 @pytest.mark.parametrize("name", WHOLE)
@@ -114,37 +119,53 @@ def test_round_trip_ids_match_and_the_previous_body_is_a_prefix() -> None:
     assert [m["tool_call_id"] for m in sent[-2:]] == ["call_Ab12Cd34", "call_Ef56Gh78"]
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_tool_loop_against_the_stub_with_a_restart_sends_identical_bytes(
-    tmp_path: Path, stream: bool
-) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, stream: bool) -> None:
+    parsed: list[Any] = []
+    send = openai_sender(ChatCompletion, ChatCompletionChunk, parsed)
     with stub_server() as stub:
-        restarted = tool_loop(NAME, stub, tmp_path / "a.db", stream=stream, restart=True)
-        seen = list(stub.seen)
-    with stub_server() as stub:
-        plain = tool_loop(NAME, stub, tmp_path / "b.db", stream=stream, restart=False)
-    assert restarted == plain
-    assert [s.body for s in seen] == restarted
-    assert [s.path for s in seen] == ["/v1/chat/completions"] * 2
-    assert all(s.headers.get("accept") == ("text/event-stream" if stream else None) for s in seen)
-    assert restarted[1].startswith(messages_end(restarted[0]))
-    if stream:
-        assert restarted[0].endswith(b',"stream":true,"stream_options":{"include_usage":true}}')
-
-
-def test_the_sdk_client_reads_the_stubs_replay() -> None:
-    from openai import OpenAI
-
-    with stub_server() as stub:
-        from stub_server import Reply
-
-        stub.queue(Reply(200, fixture(NAME, "tool_calls.json")))
-        client = OpenAI(base_url=stub.url + "/v1", api_key="test", max_retries=0)
-        sdk = client.chat.completions.create(
-            model="gpt-4.1", messages=[{"role": "user", "content": "x"}]
+        plain = tool_loop(
+            NAME,
+            stub,
+            tmp_path / "a.db",
+            send,
+            stream=stream,
+            restart_after=None,
+            content_type="text/event-stream",
+            turns=TURNS,
         )
-    ours = P.parse_response(fixture(NAME, "tool_calls.json"))
-    assert P.parse_response(sdk.model_dump_json(exclude_unset=True).encode()) == ours
+        straight = [s.body for s in stub.seen]
+        restarted = tool_loop(
+            NAME,
+            stub,
+            tmp_path / "b.db",
+            send,
+            stream=stream,
+            restart_after=0,
+            content_type="text/event-stream",
+            turns=TURNS,
+        )
+        after = [s.body for s in stub.seen[len(straight) :]]
+        seen = list(stub.seen)
+    assert plain == restarted == [P.parse_response(fixture(NAME, f"{t}.json")) for t in TURNS]
+    assert len(straight) == 2
+    assert after == straight
+    assert [s.path for s in seen] == ["/v1/chat/completions"] * 4
+    accept = "text/event-stream" if stream else "application/json"
+    assert {s.headers["accept"] for s in seen} == {accept}
+    assert {s.headers["authorization"] for s in seen} == {"Bearer test-key"}  # the SDK's auth
+    bodies = straight
+    assert bodies[1].startswith(messages_end(bodies[0]))
+    if stream:
+        assert bodies[0].endswith(b',"stream":true,"stream_options":{"include_usage":true}}')
+    # the SDK parsed the stand-in's replies into its own types, field for field
+    for got, turn in zip(parsed, [*TURNS, *TURNS], strict=True):
+        if stream:
+            events = [e.model_dump(mode="json", exclude_unset=True) for e in got]
+            assert events == list(sse_data(fixture(NAME, f"{turn}.sse")))
+        else:
+            sdk = got.model_dump(mode="json", exclude_unset=True)
+            assert sdk == json.loads(fixture(NAME, f"{turn}.json"))
 
 
 # -- failures --------------------------------------------------------------------------
@@ -225,3 +246,87 @@ def test_fixture_files_are_all_exercised() -> None:
     assert names == sorted(
         [*(f"{n}.json" for n in WHOLE), *(f"{n}.sse" for n in WHOLE), "error.sse"]
     )
+
+
+# -- several choices (n > 1) -----------------------------------------------------------
+# A conversation records one answer: with n > 1 the caller names the choice to record
+# (candidate=i); a response with several choices and no pick is refused, never read as
+# choice 0 silently (docs/agent-loop.md, "Several candidates").
+
+SECOND = "Fixed it: `a.py` was off by one."
+
+
+def _two_choices() -> bytes:
+    data = json.loads(fixture(NAME, "final.json"))
+    second = json.loads(json.dumps(data["choices"][0]))
+    second["index"], second["message"]["content"] = 1, SECOND
+    data["choices"].append(second)
+    assert unknown_keys(ChatCompletion.model_validate(data)) == []
+    return json.dumps(data).encode()
+
+
+def _two_choice_stream() -> bytes:
+    """final.sse with a second choice interleaved, as the API streams n = 2."""
+    out = []
+    for chunk in sse_data(fixture(NAME, "final.sse")):
+        if chunk["choices"]:
+            twin = json.loads(json.dumps(chunk))
+            delta = twin["choices"][0]["delta"]
+            if delta.get("content"):  # the second answer whole in the first delta
+                delta["content"] = SECOND if delta["content"] == "Fixed: " else ""
+            twin["choices"][0]["index"] = 1
+            chunks = [chunk, twin]
+        else:
+            chunks = [chunk]
+        for item in chunks:
+            assert unknown_keys(ChatCompletionChunk.model_validate(item)) == []
+            out.append(b"data: " + json.dumps(item).encode() + b"\n\n")
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+def test_several_choices_are_refused_without_a_pick() -> None:
+    with pytest.raises(ResponseError) as info:
+        P.parse_response(_two_choices())
+    assert str(info.value) == (
+        "openai-chat response carries 2 choices: pick the one to record with candidate=i "
+        "(0 to 1)" + UNSAFE
+    )
+    err = _fails(_two_choice_stream())
+    assert str(err) == (
+        "openai-chat stream carries choice 1 besides choice 0 (n > 1): pick the one to "
+        "record with candidate=i" + UNSAFE
+    )
+
+
+def test_the_picked_choice_is_read_whole_and_streamed() -> None:
+    single = P.parse_response(fixture(NAME, "final.json"))
+    assert P.parse_response(_two_choices(), candidate=0) == single
+    assert P.parse_response(_two_choices(), candidate=1).text == SECOND
+    for label, chunks in chunkings(_two_choice_stream()):
+        for pick in (0, 1):
+            stream = P.stream_reader(candidate=pick)
+            for chunk in chunks:
+                stream.feed(chunk)
+            assert stream.result() == P.parse_response(_two_choices(), candidate=pick), label
+    assert P.parse_response(fixture(NAME, "final.json"), candidate=0) == single
+
+
+def test_a_choice_that_is_not_there_is_refused() -> None:
+    with pytest.raises(ResponseError, match=r"^openai-chat response has no choice 2 \(it"):
+        P.parse_response(_two_choices(), candidate=2)
+    stream = P.stream_reader(candidate=2)
+    stream.feed(_two_choice_stream())
+    with pytest.raises(ResponseError, match=r"^openai-chat stream has no choice 2 "):
+        stream.result()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses", "bedrock-converse"])
+def test_providers_with_one_output_know_only_candidate_0(provider: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        providers.get(provider).parse_response(b"{}", candidate=1)
+    assert str(info.value) == (
+        f"{provider} responses carry one output: there is no candidate 1" + UNSAFE
+    )
+    with pytest.raises(ResponseError):
+        providers.get(provider).stream_reader(candidate=1)
+    providers.get(provider).stream_reader(candidate=0)

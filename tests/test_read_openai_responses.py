@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openai._types import omit
@@ -14,20 +15,24 @@ from prefixlock import ResponseError, providers
 from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
 from prefixlock.core.output import Usage
 from pydantic import TypeAdapter
-from read_helpers import (
+from read_support import (
     DATA,
+    chunkings,
     fixture,
     messages_end,
     opaque_in_next_body,
+    openai_sender,
     read_stream,
     sse_data,
     tool_loop,
     unknown_keys,
 )
-from stub_server import Reply, stub_server
+from stub_server import stub_server
 
 NAME = "openai-responses"
 P = providers.get(NAME)
+#: the tool loop: tool calls, then the final answer
+TURNS = ("tool_calls", "final")
 WHOLE = ["tool_calls", "final", "incomplete"]
 EVENT = TypeAdapter(ResponseStreamEvent)
 
@@ -86,10 +91,10 @@ def test_a_message_with_a_refusal_is_kept_whole() -> None:
 
 
 @pytest.mark.parametrize("name", WHOLE)
-@pytest.mark.parametrize("sizes", ["whole", 1, "seed:1", "seed:2", "seed:3"])
-def test_streams_in_any_chunking_equal_the_whole_response(name: str, sizes: str | int) -> None:
+def test_streams_in_any_chunking_equal_the_whole_response(name: str) -> None:
     whole = P.parse_response(fixture(NAME, f"{name}.json"))
-    assert read_stream(NAME, fixture(NAME, f"{name}.sse"), sizes) == whole
+    for label, chunks in chunkings(fixture(NAME, f"{name}.sse")):
+        assert read_stream(NAME, chunks) == whole, label
 
 
 @pytest.mark.parametrize("name", ["tool_calls", "final"])
@@ -147,34 +152,55 @@ def test_round_trip_ids_match_and_the_previous_body_is_a_prefix() -> None:
     assert json.loads(body)["include"] == ["reasoning.encrypted_content"]
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_tool_loop_against_the_stub_with_a_restart_sends_identical_bytes(
-    tmp_path: Path, stream: bool
-) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, stream: bool) -> None:
+    parsed: list[Any] = []
+    send = openai_sender(Response, ResponseStreamEvent, parsed)
     with stub_server() as stub:
-        restarted = tool_loop(NAME, stub, tmp_path / "a.db", stream=stream, restart=True)
+        plain = tool_loop(
+            NAME,
+            stub,
+            tmp_path / "a.db",
+            send,
+            stream=stream,
+            restart_after=None,
+            content_type="text/event-stream",
+            turns=TURNS,
+        )
+        straight = [s.body for s in stub.seen]
+        restarted = tool_loop(
+            NAME,
+            stub,
+            tmp_path / "b.db",
+            send,
+            stream=stream,
+            restart_after=0,
+            content_type="text/event-stream",
+            turns=TURNS,
+        )
+        after = [s.body for s in stub.seen[len(straight) :]]
         seen = list(stub.seen)
-    with stub_server() as stub:
-        plain = tool_loop(NAME, stub, tmp_path / "b.db", stream=stream, restart=False)
-    assert restarted == plain
-    assert [s.body for s in seen] == restarted
-    assert [s.path for s in seen] == ["/v1/responses"] * 2
-    assert restarted[1].startswith(messages_end(restarted[0]))
+    assert plain == restarted == [P.parse_response(fixture(NAME, f"{t}.json")) for t in TURNS]
+    assert len(straight) == 2
+    assert after == straight
+    assert [s.path for s in seen] == ["/v1/responses"] * 4
+    accept = "text/event-stream" if stream else "application/json"
+    assert {s.headers["accept"] for s in seen} == {accept}
+    assert {s.headers["authorization"] for s in seen} == {"Bearer test-key"}  # the SDK's auth
+    bodies = straight
+    assert bodies[1].startswith(messages_end(bodies[0]))
     encrypted = json.loads(fixture(NAME, "tool_calls.json"))["output"][0]["encrypted_content"]
-    assert encrypted.encode() in restarted[1]
+    assert encrypted.encode() in bodies[1]
     if stream:
-        assert restarted[0].endswith(b',"stream":true}')
-
-
-def test_the_sdk_client_reads_the_stubs_replay() -> None:
-    from openai import OpenAI
-
-    with stub_server() as stub:
-        stub.queue(Reply(200, fixture(NAME, "tool_calls.json")))
-        client = OpenAI(base_url=stub.url + "/v1", api_key="test", max_retries=0)
-        sdk = client.responses.create(model="gpt-5", input="x")
-    ours = P.parse_response(fixture(NAME, "tool_calls.json"))
-    assert P.parse_response(sdk.model_dump_json(exclude_unset=True).encode()) == ours
+        assert bodies[0].endswith(b',"stream":true}')
+    # the SDK parsed the stand-in's replies into its own types, field for field
+    for got, turn in zip(parsed, [*TURNS, *TURNS], strict=True):
+        if stream:
+            events = [e.model_dump(mode="json", exclude_unset=True) for e in got]
+            assert events == list(sse_data(fixture(NAME, f"{turn}.sse")))
+        else:
+            sdk = got.model_dump(mode="json", exclude_unset=True)
+            assert sdk == json.loads(fixture(NAME, f"{turn}.json"))
 
 
 # -- failures --------------------------------------------------------------------------

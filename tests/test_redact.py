@@ -4,14 +4,23 @@ survive, and an end-to-end test proves no caught value reaches a body or the sto
 from __future__ import annotations
 
 import copy
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conv_helpers import CONTEXT_A, CONV, example_bundle, user
+from conv_helpers import CONTEXT_A, CONV, REPO, example_bundle, user
+from prefixlock.core import canonical
+from prefixlock.core.errors import SpecErrors
+from prefixlock.core.model import ModelRequest
 from prefixlock.providers import NAMES, get
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.redact import is_sensitive_name, redact_mapping, redact_text
+from prefixlock.runtime.request import AgentRunRequest
+from prefixlock.runtime.tools import ToolCall, ToolResult
+from prefixlock.spec.build import build_bundle
+from prefixlock.spec.bundle import Bundle
 from prefixlock.store.sqlite import SQLiteStore
 
 R = "[REDACTED]"
@@ -158,3 +167,108 @@ def test_no_secret_reaches_a_provider_body_or_the_store(tmp_path: Path) -> None:
     for where, data in {**bodies, "store": stored}.items():
         found = [s for s in secrets if s.encode() in data]
         assert found == [], where
+
+
+# -- user-turn content: kept by default, redacted by an opt-in policy ------------------
+# rules/agent.yaml ``secrets.user_content``: ``keep`` (the default) sends the query,
+# selections, action context, event texts and tool outputs as they are; ``redact``
+# runs the by-value rules over every string of them before anything is saved.
+
+
+def policy_bundle(tmp_path: Path, setting: str | None) -> Bundle:
+    root = tmp_path / f"spec-{setting}"
+    shutil.copytree(REPO / "rules", root / "rules")
+    shutil.copytree(REPO / "prompt", root / "prompt")
+    if setting is not None:
+        agent = root / "rules" / "agent.yaml"
+        agent.write_text(agent.read_text() + f"\nsecrets:\n  user_content: {setting}\n")
+    return build_bundle(root)
+
+
+def secret_turns(conv: Conversation) -> list[ModelRequest]:
+    """A user turn, a tool loop and a background event, each carrying every secret of
+    the corpus in every user-content field; the requests they produce."""
+    texts = list(CAUGHT)
+    turn = user(
+        "u1",
+        "\n".join(texts),
+        selected_context=[{"path": "config/.env", "start_line": 1, "text": "\n".join(texts)}],
+        action_context={"terminal": texts[9], "last_command": texts[10], "env": texts[11]},
+        open_files=[{"path": "notes.md"}],
+    )
+    requests = [conv.handle(turn)]
+    conv.assistant(None, [ToolCall("call-1", "read_file", '{"path":"config/.env"}')])
+    requests.append(conv.tool_results([ToolResult("call-1", "\n".join(texts))]))
+    conv.assistant("done")
+    requests.append(
+        conv.handle(
+            AgentRunRequest.from_value(
+                {
+                    "conversation_id": CONV,
+                    "event_id": "bg-1",
+                    "kind": "background",
+                    "text": f"subagent found {texts[1]} and {texts[5]}",
+                }
+            )
+        )
+    )
+    return requests
+
+
+def run_secret_turns(tmp_path: Path, bundle: Bundle) -> tuple[dict[str, bytes], bytes]:
+    path = tmp_path / f"{bundle.digest[7:19]}.db"
+    store = SQLiteStore(path)
+    try:
+        conv = Conversation.open(store, bundle, CONV)
+        requests = secret_turns(conv)
+        bodies = {
+            f"{name} #{i}": get(name).serialize(r) for name in NAMES for i, r in enumerate(requests)
+        }
+        wal = path.with_name(path.name + "-wal")
+        stored = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    finally:
+        store.close()
+    return bodies, stored + path.read_bytes()
+
+
+def test_with_the_policy_on_no_secret_of_user_content_reaches_a_body_or_the_store(
+    tmp_path: Path,
+) -> None:
+    bundle = policy_bundle(tmp_path, "redact")
+    assert bundle.redact_user_content
+    bodies, stored = run_secret_turns(tmp_path, bundle)
+    secrets = [secret for _, secret in CAUGHT.values()]
+    assert b"[REDACTED]" in stored
+    for where, data in {**bodies, "store": stored}.items():
+        found = [s for s in secrets if s.encode() in data]
+        assert found == [], where
+    assert all(b"[REDACTED]" in body for body in bodies.values())
+
+
+def test_by_default_user_content_is_kept_byte_identical(tmp_path: Path) -> None:
+    default, stored = run_secret_turns(tmp_path, example_bundle())
+    keep = policy_bundle(tmp_path, "keep")
+    assert not keep.redact_user_content and not example_bundle().redact_user_content
+    assert keep.digest == example_bundle().digest  # the default adds nothing to the bundle
+    (tmp_path / "keep").mkdir()
+    explicit, _ = run_secret_turns(tmp_path / "keep", keep)
+    assert explicit == default
+    texts = list(CAUGHT)
+    for name in NAMES:
+        assert json.dumps("\n".join(texts)).encode()[1:-1] in default[f"{name} #1"], name
+    assert [s for _, s in CAUGHT.values() if s.encode() not in stored] == []
+
+
+def test_the_policy_is_part_of_the_bundle_digest(tmp_path: Path) -> None:
+    on = policy_bundle(tmp_path, "redact")
+    assert on.digest != example_bundle().digest
+    assert canonical.loads(on.part("policy.json").data) == {"secrets": {"user_content": "redact"}}
+    with pytest.raises(KeyError):
+        example_bundle().part("policy.json")
+
+
+def test_an_unknown_policy_value_is_a_spec_error_at_its_line(tmp_path: Path) -> None:
+    with pytest.raises(SpecErrors) as info:
+        policy_bundle(tmp_path, "scan")
+    assert "rules/agent.yaml:" in str(info.value)
+    assert "$.secrets.user_content" in str(info.value)

@@ -71,6 +71,17 @@ class Usage:
         return cls(**figures, raw=canonical.dumps(data["raw"]), provider=provider)
 
 
+def _visible(part: Part) -> str:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, OpaquePart):
+        value = part.value
+        if isinstance(value, dict) and value.get("type") == "text":
+            text = value.get("text")
+            return text if isinstance(text, str) else ""
+    return ""
+
+
 @attrs.frozen
 class ModelOutput:
     """One model call's output: parts in model order, why it stopped, what it cost."""
@@ -84,8 +95,10 @@ class ModelOutput:
 
     @property
     def text(self) -> str:
-        """The visible text parts, joined."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        """The visible text, joined in model order: the text parts, and the text of an
+        opaque text block (an Anthropic ``text`` block with ``citations``, kept whole so
+        it goes back verbatim)."""
+        return "".join(_visible(p) for p in self.parts)
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:

@@ -54,6 +54,7 @@ from .admission import Admission, drop_blank_texts, require_str, require_text, t
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
 from .limits import Limits
+from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
 
@@ -177,6 +178,8 @@ class Conversation:
                 f"{', '.join(RESERVED_EVENT_PREFIXES)} name prefixlock's own records"
             )
         self.limits.check_turn(request.event_id, request.turn_bytes)
+        if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
+            request = redact_user_content(request)
         retried = self._retried(request.event_id, request.digest)
         if retried is not None:
             return retried
@@ -306,6 +309,8 @@ class Conversation:
             ToolResult(part.call_id, part.output, part.is_error).check()
             size = len(part.output.encode("utf-8", "replace"))
             self.limits.check_tool_output(part.call_id, size)
+        if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
+            parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
         eid = f"tool-results:{parts[0].call_id}"
         digest = canonical.digest([attrs.asdict(p) for p in parts])
         retried = self._retried(eid, digest)

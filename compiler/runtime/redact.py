@@ -26,8 +26,13 @@ The rules (documented in the README, pinned by a corpus test):
    and the value is a literal: quoted, or at least 6 characters holding a digit or a
    symbol, and not code (no brackets, ``$`` or attribute chains such as ``cfg.password``).
 
-User turn content (query, selections, tool output) is kept as it is. Redaction is
-deterministic and idempotent, so it never causes a spurious context change.
+User turn content (query, selections, open files, action context, event texts,
+compaction summaries, tool outputs) is kept as it is by default: it is what the user
+chose to send. ``secrets: {user_content: redact}`` in ``rules/agent.yaml`` opts in to
+rules 1, 2 and 4 over every string of it too (:func:`redact_user_content`), applied
+before anything is saved, so no caught value reaches the store or a body. Redaction is
+deterministic and idempotent, so it never causes a spurious context change, and a
+retried event still matches the one recorded.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import attrs
+
+from ..core import canonical
+from .request import AgentRunRequest
 
 REDACTED = "[REDACTED]"
 
@@ -163,3 +173,26 @@ def redact_mapping(values: Mapping[str, str]) -> dict[str, str]:
     """``env`` / ``headers``: sensitive names keep their name, lose their value; every
     other value is redacted by value."""
     return {k: (REDACTED if is_sensitive_name(k) else redact_text(v)) for k, v in values.items()}
+
+
+def redact_user_content(request: AgentRunRequest) -> AgentRunRequest:
+    """The opt-in policy ``secrets.user_content: redact``: :func:`redact_text` over every
+    string of the event's own content (query, event text, compaction summary,
+    selections, open files, action context). Ids, kind, mode and timestamp are not
+    content; the conversation-level ``context`` is redacted when it is compiled."""
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else redact_text(value)
+
+    def nested(value: str) -> str:
+        return canonical.dumps(redact_value(canonical.loads(value)))
+
+    return attrs.evolve(
+        request,
+        query=text(request.query),
+        text=text(request.text),
+        compact_summary=text(request.compact_summary),
+        selected_context=nested(request.selected_context),
+        open_files=nested(request.open_files),
+        action_context=nested(request.action_context),
+    )

@@ -259,6 +259,7 @@ def build_bundle(root: Path | str) -> Bundle:
         modes=tuple(modes),
         default_mode=agent["default_mode"],
         defaults=defaults,
+        user_content=agent.get("secrets", {}).get("user_content", "keep"),
     )
 
 
@@ -341,6 +342,7 @@ def _assemble(
     modes: tuple[Mode, ...],
     default_mode: str,
     defaults: dict[str, Any],
+    user_content: str = "keep",
 ) -> Bundle:
     """Lay out the parts of checked pieces and compute the manifest and digest."""
     json_type = "application/json"
@@ -363,6 +365,10 @@ def _assemble(
     add("modes.json", canonical.dumpb(modes_value), json_type)
     for template in (context_template, *(m.runtime for m in modes)):
         add(_template_part(template), template.source.encode("utf-8"), "text/x-jinja2")
+    if user_content != "keep":
+        # Only a policy other than the default is a part: the digest (and so every
+        # existing lock and body) of a spec that does not set it stays the same.
+        add("policy.json", canonical.dumpb({"secrets": {"user_content": user_content}}), json_type)
 
     ordered = tuple(parts[name] for name in sorted(parts))
     listed = [{"name": p.name, "sha256": p.sha256, "size": p.size} for p in ordered]
@@ -386,6 +392,7 @@ def _assemble(
         defaults=types.MappingProxyType(defaults),
         parts=ordered,
         manifest=types.MappingProxyType(manifest),
+        redact_user_content=user_content == "redact",
     )
 
 

@@ -67,6 +67,10 @@ class Bundle:
     #: the hashed parts, sorted by name (the manifest is not one of them).
     parts: tuple[BundlePart, ...]
     manifest: Mapping[str, Any]
+    #: ``secrets.user_content: redact`` in ``agent.yaml``: user content (query,
+    #: selections, event texts, tool outputs) is redacted by value before it is saved.
+    #: Off by default; on, it is the ``policy.json`` part, so it is in the digest.
+    redact_user_content: bool = False
 
     def mode(self, name: str) -> Mode:
         for mode in self.modes:

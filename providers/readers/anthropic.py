@@ -2,15 +2,18 @@
 
 Block mapping (docs.anthropic.com/en/api/messages, "content"), in model order:
 
-==========================  =========================================================
-``text``                    :class:`TextPart` (one per block, never merged; citations
-                            are not kept)
-``tool_use``                :class:`ToolCallPart` (``id``, ``name``, canonical JSON
-                            of ``input``)
-anything else               :class:`OpaquePart` ``anthropic``: the block as received
-                            (``thinking`` with ``signature``, ``redacted_thinking``,
-                            server tool blocks), sent back verbatim
-==========================  =========================================================
+=============================  =======================================================
+``text``                       :class:`TextPart` (one per block, never merged)
+``text`` with ``citations``    :class:`OpaquePart` ``anthropic``: the block as received,
+                               citations and all, so the next request echoes it byte for
+                               byte (docs.anthropic.com/en/docs/build-with-claude/citations;
+                               its text still counts in ``ModelOutput.text``)
+``tool_use``                   :class:`ToolCallPart` (``id``, ``name``, canonical JSON
+                               of ``input``)
+anything else                  :class:`OpaquePart` ``anthropic``: the block as received
+                               (``thinking`` with ``signature``, ``redacted_thinking``,
+                               server tool blocks), sent back verbatim
+=============================  =======================================================
 
 Stream (docs.anthropic.com/en/api/messages-streaming): ``message_start`` carries the
 message with empty content and the first usage; ``content_block_start`` /
@@ -37,6 +40,7 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    one_output,
     opaque,
     output,
     text,
@@ -64,8 +68,8 @@ DELTA_FIELDS: Mapping[str, tuple[str, str]] = {
 
 def _part(block: Mapping[str, Any]) -> Part:
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return text(block["text"])
+    if kind == "text" and isinstance(block.get("text"), str) and not block.get("citations"):
+        return text(block["text"])  # no citations: an absent key, null or []
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, dict)):
@@ -124,7 +128,8 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
 class AnthropicReader(Reader):
     name: ClassVar[str] = NAME
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        one_output(self.name, candidate)
         message = load_object(body)
         if message.get("type") == "error":
             raise _error(message)
@@ -135,7 +140,8 @@ class AnthropicReader(Reader):
             )
         return _message(message, content)
 
-    def stream_reader(self) -> StreamReader:
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        one_output(self.name, candidate)
         return AnthropicStream()
 
     def is_retryable(self, status: int, body: bytes) -> bool:

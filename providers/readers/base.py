@@ -26,7 +26,9 @@ __all__ = [
     "StreamReader",
     "count",
     "load_object",
+    "one_output",
     "opaque",
+    "pick",
     "text",
     "tool_call",
     "usage",
@@ -53,12 +55,14 @@ class Reader:
     #: the provider registry name (``anthropic``)
     name: ClassVar[str]
 
-    def parse_response(self, body: bytes) -> ModelOutput:
-        """The output of a whole (non-streamed) JSON response body."""
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        """The output of a whole (non-streamed) JSON response body. ``candidate`` picks
+        one of several outputs (Gemini ``candidates``, Chat ``choices`` with ``n > 1``);
+        without it a response with more than one is refused (see :func:`pick`)."""
         raise NotImplementedError
 
-    def stream_reader(self) -> StreamReader:
-        """A new reader for one streamed response."""
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        """A new reader for one streamed response (``candidate`` as above)."""
         raise NotImplementedError
 
     def is_retryable(self, status: int, body: bytes) -> bool:
@@ -77,8 +81,9 @@ class SSEStreamReader(StreamReader):
     def feed(self, chunk: bytes) -> None:
         for event in self._decoder.feed(chunk):
             if self.done:
-                raise ResponseError(f"event {event.event!r} after the end", retry_safe=False)
-            self.on_event(event)
+                self.late(event)
+            else:
+                self.on_event(event)
 
     def result(self) -> ModelOutput:
         self._decoder.close()
@@ -88,6 +93,11 @@ class SSEStreamReader(StreamReader):
 
     def on_event(self, event: Event) -> None:
         raise NotImplementedError
+
+    def late(self, event: Event) -> None:
+        """An event after the terminal one: refused (Gemini overrides it for the other
+        candidates of a multi-candidate stream)."""
+        raise ResponseError(f"event {event.event!r} after the end", retry_safe=False)
 
     def output(self) -> ModelOutput:
         raise NotImplementedError
@@ -118,6 +128,48 @@ class EventStreamReader(StreamReader):
 
     def output(self) -> ModelOutput:
         raise NotImplementedError
+
+
+# -- several outputs in one response ---------------------------------------------------
+#
+# Gemini may answer with several ``candidates`` (``candidateCount``) and Chat with several
+# ``choices`` (``n``); a conversation records one. Reading index 0 silently would record
+# one of several alternatives the caller asked for without saying so, so: a response with
+# one output is read as is; with more than one, the caller names the one to record
+# (``candidate=i``), else the response is refused. Anthropic, OpenAI Responses and
+# Bedrock return one output per response.
+
+
+def pick(name: str, outputs: list[Any], candidate: int | None, what: str) -> Any:
+    """The output at index ``candidate`` (an item's own ``index`` field, else its
+    position), or the only one when ``candidate`` is ``None``."""
+    indexed = {
+        item.get("index", i) if isinstance(item, dict) else i: item
+        for i, item in enumerate(outputs)
+    }
+    if candidate is None:
+        if len(outputs) > 1:
+            raise ResponseError(
+                f"{name} response carries {len(outputs)} {what}: pick the one to record "
+                f"with candidate=i (0 to {len(outputs) - 1})",
+                retry_safe=False,
+            )
+        candidate = 0
+    if candidate not in indexed:
+        raise ResponseError(
+            f"{name} response has no {what[:-1]} {candidate} (it carries {len(outputs)})",
+            retry_safe=False,
+        )
+    return indexed[candidate]
+
+
+def one_output(name: str, candidate: int | None) -> None:
+    """Providers with one output per response: only candidate 0 (or none) exists."""
+    if candidate not in (None, 0):
+        raise ResponseError(
+            f"{name} responses carry one output: there is no candidate {candidate}",
+            retry_safe=False,
+        )
 
 
 # -- building outputs ------------------------------------------------------------------

@@ -47,6 +47,7 @@ from .base import (
     Reader,
     count,
     load_object,
+    one_output,
     opaque,
     output,
     text,
@@ -96,7 +97,8 @@ STREAM_EXCEPTIONS: Mapping[str, bool] = {
 class BedrockConverseReader(Reader):
     name: ClassVar[str] = PROVIDER
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        one_output(self.name, candidate)
         data = load_object(body)
         message = _member(data, "output", dict, "response")
         message = _member(message, "message", dict, "response.output")
@@ -109,7 +111,8 @@ class BedrockConverseReader(Reader):
         used = _usage(raw_usage, "response.usage") if raw_usage is not None else None
         return output(PROVIDER, parts, stop, used, None)
 
-    def stream_reader(self) -> BedrockConverseStreamReader:
+    def stream_reader(self, *, candidate: int | None = None) -> BedrockConverseStreamReader:
+        one_output(self.name, candidate)
         return BedrockConverseStreamReader()
 
     def is_retryable(self, status: int, body: bytes) -> bool:

@@ -1,7 +1,8 @@
 """Gemini responses: a whole ``GenerateContentResponse`` and the
 ``streamGenerateContent?alt=sse`` stream of them.
 
-Part mapping (ai.google.dev/api/caching#Part; the first candidate only), in model order:
+Part mapping (ai.google.dev/api/caching#Part) of one candidate (with ``candidateCount``
+above 1 the caller picks it, ``candidate=i``; see :func:`~.base.pick`), in model order:
 
 ===========================================  =============================================
 ``{"text"}`` (``thoughtSignature`` optional)  :class:`TextPart` with ``thought_signature``
@@ -45,6 +46,7 @@ from .base import (
     load_object,
     opaque,
     output,
+    pick,
     usage,
 )
 from .sse import Event
@@ -116,11 +118,15 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
     )
 
 
-def _candidate(response: Mapping[str, Any]) -> Mapping[str, Any]:
+def _candidate(response: Mapping[str, Any], candidate: int | None) -> Mapping[str, Any]:
+    """The candidate to read; ``{}`` when there is none (a blocked prompt)."""
     candidates = response.get("candidates")
-    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
-        return candidates[0]
-    return {}
+    if not isinstance(candidates, list) or not candidates:
+        return {}
+    if not all(isinstance(c, dict) for c in candidates):
+        raise ResponseError("gemini response: a candidate is not an object", retry_safe=False)
+    chosen: Mapping[str, Any] = pick(NAME, candidates, candidate, "candidates")
+    return chosen
 
 
 def _parts(candidate: Mapping[str, Any]) -> list[Any]:
@@ -163,21 +169,21 @@ def _output(
 class GeminiReader(Reader):
     name: ClassVar[str] = NAME
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
         response = load_object(body)
         if "error" in response:
             raise _error(response)
-        candidate = _candidate(response)
+        chosen = _candidate(response, candidate)
         response_id = response.get("responseId")
         return _output(
             response,
-            _parts(candidate),
-            _stop(response, candidate),
+            _parts(chosen),
+            _stop(response, chosen),
             response_id if isinstance(response_id, str) else None,
         )
 
-    def stream_reader(self) -> StreamReader:
-        return GeminiStream()
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        return GeminiStream(candidate)
 
     def is_retryable(self, status: int, body: bytes) -> bool:
         # ai.google.dev/gemini-api/docs/troubleshooting#error-codes (see RETRY_STATUSES)
@@ -194,8 +200,10 @@ class GeminiReader(Reader):
 class GeminiStream(SSEStreamReader):
     """Chunks joined into the parts of the whole response."""
 
-    def __init__(self) -> None:
+    def __init__(self, candidate: int | None = None) -> None:
         super().__init__()
+        #: the candidate to read; ``None``: the only one (a second one fails the stream)
+        self.candidate = candidate
         self.parts: list[dict[str, Any]] = []
         #: the last part is text that the next chunk's text may continue
         self.open = False
@@ -207,7 +215,7 @@ class GeminiStream(SSEStreamReader):
         chunk = self.data(event)
         if "error" in chunk:
             raise _error(chunk)
-        candidate = _candidate(chunk)
+        candidate = self.chosen(chunk)
         if isinstance(chunk.get("responseId"), str):
             self.response_id = chunk["responseId"]
         for part in _parts(candidate):
@@ -217,6 +225,37 @@ class GeminiStream(SSEStreamReader):
         stop = _stop(chunk, candidate)
         if stop is not None:
             self.stop, self.done = stop, True
+
+    def chosen(self, chunk: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The chunk's piece of the candidate read (``{}`` if it carries none)."""
+        candidates = chunk.get("candidates")
+        if not isinstance(candidates, list):
+            return {}
+        if not all(isinstance(c, dict) for c in candidates):
+            raise ResponseError("gemini stream: a candidate is not an object", retry_safe=False)
+        indexes = [c.get("index", i) for i, c in enumerate(candidates)]
+        if self.candidate is None and any(i != 0 for i in indexes):
+            raise ResponseError(
+                "gemini stream carries more than one candidate: pick the one to record "
+                "with candidate=i",
+                retry_safe=False,
+            )
+        want = self.candidate or 0
+        found: Mapping[str, Any] = next(
+            (c for c, i in zip(candidates, indexes, strict=True) if i == want), {}
+        )
+        return found
+
+    def late(self, event: Event) -> None:
+        # Several candidates stream side by side: after the one read has finished, the
+        # others' chunks (and the final usage) may still come; only its own is refused.
+        if self.candidate is None:
+            super().late(event)
+        chunk = self.data(event)
+        if "error" in chunk or self.chosen(chunk):
+            super().late(event)
+        if "usageMetadata" in chunk or "modelVersion" in chunk:
+            self.last = {**self.last, **chunk}
 
     def add(self, part: dict[str, Any]) -> None:
         if part.keys() <= TEXT_KEYS | {"thought"} and isinstance(part.get("text"), str):

@@ -1,7 +1,8 @@
 """OpenAI Chat Completions responses: a ``ChatCompletion`` body or its SSE stream.
 
 Mapping (openai-python ``types/chat/chat_completion.py``, ``chat_completion_chunk.py``),
-``choices[0]`` only: ``message.content`` -> one text part; ``message.refusal`` -> an
+of one choice (with ``n > 1`` the caller picks it, ``candidate=i``; see
+:func:`~.base.pick`): ``message.content`` -> one text part; ``message.refusal`` -> an
 opaque ``{"refusal": ..., "type": "refusal"}`` part, which the serializer sends back as
 the assistant content part of that shape (``ChatCompletionContentPartRefusalParam``);
 ``message.tool_calls[]`` -> tool calls (``id``, ``function.name``, ``function.arguments``
@@ -33,6 +34,7 @@ from .base import (
     load_object,
     opaque,
     output,
+    pick,
     text,
     tool_call,
     usage,
@@ -118,14 +120,17 @@ def _string(value: Any, what: str) -> str:
 class OpenAIChatReader(Reader):
     name: ClassVar[str] = NAME
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
         data = load_object(body)
         if "error" in data:
             raise error_failure("openai-chat error", data["error"])
         choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        if not isinstance(choices, list) or not choices:
             raise ResponseError("openai-chat response: no choices", retry_safe=False)
-        message = choices[0].get("message") or {}
+        if not all(isinstance(c, dict) for c in choices):
+            raise ResponseError("openai-chat response: a choice is not an object", retry_safe=False)
+        choice = pick(NAME, choices, candidate, "choices")
+        message = choice.get("message") or {}
         calls = [
             (
                 _string(call.get("id"), "tool call id"),
@@ -137,21 +142,24 @@ class OpenAIChatReader(Reader):
         return output(
             NAME,
             _parts(message.get("content"), message.get("refusal"), calls),
-            choices[0].get("finish_reason"),
+            choice.get("finish_reason"),
             _usage(data.get("usage")),
             data.get("model"),
         )
 
-    def stream_reader(self) -> StreamReader:
-        return OpenAIChatStream()
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        return OpenAIChatStream(candidate)
 
     def is_retryable(self, status: int, body: bytes) -> bool:
         return openai_retryable(status, body)
 
 
 class OpenAIChatStream(SSEStreamReader):
-    def __init__(self) -> None:
+    def __init__(self, candidate: int | None = None) -> None:
         super().__init__()
+        #: the choice to read; ``None``: the only one (a second one fails the stream)
+        self.candidate = candidate
+        self.seen = False
         self.content: list[str] = []
         self.refusal: list[str] = []
         #: tool call index -> [id, name, argument deltas]
@@ -171,8 +179,16 @@ class OpenAIChatStream(SSEStreamReader):
         if chunk.get("usage") is not None:
             self.used = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
+            index = choice.get("index", 0)
+            if self.candidate is None and index != 0:
+                raise ResponseError(
+                    f"openai-chat stream carries choice {index!r} besides choice 0 (n > 1): "
+                    "pick the one to record with candidate=i",
+                    retry_safe=False,
+                )
+            if index != (self.candidate or 0):
                 continue
+            self.seen = True
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 self.content.append(delta["content"])
@@ -191,6 +207,10 @@ class OpenAIChatStream(SSEStreamReader):
                 self.finish = choice["finish_reason"]
 
     def output(self) -> ModelOutput:
+        if not self.seen and self.candidate:
+            raise ResponseError(
+                f"openai-chat stream has no choice {self.candidate}", retry_safe=False
+            )
         calls = [
             ("".join(ids), "".join(names), "".join(arguments))
             for _, (ids, names, arguments) in sorted(self.calls.items())

@@ -33,6 +33,7 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    one_output,
     opaque,
     output,
     text,
@@ -103,13 +104,15 @@ def _response_output(response: dict[str, Any]) -> ModelOutput:
 class OpenAIResponsesReader(Reader):
     name: ClassVar[str] = NAME
 
-    def parse_response(self, body: bytes) -> ModelOutput:
+    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+        one_output(self.name, candidate)
         data = load_object(body)
         if data.get("error") is not None and data.get("object") != "response":
             raise error_failure("openai-responses error", data["error"])
         return _response_output(data)
 
-    def stream_reader(self) -> StreamReader:
+    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
+        one_output(self.name, candidate)
         return OpenAIResponsesStream()
 
     def is_retryable(self, status: int, body: bytes) -> bool:
