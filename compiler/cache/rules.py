@@ -17,6 +17,7 @@ import attrs
 from ..core.errors import UnknownNameError
 
 __all__ = [
+    "BEDROCK_MIN_TOKENS",
     "CLAUDE_MIN_TOKENS",
     "DEFAULT_TTL",
     "GEMINI_MIN_TOKENS",
@@ -31,9 +32,11 @@ __all__ = [
     "rules_for",
 ]
 
-# Dates: every quotation below was taken from the page it cites when the rule was added
-# (this file's history: 2026-12-02, issues 10 and 15); none was re-fetched in the change
-# that added these dates. Figures the docs do not state are marked NOT VERIFIED.
+# Dates: "[quoted D]" is when the quotation was taken. Those of 2026-12-02 come from the
+# page the rule cites when the rule was added (issues 10 and 15). Those of 2026-12-03 come
+# from stored copies of the cited pages found with the project's document search (this
+# machine has no network); each says which copy and, where the copy carries one, its
+# date. Figures the docs do not state are marked NOT VERIFIED.
 #
 # Anthropic prompt caching, https://platform.claude.com/docs/en/build-with-claude/prompt-caching
 # [quoted 2026-12-02]
@@ -42,14 +45,31 @@ __all__ = [
 # * "You can define up to 4 cache breakpoints"; automatic caching (a top-level
 #   cache_control) "applies the cache breakpoint to the last cacheable block" and uses
 #   one of the four slots.
-# * "The system automatically checks for cache hits at all previous content block
-#   boundaries (up to approximately 20 blocks before your explicit breakpoint)": we
-#   check the breakpoint's own boundary and the 20 block boundaries before it. NOT
-#   VERIFIED: issue 15 reads the docs as 20 positions including the breakpoint; not
-#   changed here.
+# * Lookback [quoted 2026-12-03, stored copy of the same page, docs.claude.com era of
+#   Claude Sonnet 4.5 / Haiku 4.5, "How automatic prefix checking works"]:
+#   "Backward sequential checking: The system checks for cache hits by working backwards
+#   from your explicit breakpoint, checking each previous block in reverse order."
+#   "20-block lookback window: The system only checks up to 20 blocks before each
+#   explicit cache_control breakpoint. After checking 20 blocks without a match, it stops
+#   checking and moves to the next explicit breakpoint (if any)." Its example: "Consider
+#   a conversation with 30 content blocks where you set cache_control only on block 30
+#   ... If you modify block 25 ... 30 -> 29 -> 28... -> 25 (no match) -> 24 (match!)
+#   ... If you modify block 5 ... 30 -> 29 -> 28... -> 11 (check #20). After 20 checks
+#   without finding a match, it stops looking. ... if you had set an explicit
+#   cache_control breakpoint on block 5, ... block 5 (no match) -> block 4 (match!)".
+#   So 20 positions *including* the breakpoint's own block (30 down to 11): we check
+#   blocks b, b-1, ..., b-19 (until 2026-12-03 we checked 21). What counts as one
+#   position: a block, and the same page's "What can be cached" lists the blocks: "Tool
+#   definitions in the tools array", "Content blocks in the system array", "Content
+#   blocks in the messages.content array" (tool use and tool results included); we count
+#   each as one. NOT VERIFIED: the page's examples use message content blocks only, so
+#   whether a tool definition counts as a position of the window is our reading.
 # Amazon Bedrock (Claude models, cachePoint blocks) documents the same 4-checkpoint
-# limit, https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html; we
-# apply the same lookback since the model behind it is the same.
+# limit and the same window, https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
+# [quoted 2026-12-03, stored copy of the current page, "Prompt caching for models from
+# Anthropic"]: "the system automatically checks for cache hits at previous content block
+# boundaries, looking back up to approximately 20 content blocks from your specified
+# breakpoint", "multiple cache checkpoints (up to 4 for Claude models)".
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 
@@ -87,17 +107,32 @@ DEFAULT_TTL = 300.0
 ONE_HOUR_TTL_SECONDS = 3600.0
 
 #: Claude model family (longest matching prefix wins) -> minimum cacheable tokens.
-#: Anthropic, "Cache limitations" [quoted 2026-12-02]: "4096 tokens for Claude Opus 4.6,
-#: Claude Opus 4.5 ...
-#: 1024 tokens for Claude Sonnet 4.5, Claude Opus 4.1, Claude Opus 4, Claude Sonnet 4,
-#: and Claude Sonnet 3.7 ... 4096 tokens for Claude Haiku 4.5 ... 2048 tokens for Claude
-#: Haiku 3.5 and Claude Haiku 3". Sonnet 4.6: the page has said 1024 and 2048 at
-#: different times (and anthropic-sdk-python#1194 observes 2048); we use 2048.
+#: Anthropic, "Cache limitations" [quoted 2026-12-03 from a stored copy of the current
+#: page, the one that lists Claude Opus 5]: "On the Claude API, Claude Platform on AWS,
+#: Google Cloud, and Microsoft Foundry, the minimum cacheable prompt length is: * 512
+#: tokens for Claude Opus 5, Claude Fable 5, and Claude Mythos 5 * 2,048 tokens for Claude
+#: Mythos Preview and Claude Opus 4.7 * 4,096 tokens for Claude Opus 4.6 and Claude Opus
+#: 4.5 * 1,024 tokens for Claude Opus 4.8, Claude Sonnet 5, Claude Sonnet 4.6, Claude
+#: Sonnet 4.5, Claude Opus 4.1 ..., Claude Opus 4 ..., and Claude Sonnet 4 ... * 4,096
+#: tokens for Claude Haiku 4.5 * 2,048 tokens for Claude Haiku 3.5 ... These minimums
+#: apply on every platform where each model is available." Claude Sonnet 3.7 (1,024) and
+#: Claude Haiku 3 (2,048) are no longer listed; the figures are the page's earlier ones
+#: [quoted 2026-12-02]. Sonnet 4.6: the page said 2,048 for a while (so did this table);
+#: it now says 1,024, and anthropic-sdk-python#1194 observes no cache below 2,048. We
+#: follow the page. NOT VERIFIED: Claude Opus 5.5 / Fable 5.1 (the prefixes of Opus 5
+#: and Fable 5 give them 512, which their model pages and Bedrock's table agree with).
 CLAUDE_MIN_TOKENS: Mapping[str, int] = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-mythos-preview": 2048,
+    "claude-opus-4-7": 2048,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-5": 1024,
     "claude-opus-4-6": 4096,
     "claude-opus-4-5": 4096,
     "claude-haiku-4-5": 4096,
-    "claude-sonnet-4-6": 2048,
+    "claude-sonnet-4-6": 1024,
     "claude-sonnet-4-5": 1024,
     "claude-sonnet-4": 1024,
     "claude-opus-4-1": 1024,
@@ -108,15 +143,56 @@ CLAUDE_MIN_TOKENS: Mapping[str, int] = {
     "": 1024,  # any other Claude model
 }
 
-# Bedrock [quoted 2026-12-02]: "cache checkpoints have a minimum number of tokens ...
-# For example, the
-# Anthropic Claude 3.7 Sonnet model requires at least 1,024 tokens per cache checkpoint.
-# That means that your first cache checkpoint can be defined after 1,024 tokens and the
-# second cache checkpoint can be defined after 2,048 tokens." (Bedrock user guide, above):
-# a checkpoint counts only if it ends at least the minimum after the previous one. The
-# per-model minimum is the Claude family's (table above). NOT VERIFIED: issue 15 reports
-# that Bedrock documents its own minimums (Claude Sonnet 4.5: 4,096); not changed here,
-# since no source in the repo quotes Bedrock's table.
+# Bedrock (user guide above) [quoted 2026-12-03, stored copy of the current page]:
+# "Cache checkpoints have a minimum and maximum number of tokens, depending on the model.
+# You can only create a cache checkpoint if your total prompt prefix meets the minimum
+# number of tokens. ... For a model with a 1,024-token minimum, your first cache
+# checkpoint can be defined after 1,024 tokens and your second cache checkpoint can be
+# defined after 2,048 tokens. If you add a cache checkpoint before meeting the minimum
+# number of tokens, your inference still succeeds, but your prefix isn't cached." and
+# "The minimum cache size is evaluated against the cumulative tokens across all three
+# sections combined, not each section individually": a checkpoint counts only if it ends
+# at least the minimum after the previous one, counted over tools, system and messages.
+#
+#: Bedrock model id (without the cross-region prefix; longest matching prefix wins) ->
+#: minimum tokens per cache checkpoint: Bedrock's own table, "Supported models, Regions,
+#: and explicit caching limits", column "Minimum number of tokens per cache checkpoint"
+#: [quoted 2026-12-03, stored copy of the current page, the one listing Claude Opus 5]:
+#: anthropic.claude-opus-4-8 1,024; anthropic.claude-opus-4-7 4,096;
+#: anthropic.claude-opus-4-6-v1 4,096; anthropic.claude-opus-4-5-20251101-v1:0 4,096;
+#: anthropic.claude-sonnet-5 1,024; anthropic.claude-sonnet-4-6 1,024;
+#: anthropic.claude-sonnet-4-5-20250929-v1:0 1,024; anthropic.claude-3-7-sonnet-20250219-v1:0
+#: 1,024; anthropic.claude-3-5-sonnet-20241022-v2:0 1,024; anthropic.claude-haiku-4-5-20251001-v1:0
+#: 4,096; anthropic.claude-opus-5, -fable-5, -mythos-5 (and their 5.1) 512;
+#: anthropic.claude-mythos-preview 4,096. Where it differs from Anthropic's own table:
+#: Claude Opus 4.7 (4,096 here, 2,048 there) and Mythos Preview (4,096, 2,048).
+#: The table changes: an earlier copy of the same page (captured 2026-05-16) gave Claude
+#: Sonnet 4.5 4,096 ("Claude Opus 4.5, Claude Opus 4.6, Claude Haiku 4.5, and Claude
+#: Sonnet 4.5 require at least 4,096 tokens per cache checkpoint"), the figure issue 15
+#: cites; the current page says 1,024, and so does Anthropic's ("These minimums apply on
+#: every platform"). Models the current table no longer lists take that earlier copy's
+#: figure (Claude Opus 4: 1,024) or, failing that, Anthropic's (Claude 3.5 Haiku: 2,048,
+#: also the figure of an older copy of the table). NOT VERIFIED: Amazon Nova (the older
+#: copy: 1,000 tokens, no tools checkpoint) is not simulated; a Nova model falls back to
+#: the Claude default below.
+BEDROCK_MIN_TOKENS: Mapping[str, int] = {
+    "anthropic.claude-opus-5": 512,
+    "anthropic.claude-fable-5": 512,
+    "anthropic.claude-mythos-5": 512,
+    "anthropic.claude-mythos-preview": 4096,
+    "anthropic.claude-opus-4-8": 1024,
+    "anthropic.claude-opus-4-7": 4096,
+    "anthropic.claude-opus-4-6": 4096,
+    "anthropic.claude-opus-4-5": 4096,
+    "anthropic.claude-opus-4": 1024,
+    "anthropic.claude-sonnet-5": 1024,
+    "anthropic.claude-sonnet-4-6": 1024,
+    "anthropic.claude-sonnet-4-5": 1024,
+    "anthropic.claude-haiku-4-5": 4096,
+    "anthropic.claude-3-7-sonnet": 1024,
+    "anthropic.claude-3-5-sonnet": 1024,
+    "anthropic.claude-3-5-haiku": 2048,
+}
 
 # OpenAI prompt caching, https://developers.openai.com/api/docs/guides/prompt-caching:
 # [quoted 2026-12-02] "Caching is enabled automatically for prompts that are 1024 tokens
@@ -144,10 +220,14 @@ OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
 }
 
 # Gemini implicit caching, https://ai.google.dev/gemini-api/docs/caching [quoted
-# 2026-12-02]: "Implicit
-# caching is enabled by default for all Gemini 2.5 and newer models"; minimum input
-# tokens: Gemini 2.5 Flash 2,048, Gemini 2.5 Pro 2,048, Gemini 3.x 4,096 (earlier
-# versions of the page said 1,024 for 2.5 Flash and 4,096 for 2.5 Pro). Discount:
+# 2026-12-02; the table re-checked 2026-12-03 against a stored copy of the current page,
+# the one listing Gemini 3.8 Flash]: "Implicit caching is enabled by default for all
+# Gemini 2.5 and newer models. ... The minimum input token count for context caching is
+# listed in the following table for each model: | Gemini 3.8 Flash | 4,096 | Gemini 3.7
+# Flash | 4,096 | Gemini 3.6 Flash | 4,096 | Gemini 3.5 Flash | 4,096 | Gemini 3.1 Pro
+# Preview | 4,096 | Gemini 2.5 Flash | 2,048 | Gemini 2.5 Pro | 2,048 |" (earlier copies:
+# "1,024 for 2.5 Flash and 2,048 for 2.5 Pro" in 2025; later 1,024 / 4,096 with the
+# Gemini 3 previews). Discount:
 # "Implicit caching provides a 90% discount on cached tokens compared to standard input
 # tokens" (Vertex AI context cache overview); tokens that create the cache are "billed
 # ... at the standard input token price".
@@ -190,15 +270,27 @@ def _claude_family(model: str) -> str:
     return _longest_prefix(CLAUDE_MIN_TOKENS, name)
 
 
+def _bedrock_family(model: str) -> str:
+    """The :data:`BEDROCK_MIN_TOKENS` key of a Bedrock model id ("" if none matches)."""
+    name = "anthropic." + model.rpartition("anthropic.")[2] if "anthropic." in model else model
+    keys = [key for key in BEDROCK_MIN_TOKENS if name.startswith(key)]
+    return max(keys, key=len) if keys else ""
+
+
 def rules_for(provider: str, model: str) -> CacheRules:
-    """The caching rules of ``provider`` for ``model`` (its family's, else the default)."""
+    """The caching rules of ``provider`` for ``model`` (its family's, else the default).
+    Bedrock takes its minimum from its own table, else from Anthropic's."""
     if provider == "anthropic" or provider == "bedrock-converse":
         family = _claude_family(model)
+        minimum = CLAUDE_MIN_TOKENS[family]
+        bedrock = _bedrock_family(model) if provider == "bedrock-converse" else ""
+        if bedrock:
+            family, minimum = bedrock, BEDROCK_MIN_TOKENS[bedrock]
         return CacheRules(
             provider,
             family or "claude",
             explicit=True,
-            min_tokens=CLAUDE_MIN_TOKENS[family],
+            min_tokens=minimum,
             read_multiplier=_CLAUDE_READ,
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",

@@ -27,10 +27,12 @@ arrives at the previous call's time (tool results follow the turn that asked for
 while no call has a time, nothing expires (the behaviour before timestamps).
 
 * **Explicit** caches (Anthropic, Bedrock): a call may *read* the longest cached prefix
-  found at one of its breakpoints or at most :data:`LOOKBACK_BLOCKS` block boundaries
-  before one; it *writes* a cache entry at every breakpoint whose prefix reaches the
-  model's minimum, paying the write price for the tokens beyond what it read up to its
-  last such breakpoint. More than :data:`MAX_BREAKPOINTS` breakpoints is an API error.
+  found by checking, from each breakpoint backwards, :data:`LOOKBACK_BLOCKS` block
+  boundaries (the breakpoint's own block is the first check; every tool definition,
+  system block and message content block is one block); it *writes* a cache entry at
+  every breakpoint whose prefix reaches the model's minimum, paying the write price for
+  the tokens beyond what it read up to its last such breakpoint. More than
+  :data:`MAX_BREAKPOINTS` breakpoints is an API error.
 * **Implicit** caches (OpenAI, Gemini): a call reads the longest prefix (at a block
   boundary) that an earlier call of the same cache namespace sent, if it reaches the
   minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
@@ -530,7 +532,8 @@ def _explicit(
     explicit-cache call."""
     hit = -1
     for b in breakpoints:
-        for p in range(b, max(-1, b - rules.lookback_blocks - 1), -1):
+        # The breakpoint's own block is check #1: blocks b .. b - (lookback - 1).
+        for p in range(b, max(-1, b - rules.lookback_blocks), -1):
             if hashes[p] in entries:
                 hit = max(hit, p)
                 break
