@@ -361,3 +361,56 @@ def test_bedrock_minimum_counts_across_sections() -> None:
 )
 def test_gemini_implicit_minimums_are_the_documented_table(model: str, minimum: int) -> None:
     assert rules_for("gemini", model).min_tokens == minimum
+
+
+# --- OpenAI: by model generation and retention (the current guide's model table) -------
+
+
+def _chat_model(tokens: int, model: str, **extra: str) -> bytes:
+    message = {"role": "user", "content": "x" * (4 * tokens - 28)}
+    return canonical.dumpb({"model": model, "messages": [message], **extra})
+
+
+@pytest.mark.parametrize(
+    ("model", "increment", "write"),
+    # "Cached-token reporting | Exact eligible boundary ... | ... rounds down to a
+    # multiple of 128"; "For GPT-5.6 and later, cache writes cost 1.25x"
+    [("gpt-5.6-sol", 1, "1.25"), ("gpt-6", 1, "1.25"), ("gpt-5.5", 128, "1"), ("gpt-5", 128, "1")],
+)
+def test_openai_reporting_boundary_and_write_price_by_generation(
+    model: str, increment: int, write: str
+) -> None:
+    rules = rules_for("openai-responses", model)
+    assert (rules.increment, rules.write_multiplier, rules.min_tokens) == (
+        increment,
+        Fraction(write),
+        1024,
+    )
+    sim = Simulation("openai-chat")
+    sim.add(_chat_model(1300, model))
+    assert sim.add(_chat_model(1300, model)).cache_read_tokens == (1300 if increment == 1 else 1280)
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "gap", "hit"),
+    [
+        # GPT-5.6 and later: "eligible for reuse for 30 minutes after its most recent
+        # write or reuse"
+        ("gpt-5.6-sol", {}, 29 * 60.0, True),
+        ("gpt-5.6-sol", {}, 31 * 60.0, False),
+        # earlier models, "in_memory: ... around 5 to 10 minutes of inactivity"
+        ("gpt-5", {"prompt_cache_retention": "in_memory"}, 6 * 60.0, False),
+        # "24h: Extended retention typically keeps entries available for around 30 minutes"
+        ("gpt-5", {"prompt_cache_retention": "24h"}, 29 * 60.0, True),
+        ("gpt-5", {"prompt_cache_retention": "24h"}, 31 * 60.0, False),
+        # no retention in the body: the org's default is not visible; in_memory's 5 minutes
+        ("gpt-5", {}, 6 * 60.0, False),
+        ("gpt-4.1", {}, 4 * 60.0, True),
+    ],
+)
+def test_openai_lifetime_by_generation_and_retention(
+    model: str, extra: dict[str, str], gap: float, hit: bool
+) -> None:
+    sim = Simulation("openai-chat")
+    sim.add(_chat_model(2000, model, **extra), at=0.0)
+    assert (sim.add(_chat_model(2000, model, **extra), at=gap).cache_read_tokens > 0) is hit

@@ -25,9 +25,12 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "ONE_HOUR_TTL",
     "ONE_HOUR_TTL_SECONDS",
+    "OPENAI_EXACT_FAMILIES",
+    "OPENAI_EXACT_TTL",
     "OPENAI_FAMILIES",
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
+    "OPENAI_RETENTION_TTL",
     "CacheRules",
     "rules_for",
 ]
@@ -97,7 +100,8 @@ ONE_HOUR_TTL = "1h"
 #   Claude models that accept it.
 # * OpenAI (caching guide below): "Cached prefixes generally remain active for 5 to 10
 #   minutes of inactivity, up to a maximum of one hour during off-peak periods": we take
-#   the low end, 5 minutes (a simulated miss where the service may still hit).
+#   the low end, 5 minutes (a simulated miss where the service may still hit). The
+#   current guide splits this by model and retention: see OPENAI_RETENTION_TTL below.
 # * Gemini implicit caching: the docs give no lifetime. NOT VERIFIED: we apply the same
 #   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour; the simulator
 #   does not expire those.)
@@ -200,15 +204,43 @@ BEDROCK_MIN_TOKENS: Mapping[str, int] = {
 # Caching 201" cookbook): the guide's own example of cached lengths is 1024, 1152, 1280,
 # 1408, ... (tests/test_cache_rules_docs.py pins it); requests are routed by a prefix
 # hash combined with `prompt_cache_key`, so the key is part of the cache namespace here.
+# The current guide [quoted 2026-12-03 from a stored copy clipped 2026-09-20], "Summary of
+# model differences" (GPT-5.6 and later | GPT-5.5 and GPT-5.5 Pro | Other earlier models):
+# "Minimum cacheable prefix | 1,024 visible input tokens | Varies by request settings |
+# Varies by request settings"; "Cached-token reporting | Exact eligible boundary, excluding
+# hidden tokens | Excludes hidden tokens and rounds down to a multiple of 128 | (same)";
+# "For models before GPT-5.6, the minimum cacheable input length varies with request
+# settings, including tools, images, output schemas, reasoning effort, and verbosity."
+# So: 128-token increments before GPT-5.6 and exact boundaries (increment 1) from it;
+# 1,024 tokens from GPT-5.6. NOT VERIFIED: 1,024 for models before GPT-5.6 (the guide
+# once said so; it now says the minimum varies by request settings and gives no figure).
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
+#: OpenAI families that report cached tokens at the exact boundary (GPT-5.6 and later).
+OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
+#: OpenAI cache lifetime in seconds, by the body's ``prompt_cache_retention``. Same copy
+#: of the guide: "in_memory: Entries typically remain active for around 5 to 10 minutes
+#: of inactivity, up to one hour." "24h: Extended retention typically keeps entries
+#: available for around 30 minutes and can retain them for up to 24 hours." We take the
+#: typical low ends, 5 and 30 minutes. GPT-5.6 and later: "A cached prefix remains
+#: eligible for reuse for 30 minutes after its most recent write or reuse" (30 minutes
+#: whatever the retention). NOT VERIFIED: a body without ``prompt_cache_retention`` (what
+#: prefixlock sends) gets "24h" in organizations without Zero Data Retention and
+#: "in_memory" with it, which the body does not show; we take in_memory's 5 minutes.
+OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
+OPENAI_EXACT_TTL = 1800.0
 #: OpenAI model family -> (cached-input multiplier, cache-write multiplier), from the
 #: pricing page [quoted 2026-12-02] (https://developers.openai.com/api/docs/pricing:
 #: cached input is a tenth
 #: of the input price for the GPT-5 family, a quarter for GPT-4.1 / o3 / o4-mini, half
 #: for GPT-4o / o1) and the caching guide ("Cache writes have no additional fee on models
-#: before the GPT-5.6 family. For GPT-5.6 models and later ... 1.25x").
+#: before the GPT-5.6 family. For GPT-5.6 models and later ... 1.25x"); the current guide
+#: [quoted 2026-12-03, copy clipped 2026-09-20]: "For GPT-5.6 and later, cache writes cost
+#: 1.25x the standard, uncached input-token rate. ... subsequent reads cost only 0.1x that
+#: rate". NOT VERIFIED: GPT-6.1 Sol's 0.05x reads (seen only in a third-party copy of a
+#: later version of the guide); GPT-6 models get the GPT-5.6 figures.
 OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
+    "gpt-6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5.6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5": (Fraction("0.1"), Fraction(1)),
     "gpt-4.1": (Fraction("0.25"), Fraction(1)),
@@ -257,6 +289,10 @@ class CacheRules:
     #: The write multiplier of a call whose cache markers ask for a one-hour TTL (None:
     #: the provider has no TTL setting).
     write_multiplier_1h: Fraction | None = None
+    #: Seconds an entry lives after its last write or read (markers' ``ttl: 1h`` aside).
+    ttl: float = DEFAULT_TTL
+    #: OpenAI: lifetime by the body's ``prompt_cache_retention`` (:data:`OPENAI_RETENTION_TTL`).
+    retention_ttl: tuple[tuple[str, float], ...] = ()
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -299,6 +335,7 @@ def rules_for(provider: str, model: str) -> CacheRules:
     if provider in ("openai-chat", "openai-responses"):
         family = _longest_prefix(OPENAI_FAMILIES, model)
         read, write = OPENAI_FAMILIES[family]
+        exact = family in OPENAI_EXACT_FAMILIES
         return CacheRules(
             provider,
             family or "openai",
@@ -306,7 +343,9 @@ def rules_for(provider: str, model: str) -> CacheRules:
             min_tokens=OPENAI_MIN_TOKENS,
             read_multiplier=read,
             write_multiplier=write,
-            increment=OPENAI_INCREMENT,
+            increment=1 if exact else OPENAI_INCREMENT,
+            ttl=OPENAI_EXACT_TTL if exact else DEFAULT_TTL,
+            retention_ttl=() if exact else tuple(sorted(OPENAI_RETENTION_TTL.items())),
         )
     if provider == "gemini":
         family = _longest_prefix(GEMINI_MIN_TOKENS, model)

@@ -20,9 +20,11 @@ errs on the side of fewer hits). Nothing is evicted for lack of space.
 
 **Expiry** (issue 15, item 4): a call may carry its time (:meth:`Simulation.add`'s
 ``at``, seconds; verify passes the scenario's timestamps). A cache entry lives for the
-TTL from the last call that wrote or read it (:data:`~prefixlock.cache.rules.DEFAULT_TTL`,
-5 minutes; :data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers
-carry ``ttl: 1h``); a later call finds it only within that time. A call without a time
+TTL from the last call that wrote or read it (the rules' ``ttl``: 5 minutes,
+:data:`~prefixlock.cache.rules.DEFAULT_TTL`, but 30 minutes from OpenAI's GPT-5.6;
+OpenAI's by the body's ``prompt_cache_retention`` before it;
+:data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers carry
+``ttl: 1h``); a later call finds it only within that time. A call without a time
 arrives at the previous call's time (tool results follow the turn that asked for them);
 while no call has a time, nothing expires (the behaviour before timestamps).
 
@@ -62,7 +64,6 @@ import attrs
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
 from .rules import (
-    DEFAULT_TTL,
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
@@ -458,7 +459,7 @@ class Simulation:
         one_hour = rules.write_multiplier_1h is not None and (
             write_multiplier == rules.write_multiplier_1h
         )
-        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else DEFAULT_TTL)
+        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else _lifetime(rules, body))
         if rules.explicit:
             if len(breakpoints) > rules.max_breakpoints:
                 raise CacheSimulationError(
@@ -547,6 +548,17 @@ def _explicit(
             since = cumulative[b]
     write = max(0, cumulative[valid[-1]] - read) if valid else 0
     return read, write, [hashes[b] for b in valid], hashes[hit] if hit >= 0 else None
+
+
+def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
+    """Seconds the call's entries live: by its ``prompt_cache_retention`` where the rules
+    have one for it (OpenAI), else the rules' TTL."""
+    retention = body.get("prompt_cache_retention")
+    return (
+        dict(rules.retention_ttl).get(retention, rules.ttl)
+        if isinstance(retention, str)
+        else rules.ttl
+    )
 
 
 def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:
