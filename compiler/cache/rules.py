@@ -60,6 +60,9 @@ __all__ = [
 #   ... If you modify block 5 ... 30 -> 29 -> 28... -> 11 (check #20). After 20 checks
 #   without finding a match, it stops looking. ... if you had set an explicit
 #   cache_control breakpoint on block 5, ... block 5 (no match) -> block 4 (match!)".
+#   The current page words it "The lookback window is 20 blocks. The system checks at
+#   most 20 positions per breakpoint" (as quoted in a third-party verification note of
+#   2026-10; the stored copies of the page itself that we found are the older one).
 #   So 20 positions *including* the breakpoint's own block (30 down to 11): we check
 #   blocks b, b-1, ..., b-19 (until 2026-12-03 we checked 21). What counts as one
 #   position: a block, and the same page's "What can be cached" lists the blocks: "Tool
@@ -76,9 +79,11 @@ __all__ = [
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 
-# Anthropic pricing (same page, "Pricing") [quoted 2026-12-02]: "5-minute cache write
-# tokens are 1.25 times the base input tokens price ... cache read tokens are 0.1 times
-# the base input tokens price". Bedrock's Claude prices use the same ratios (https://aws.amazon.com/bedrock/pricing/).
+# Anthropic pricing (same page, "Pricing") [quoted 2026-12-02; the same three lines in the
+# stored copy of 2026-12-03]: "5-minute cache write tokens are 1.25 times the base input
+# tokens price ... 1-hour cache write tokens are 2 times the base input tokens price ...
+# cache read tokens are 0.1 times the base input tokens price". Bedrock's Claude prices
+# use the same ratios (https://aws.amazon.com/bedrock/pricing/).
 _CLAUDE_WRITE = Fraction("1.25")
 _CLAUDE_READ = Fraction("0.1")
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
