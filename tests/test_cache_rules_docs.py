@@ -1,6 +1,8 @@
 """Each documented caching rule pinned with the docs' own examples (issue 15, item 4):
-OpenAI's 1,024-token minimum and 128-token increments, and expiry from the calls' times
-(5 minutes, refreshed on every hit; one hour with ``ttl: 1h`` markers).
+OpenAI's 1,024-token minimum and 128-token increments, expiry from the calls' times
+(5 minutes, refreshed on every hit; one hour with ``ttl: 1h`` markers), Anthropic's
+20-block lookback (its 30-block example), the minimum tables of Anthropic, Bedrock (its
+own) and Gemini, and Bedrock's per-checkpoint minimum (its 1,024 / 2,048 example).
 
 Sources and their quotations are in :mod:`prefixlock.cache.rules`. Token counts use the
 default estimate (see tests/test_cachesim.py for the block sizes)."""
@@ -12,7 +14,10 @@ from typing import Any
 
 import pytest
 from prefixlock.cache.rules import (
+    BEDROCK_MIN_TOKENS,
+    CLAUDE_MIN_TOKENS,
     DEFAULT_TTL,
+    LOOKBACK_BLOCKS,
     ONE_HOUR_TTL_SECONDS,
     OPENAI_INCREMENT,
     OPENAI_MIN_TOKENS,
@@ -186,3 +191,226 @@ def test_perfect_bound_writes_each_token_once_and_reads_it_later() -> None:
     assert bound.cost == expected
     assert bound.ratio(expected * 2) == 2.0
     assert PerfectBound().ratio(Fraction(5)) == 1.0
+
+
+# --- Anthropic: the lookback window (the docs' 30-block example) -----------------------
+
+
+def _blocks(count: int, *, changed: int | None = None, marked: tuple[int, ...] = ()) -> bytes:
+    """An Anthropic body of ``count`` 300-token message content blocks, numbered from 1
+    as in the docs; block ``changed`` edited, breakpoints on the ``marked`` blocks."""
+    content: list[dict[str, Any]] = []
+    for n in range(1, count + 1):
+        fill = "y" if n == changed else "x"
+        block: dict[str, Any] = {"type": "text", "text": f"{n:04d}" + fill * (4 * 300 - 29)}
+        if n in marked:
+            block["cache_control"] = {"type": "ephemeral"}
+        content.append(block)
+    body = {"model": SONNET, "max_tokens": 100, "messages": [{"role": "user", "content": content}]}
+    return canonical.dumpb(body)
+
+
+def _conversation() -> Simulation:
+    """Calls 1..30, call k ending at block k with its breakpoint there (a conversation
+    that grew one block per call): an entry at every block from the minimum on."""
+    sim = Simulation("anthropic")
+    for k in range(1, 31):
+        sim.add(_blocks(k, marked=(k,)))
+    return sim
+
+
+@pytest.mark.parametrize(
+    ("changed", "marked", "hit"),
+    [
+        # "If you send block 31 with no changes ...: The system checks block 30 (match!)"
+        (None, (30,), 30),
+        # "If you modify block 25 ...: 30 -> 29 -> 28... -> 25 (no match) -> 24 (match!)"
+        (25, (30,), 24),
+        # "If you modify block 5 ...: 30 -> ... -> 11 (check #20). After 20 checks without
+        # finding a match, it stops looking."
+        (5, (30,), None),
+        # "if you had set an explicit cache_control breakpoint on block 5, ... block 5 (no
+        # match) -> block 4 (match!)"
+        (5, (5, 30), 4),
+    ],
+)
+def test_lookback_follows_the_docs_30_block_example(
+    changed: int | None, marked: tuple[int, ...], hit: int | None
+) -> None:
+    sim = _conversation()
+    call = sim.add(_blocks(31, changed=changed, marked=marked))
+    assert call.cache_read_tokens == (0 if hit is None else 300 * hit)
+
+
+def test_the_window_is_20_blocks_including_the_breakpoint() -> None:
+    assert LOOKBACK_BLOCKS == 20
+    # Block 12 edited: block 11 is check #20 and hits; block 11 edited: block 10 would be
+    # check #21.
+    for changed, read in ((12, 300 * 11), (11, 0)):
+        sim = _conversation()
+        assert sim.add(_blocks(31, changed=changed, marked=(30,))).cache_read_tokens == read
+
+
+# --- minimum cacheable lengths ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    # Anthropic's "Cache limitations" list (rules.CLAUDE_MIN_TOKENS)
+    [
+        ("claude-opus-5", 512),
+        ("claude-fable-5", 512),
+        ("claude-mythos-5", 512),
+        ("claude-mythos-preview", 2048),
+        ("claude-opus-4-7", 2048),
+        ("claude-opus-4-6", 4096),
+        ("claude-opus-4-5-20251101", 4096),
+        ("claude-opus-4-8", 1024),
+        ("claude-sonnet-5", 1024),
+        ("claude-sonnet-4-6", 1024),
+        ("claude-sonnet-4-5-20250929", 1024),
+        ("claude-opus-4-1-20250805", 1024),
+        ("claude-opus-4-20250514", 1024),
+        ("claude-sonnet-4-20250514", 1024),
+        ("claude-haiku-4-5-20251001", 4096),
+        ("claude-3-5-haiku-20241022", 2048),
+    ],
+)
+def test_anthropic_minimums_are_the_documented_list(model: str, minimum: int) -> None:
+    assert CLAUDE_MIN_TOKENS[rules_for("anthropic", model).family] == minimum
+    assert rules_for("anthropic", model).min_tokens == minimum
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    # Bedrock's own table, "Minimum number of tokens per cache checkpoint" (model ids as
+    # listed; a cross-region prefix changes nothing)
+    [
+        ("anthropic.claude-opus-4-8", 1024),
+        ("anthropic.claude-opus-4-7", 4096),
+        ("anthropic.claude-opus-4-6-v1", 4096),
+        ("anthropic.claude-opus-4-5-20251101-v1:0", 4096),
+        ("us.anthropic.claude-opus-4-5-20251101-v1:0", 4096),
+        ("anthropic.claude-sonnet-5", 1024),
+        ("anthropic.claude-sonnet-4-6", 1024),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", 1024),
+        ("eu.anthropic.claude-sonnet-4-5-20250929-v1:0", 1024),
+        ("anthropic.claude-3-7-sonnet-20250219-v1:0", 1024),
+        ("anthropic.claude-3-5-sonnet-20241022-v2:0", 1024),
+        ("anthropic.claude-haiku-4-5-20251001-v1:0", 4096),
+        ("anthropic.claude-opus-5", 512),
+        ("anthropic.claude-fable-5-1", 512),
+        ("anthropic.claude-mythos-preview", 4096),
+    ],
+)
+def test_bedrock_minimums_are_bedrocks_own_table(model: str, minimum: int) -> None:
+    rules = rules_for("bedrock-converse", model)
+    assert rules.min_tokens == BEDROCK_MIN_TOKENS[rules.family] == minimum
+    assert rules.min_tokens_per_checkpoint
+
+
+def test_bedrock_and_anthropic_tables_differ_where_the_docs_do() -> None:
+    """Claude Opus 4.7: 4,096 per checkpoint on Bedrock, 2,048 on Anthropic's list."""
+    assert rules_for("bedrock-converse", "anthropic.claude-opus-4-7").min_tokens == 4096
+    assert rules_for("anthropic", "claude-opus-4-7").min_tokens == 2048
+
+
+def _bedrock(*sections: tuple[str, int]) -> bytes:
+    """A Converse body: (section, tokens) text blocks each followed by a cachePoint;
+    ``{"text":"<n>"}`` is n + 11 bytes."""
+    body: dict[str, Any] = {"system": [], "messages": [{"role": "user", "content": []}]}
+    for i, (section, tokens) in enumerate(sections):
+        where = body["system"] if section == "system" else body["messages"][0]["content"]
+        where.append({"text": str(i % 10) * (4 * tokens - 11)})
+        where.append({"cachePoint": {"type": "default"}})
+    return canonical.dumpb(body)
+
+
+@pytest.mark.parametrize(
+    ("second", "written"),
+    # "For a model with a 1,024-token minimum, your first cache checkpoint can be defined
+    # after 1,024 tokens and your second cache checkpoint can be defined after 2,048
+    # tokens."
+    [(1024, 2048), (1023, 1024)],
+)
+def test_bedrock_second_checkpoint_after_2048_tokens(second: int, written: int) -> None:
+    body = _bedrock(("system", 1024), ("messages", second))
+    [call] = simulate("bedrock-converse", [body], model="anthropic.claude-sonnet-4-5").calls
+    assert call.cache_write_tokens == written
+
+
+def test_bedrock_minimum_counts_across_sections() -> None:
+    """ "The minimum cache size is evaluated against the cumulative tokens across all three
+    sections combined, not each section individually": a system checkpoint at 600 tokens
+    is not created, a message checkpoint 600 tokens later (1,200 in all) is."""
+    body = _bedrock(("system", 600), ("messages", 600))
+    [call] = simulate("bedrock-converse", [body], model="anthropic.claude-sonnet-4-5").calls
+    assert call.cache_write_tokens == 1200
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    # Gemini's implicit-caching table: "Gemini 3.8 Flash | 4,096 ... Gemini 3.1 Pro Preview
+    # | 4,096 | Gemini 2.5 Flash | 2,048 | Gemini 2.5 Pro | 2,048"
+    [
+        ("gemini-3.8-flash", 4096),
+        ("gemini-3.1-pro-preview", 4096),
+        ("gemini-2.5-flash", 2048),
+        ("gemini-2.5-pro", 2048),
+    ],
+)
+def test_gemini_implicit_minimums_are_the_documented_table(model: str, minimum: int) -> None:
+    assert rules_for("gemini", model).min_tokens == minimum
+
+
+# --- OpenAI: by model generation and retention (the current guide's model table) -------
+
+
+def _chat_model(tokens: int, model: str, **extra: str) -> bytes:
+    message = {"role": "user", "content": "x" * (4 * tokens - 28)}
+    return canonical.dumpb({"model": model, "messages": [message], **extra})
+
+
+@pytest.mark.parametrize(
+    ("model", "increment", "write"),
+    # "Cached-token reporting | Exact eligible boundary ... | ... rounds down to a
+    # multiple of 128"; "For GPT-5.6 and later, cache writes cost 1.25x"
+    [("gpt-5.6-sol", 1, "1.25"), ("gpt-6", 1, "1.25"), ("gpt-5.5", 128, "1"), ("gpt-5", 128, "1")],
+)
+def test_openai_reporting_boundary_and_write_price_by_generation(
+    model: str, increment: int, write: str
+) -> None:
+    rules = rules_for("openai-responses", model)
+    assert (rules.increment, rules.write_multiplier, rules.min_tokens) == (
+        increment,
+        Fraction(write),
+        1024,
+    )
+    sim = Simulation("openai-chat")
+    sim.add(_chat_model(1300, model))
+    assert sim.add(_chat_model(1300, model)).cache_read_tokens == (1300 if increment == 1 else 1280)
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "gap", "hit"),
+    [
+        # GPT-5.6 and later: "eligible for reuse for 30 minutes after its most recent
+        # write or reuse"
+        ("gpt-5.6-sol", {}, 29 * 60.0, True),
+        ("gpt-5.6-sol", {}, 31 * 60.0, False),
+        # earlier models, "in_memory: ... around 5 to 10 minutes of inactivity"
+        ("gpt-5", {"prompt_cache_retention": "in_memory"}, 6 * 60.0, False),
+        # "24h: Extended retention typically keeps entries available for around 30 minutes"
+        ("gpt-5", {"prompt_cache_retention": "24h"}, 29 * 60.0, True),
+        ("gpt-5", {"prompt_cache_retention": "24h"}, 31 * 60.0, False),
+        # no retention in the body: the org's default is not visible; in_memory's 5 minutes
+        ("gpt-5", {}, 6 * 60.0, False),
+        ("gpt-4.1", {}, 4 * 60.0, True),
+    ],
+)
+def test_openai_lifetime_by_generation_and_retention(
+    model: str, extra: dict[str, str], gap: float, hit: bool
+) -> None:
+    sim = Simulation("openai-chat")
+    sim.add(_chat_model(2000, model, **extra), at=0.0)
+    assert (sim.add(_chat_model(2000, model, **extra), at=gap).cache_read_tokens > 0) is hit

@@ -115,8 +115,10 @@ def test_automatic_caching_marks_the_last_block_and_moves_with_the_tail() -> Non
     assert usage(simulate("anthropic", [first, second])) == [(2010, 0, 2010), (2030, 2010, 20)]
 
 
-@pytest.mark.parametrize(("appended", "read"), [(LOOKBACK_BLOCKS, 2010), (LOOKBACK_BLOCKS + 1, 0)])
-def test_lookback_finds_an_entry_at_most_20_blocks_back(appended: int, read: int) -> None:
+@pytest.mark.parametrize(("appended", "read"), [(LOOKBACK_BLOCKS - 1, 2010), (LOOKBACK_BLOCKS, 0)])
+def test_lookback_checks_20_blocks_counting_the_breakpoints_own(appended: int, read: int) -> None:
+    """The entry sits ``appended`` blocks before the new breakpoint: found at check
+    ``appended + 1``, so at most 19 blocks back (see tests/test_cache_rules_docs.py)."""
     system = [text(2000, "s")]
     first = anthropic(system, [user(text(10, "a"))], auto=True)
     blocks = [text(7, chr(ord("A") + i % 26)) for i in range(appended)]

@@ -377,6 +377,7 @@ def test_json_output_shape(scenario_file: Path, capsys: pytest.CaptureFixture[st
         "context_messages",
         "cost_ratio",
         "cost_vs_bound",
+        "cost_vs_naive",
         "file",
         "name",
         "prefix_stable",
@@ -392,22 +393,23 @@ def test_the_table(scenario_file: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert lines[0].split() == [
         "scenario", "provider", "calls", "contexts", "prefix-stable", "bytes", "reused",
-        "cached", "tokens", "cost", "vs", "uncached", "vs", "perfect", "cache",
+        "cached", "tokens", "cost", "vs", "uncached", "vs", "perfect", "cache", "vs", "naive",
     ]  # fmt: skip
     assert lines[1].split()[:5] == [scenario_file.parent.name, "gemini", "7", "4", "yes"]
     assert lines[-1] == "1 scenario(s) x 1 provider(s): every invariant holds"
 
 
 def test_report_table_layout() -> None:
-    row = Row("s", "S", "s.yaml", "gemini", 3, 1, False, 0.5, 0.25, 0.125, 1.0625)
+    row = Row("s", "S", "s.yaml", "gemini", 3, 1, False, 0.5, 0.25, 0.125, 1.0625, 0.3125)
     report = Report((row,), (Failure("s", "prefix", "x"),), "estimate")
     assert report.table().splitlines() == [
         "scenario  provider  calls  contexts  prefix-stable  bytes reused  cached tokens"
-        "  cost vs uncached  vs perfect cache",
+        "  cost vs uncached  vs perfect cache  vs naive",
         "s         gemini        3         1             NO         50.0%          25.0%"
-        "             12.5%             1.06x",
+        "             12.5%             1.06x     0.31x",
     ]
     assert row.to_json()["cost_vs_bound"] == 1.0625
+    assert row.to_json()["cost_vs_naive"] == 0.3125
     assert not report.ok
 
 

@@ -56,3 +56,11 @@ def test_sparse_restarts_are_everywhere_in_short_scenarios_and_geometric_after()
     assert all(
         b - a >= a // 8 for a, b in zip(picked[RESTART_EVERY_STEP - 1 :], later, strict=False)
     )
+
+
+def test_generated_turn_times_never_go_back() -> None:
+    """One minute per call from 09:00: past 720 turns the clock crosses midnight into the
+    next day instead of wrapping (the cache simulation refuses time going back)."""
+    stamps = [s["user"]["timestamp"] for s in long_scenario(3000)["steps"] if "user" in s]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    assert stamps[-1].startswith("2026-03-20T")

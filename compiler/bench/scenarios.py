@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+#: The first generated turn's time.
+_START = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
 __all__ = ["long_scenario", "write_long_scenario"]
 
@@ -45,7 +49,10 @@ def long_scenario(calls: int, seed: int = 1) -> dict[str, Any]:
                 "user": {
                     "event": f"u{turn}",
                     "query": _text(rng, rng.randint(5, 20)),
-                    "timestamp": f"2026-03-18T{9 + minute // 60 % 12:02d}:{minute % 60:02d}:00Z",
+                    # one minute per call from 09:00, across midnight (never backwards)
+                    "timestamp": (_START + timedelta(minutes=minute)).strftime(
+                        "%Y-%m-%dT%H:%M:%SZ"
+                    ),
                     "context": {"git": {"branch": "main", "head": f"{head:07x}", "dirty": False}},
                 }
             }

@@ -17,6 +17,7 @@ import attrs
 from ..core.errors import UnknownNameError
 
 __all__ = [
+    "BEDROCK_MIN_TOKENS",
     "CLAUDE_MIN_TOKENS",
     "DEFAULT_TTL",
     "GEMINI_MIN_TOKENS",
@@ -24,16 +25,21 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "ONE_HOUR_TTL",
     "ONE_HOUR_TTL_SECONDS",
+    "OPENAI_EXACT_FAMILIES",
+    "OPENAI_EXACT_TTL",
     "OPENAI_FAMILIES",
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
+    "OPENAI_RETENTION_TTL",
     "CacheRules",
     "rules_for",
 ]
 
-# Dates: every quotation below was taken from the page it cites when the rule was added
-# (this file's history: 2026-12-02, issues 10 and 15); none was re-fetched in the change
-# that added these dates. Figures the docs do not state are marked NOT VERIFIED.
+# Dates: "[quoted D]" is when the quotation was taken. Those of 2026-12-02 come from the
+# page the rule cites when the rule was added (issues 10 and 15). Those of 2026-12-03 come
+# from stored copies of the cited pages found with the project's document search (this
+# machine has no network); each says which copy and, where the copy carries one, its
+# date. Figures the docs do not state are marked NOT VERIFIED.
 #
 # Anthropic prompt caching, https://platform.claude.com/docs/en/build-with-claude/prompt-caching
 # [quoted 2026-12-02]
@@ -42,20 +48,42 @@ __all__ = [
 # * "You can define up to 4 cache breakpoints"; automatic caching (a top-level
 #   cache_control) "applies the cache breakpoint to the last cacheable block" and uses
 #   one of the four slots.
-# * "The system automatically checks for cache hits at all previous content block
-#   boundaries (up to approximately 20 blocks before your explicit breakpoint)": we
-#   check the breakpoint's own boundary and the 20 block boundaries before it. NOT
-#   VERIFIED: issue 15 reads the docs as 20 positions including the breakpoint; not
-#   changed here.
+# * Lookback [quoted 2026-12-03, stored copy of the same page, docs.claude.com era of
+#   Claude Sonnet 4.5 / Haiku 4.5, "How automatic prefix checking works"]:
+#   "Backward sequential checking: The system checks for cache hits by working backwards
+#   from your explicit breakpoint, checking each previous block in reverse order."
+#   "20-block lookback window: The system only checks up to 20 blocks before each
+#   explicit cache_control breakpoint. After checking 20 blocks without a match, it stops
+#   checking and moves to the next explicit breakpoint (if any)." Its example: "Consider
+#   a conversation with 30 content blocks where you set cache_control only on block 30
+#   ... If you modify block 25 ... 30 -> 29 -> 28... -> 25 (no match) -> 24 (match!)
+#   ... If you modify block 5 ... 30 -> 29 -> 28... -> 11 (check #20). After 20 checks
+#   without finding a match, it stops looking. ... if you had set an explicit
+#   cache_control breakpoint on block 5, ... block 5 (no match) -> block 4 (match!)".
+#   The current page words it "The lookback window is 20 blocks. The system checks at
+#   most 20 positions per breakpoint" (as quoted in a third-party verification note of
+#   2026-10; the stored copies of the page itself that we found are the older one).
+#   So 20 positions *including* the breakpoint's own block (30 down to 11): we check
+#   blocks b, b-1, ..., b-19 (until 2026-12-03 we checked 21). What counts as one
+#   position: a block, and the same page's "What can be cached" lists the blocks: "Tool
+#   definitions in the tools array", "Content blocks in the system array", "Content
+#   blocks in the messages.content array" (tool use and tool results included); we count
+#   each as one. NOT VERIFIED: the page's examples use message content blocks only, so
+#   whether a tool definition counts as a position of the window is our reading.
 # Amazon Bedrock (Claude models, cachePoint blocks) documents the same 4-checkpoint
-# limit, https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html; we
-# apply the same lookback since the model behind it is the same.
+# limit and the same window, https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
+# [quoted 2026-12-03, stored copy of the current page, "Prompt caching for models from
+# Anthropic"]: "the system automatically checks for cache hits at previous content block
+# boundaries, looking back up to approximately 20 content blocks from your specified
+# breakpoint", "multiple cache checkpoints (up to 4 for Claude models)".
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 
-# Anthropic pricing (same page, "Pricing") [quoted 2026-12-02]: "5-minute cache write
-# tokens are 1.25 times the base input tokens price ... cache read tokens are 0.1 times
-# the base input tokens price". Bedrock's Claude prices use the same ratios (https://aws.amazon.com/bedrock/pricing/).
+# Anthropic pricing (same page, "Pricing") [quoted 2026-12-02; the same three lines in the
+# stored copy of 2026-12-03]: "5-minute cache write tokens are 1.25 times the base input
+# tokens price ... 1-hour cache write tokens are 2 times the base input tokens price ...
+# cache read tokens are 0.1 times the base input tokens price". Bedrock's Claude prices
+# use the same ratios (https://aws.amazon.com/bedrock/pricing/).
 _CLAUDE_WRITE = Fraction("1.25")
 _CLAUDE_READ = Fraction("0.1")
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
@@ -77,7 +105,8 @@ ONE_HOUR_TTL = "1h"
 #   Claude models that accept it.
 # * OpenAI (caching guide below): "Cached prefixes generally remain active for 5 to 10
 #   minutes of inactivity, up to a maximum of one hour during off-peak periods": we take
-#   the low end, 5 minutes (a simulated miss where the service may still hit).
+#   the low end, 5 minutes (a simulated miss where the service may still hit). The
+#   current guide splits this by model and retention: see OPENAI_RETENTION_TTL below.
 # * Gemini implicit caching: the docs give no lifetime. NOT VERIFIED: we apply the same
 #   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour; the simulator
 #   does not expire those.)
@@ -87,17 +116,32 @@ DEFAULT_TTL = 300.0
 ONE_HOUR_TTL_SECONDS = 3600.0
 
 #: Claude model family (longest matching prefix wins) -> minimum cacheable tokens.
-#: Anthropic, "Cache limitations" [quoted 2026-12-02]: "4096 tokens for Claude Opus 4.6,
-#: Claude Opus 4.5 ...
-#: 1024 tokens for Claude Sonnet 4.5, Claude Opus 4.1, Claude Opus 4, Claude Sonnet 4,
-#: and Claude Sonnet 3.7 ... 4096 tokens for Claude Haiku 4.5 ... 2048 tokens for Claude
-#: Haiku 3.5 and Claude Haiku 3". Sonnet 4.6: the page has said 1024 and 2048 at
-#: different times (and anthropic-sdk-python#1194 observes 2048); we use 2048.
+#: Anthropic, "Cache limitations" [quoted 2026-12-03 from a stored copy of the current
+#: page, the one that lists Claude Opus 5]: "On the Claude API, Claude Platform on AWS,
+#: Google Cloud, and Microsoft Foundry, the minimum cacheable prompt length is: * 512
+#: tokens for Claude Opus 5, Claude Fable 5, and Claude Mythos 5 * 2,048 tokens for Claude
+#: Mythos Preview and Claude Opus 4.7 * 4,096 tokens for Claude Opus 4.6 and Claude Opus
+#: 4.5 * 1,024 tokens for Claude Opus 4.8, Claude Sonnet 5, Claude Sonnet 4.6, Claude
+#: Sonnet 4.5, Claude Opus 4.1 ..., Claude Opus 4 ..., and Claude Sonnet 4 ... * 4,096
+#: tokens for Claude Haiku 4.5 * 2,048 tokens for Claude Haiku 3.5 ... These minimums
+#: apply on every platform where each model is available." Claude Sonnet 3.7 (1,024) and
+#: Claude Haiku 3 (2,048) are no longer listed; the figures are the page's earlier ones
+#: [quoted 2026-12-02]. Sonnet 4.6: the page said 2,048 for a while (so did this table);
+#: it now says 1,024, and anthropic-sdk-python#1194 observes no cache below 2,048. We
+#: follow the page. NOT VERIFIED: Claude Opus 5.5 / Fable 5.1 (the prefixes of Opus 5
+#: and Fable 5 give them 512, which their model pages and Bedrock's table agree with).
 CLAUDE_MIN_TOKENS: Mapping[str, int] = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-mythos-preview": 2048,
+    "claude-opus-4-7": 2048,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-5": 1024,
     "claude-opus-4-6": 4096,
     "claude-opus-4-5": 4096,
     "claude-haiku-4-5": 4096,
-    "claude-sonnet-4-6": 2048,
+    "claude-sonnet-4-6": 1024,
     "claude-sonnet-4-5": 1024,
     "claude-sonnet-4": 1024,
     "claude-opus-4-1": 1024,
@@ -108,15 +152,56 @@ CLAUDE_MIN_TOKENS: Mapping[str, int] = {
     "": 1024,  # any other Claude model
 }
 
-# Bedrock [quoted 2026-12-02]: "cache checkpoints have a minimum number of tokens ...
-# For example, the
-# Anthropic Claude 3.7 Sonnet model requires at least 1,024 tokens per cache checkpoint.
-# That means that your first cache checkpoint can be defined after 1,024 tokens and the
-# second cache checkpoint can be defined after 2,048 tokens." (Bedrock user guide, above):
-# a checkpoint counts only if it ends at least the minimum after the previous one. The
-# per-model minimum is the Claude family's (table above). NOT VERIFIED: issue 15 reports
-# that Bedrock documents its own minimums (Claude Sonnet 4.5: 4,096); not changed here,
-# since no source in the repo quotes Bedrock's table.
+# Bedrock (user guide above) [quoted 2026-12-03, stored copy of the current page]:
+# "Cache checkpoints have a minimum and maximum number of tokens, depending on the model.
+# You can only create a cache checkpoint if your total prompt prefix meets the minimum
+# number of tokens. ... For a model with a 1,024-token minimum, your first cache
+# checkpoint can be defined after 1,024 tokens and your second cache checkpoint can be
+# defined after 2,048 tokens. If you add a cache checkpoint before meeting the minimum
+# number of tokens, your inference still succeeds, but your prefix isn't cached." and
+# "The minimum cache size is evaluated against the cumulative tokens across all three
+# sections combined, not each section individually": a checkpoint counts only if it ends
+# at least the minimum after the previous one, counted over tools, system and messages.
+#
+#: Bedrock model id (without the cross-region prefix; longest matching prefix wins) ->
+#: minimum tokens per cache checkpoint: Bedrock's own table, "Supported models, Regions,
+#: and explicit caching limits", column "Minimum number of tokens per cache checkpoint"
+#: [quoted 2026-12-03, stored copy of the current page, the one listing Claude Opus 5]:
+#: anthropic.claude-opus-4-8 1,024; anthropic.claude-opus-4-7 4,096;
+#: anthropic.claude-opus-4-6-v1 4,096; anthropic.claude-opus-4-5-20251101-v1:0 4,096;
+#: anthropic.claude-sonnet-5 1,024; anthropic.claude-sonnet-4-6 1,024;
+#: anthropic.claude-sonnet-4-5-20250929-v1:0 1,024; anthropic.claude-3-7-sonnet-20250219-v1:0
+#: 1,024; anthropic.claude-3-5-sonnet-20241022-v2:0 1,024; anthropic.claude-haiku-4-5-20251001-v1:0
+#: 4,096; anthropic.claude-opus-5, -fable-5, -mythos-5 (and their 5.1) 512;
+#: anthropic.claude-mythos-preview 4,096. Where it differs from Anthropic's own table:
+#: Claude Opus 4.7 (4,096 here, 2,048 there) and Mythos Preview (4,096, 2,048).
+#: The table changes: an earlier copy of the same page (captured 2026-05-16) gave Claude
+#: Sonnet 4.5 4,096 ("Claude Opus 4.5, Claude Opus 4.6, Claude Haiku 4.5, and Claude
+#: Sonnet 4.5 require at least 4,096 tokens per cache checkpoint"), the figure issue 15
+#: cites; the current page says 1,024, and so does Anthropic's ("These minimums apply on
+#: every platform"). Models the current table no longer lists take that earlier copy's
+#: figure (Claude Opus 4: 1,024) or, failing that, Anthropic's (Claude 3.5 Haiku: 2,048,
+#: also the figure of an older copy of the table). NOT VERIFIED: Amazon Nova (the older
+#: copy: 1,000 tokens, no tools checkpoint) is not simulated; a Nova model falls back to
+#: the Claude default below.
+BEDROCK_MIN_TOKENS: Mapping[str, int] = {
+    "anthropic.claude-opus-5": 512,
+    "anthropic.claude-fable-5": 512,
+    "anthropic.claude-mythos-5": 512,
+    "anthropic.claude-mythos-preview": 4096,
+    "anthropic.claude-opus-4-8": 1024,
+    "anthropic.claude-opus-4-7": 4096,
+    "anthropic.claude-opus-4-6": 4096,
+    "anthropic.claude-opus-4-5": 4096,
+    "anthropic.claude-opus-4": 1024,
+    "anthropic.claude-sonnet-5": 1024,
+    "anthropic.claude-sonnet-4-6": 1024,
+    "anthropic.claude-sonnet-4-5": 1024,
+    "anthropic.claude-haiku-4-5": 4096,
+    "anthropic.claude-3-7-sonnet": 1024,
+    "anthropic.claude-3-5-sonnet": 1024,
+    "anthropic.claude-3-5-haiku": 2048,
+}
 
 # OpenAI prompt caching, https://developers.openai.com/api/docs/guides/prompt-caching:
 # [quoted 2026-12-02] "Caching is enabled automatically for prompts that are 1024 tokens
@@ -124,15 +209,43 @@ CLAUDE_MIN_TOKENS: Mapping[str, int] = {
 # Caching 201" cookbook): the guide's own example of cached lengths is 1024, 1152, 1280,
 # 1408, ... (tests/test_cache_rules_docs.py pins it); requests are routed by a prefix
 # hash combined with `prompt_cache_key`, so the key is part of the cache namespace here.
+# The current guide [quoted 2026-12-03 from a stored copy clipped 2026-09-20], "Summary of
+# model differences" (GPT-5.6 and later | GPT-5.5 and GPT-5.5 Pro | Other earlier models):
+# "Minimum cacheable prefix | 1,024 visible input tokens | Varies by request settings |
+# Varies by request settings"; "Cached-token reporting | Exact eligible boundary, excluding
+# hidden tokens | Excludes hidden tokens and rounds down to a multiple of 128 | (same)";
+# "For models before GPT-5.6, the minimum cacheable input length varies with request
+# settings, including tools, images, output schemas, reasoning effort, and verbosity."
+# So: 128-token increments before GPT-5.6 and exact boundaries (increment 1) from it;
+# 1,024 tokens from GPT-5.6. NOT VERIFIED: 1,024 for models before GPT-5.6 (the guide
+# once said so; it now says the minimum varies by request settings and gives no figure).
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
+#: OpenAI families that report cached tokens at the exact boundary (GPT-5.6 and later).
+OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
+#: OpenAI cache lifetime in seconds, by the body's ``prompt_cache_retention``. Same copy
+#: of the guide: "in_memory: Entries typically remain active for around 5 to 10 minutes
+#: of inactivity, up to one hour." "24h: Extended retention typically keeps entries
+#: available for around 30 minutes and can retain them for up to 24 hours." We take the
+#: typical low ends, 5 and 30 minutes. GPT-5.6 and later: "A cached prefix remains
+#: eligible for reuse for 30 minutes after its most recent write or reuse" (30 minutes
+#: whatever the retention). NOT VERIFIED: a body without ``prompt_cache_retention`` (what
+#: prefixlock sends) gets "24h" in organizations without Zero Data Retention and
+#: "in_memory" with it, which the body does not show; we take in_memory's 5 minutes.
+OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
+OPENAI_EXACT_TTL = 1800.0
 #: OpenAI model family -> (cached-input multiplier, cache-write multiplier), from the
 #: pricing page [quoted 2026-12-02] (https://developers.openai.com/api/docs/pricing:
 #: cached input is a tenth
 #: of the input price for the GPT-5 family, a quarter for GPT-4.1 / o3 / o4-mini, half
 #: for GPT-4o / o1) and the caching guide ("Cache writes have no additional fee on models
-#: before the GPT-5.6 family. For GPT-5.6 models and later ... 1.25x").
+#: before the GPT-5.6 family. For GPT-5.6 models and later ... 1.25x"); the current guide
+#: [quoted 2026-12-03, copy clipped 2026-09-20]: "For GPT-5.6 and later, cache writes cost
+#: 1.25x the standard, uncached input-token rate. ... subsequent reads cost only 0.1x that
+#: rate". NOT VERIFIED: GPT-6.1 Sol's 0.05x reads (seen only in a third-party copy of a
+#: later version of the guide); GPT-6 models get the GPT-5.6 figures.
 OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
+    "gpt-6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5.6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5": (Fraction("0.1"), Fraction(1)),
     "gpt-4.1": (Fraction("0.25"), Fraction(1)),
@@ -144,10 +257,14 @@ OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
 }
 
 # Gemini implicit caching, https://ai.google.dev/gemini-api/docs/caching [quoted
-# 2026-12-02]: "Implicit
-# caching is enabled by default for all Gemini 2.5 and newer models"; minimum input
-# tokens: Gemini 2.5 Flash 2,048, Gemini 2.5 Pro 2,048, Gemini 3.x 4,096 (earlier
-# versions of the page said 1,024 for 2.5 Flash and 4,096 for 2.5 Pro). Discount:
+# 2026-12-02; the table re-checked 2026-12-03 against a stored copy of the current page,
+# the one listing Gemini 3.8 Flash]: "Implicit caching is enabled by default for all
+# Gemini 2.5 and newer models. ... The minimum input token count for context caching is
+# listed in the following table for each model: | Gemini 3.8 Flash | 4,096 | Gemini 3.7
+# Flash | 4,096 | Gemini 3.6 Flash | 4,096 | Gemini 3.5 Flash | 4,096 | Gemini 3.1 Pro
+# Preview | 4,096 | Gemini 2.5 Flash | 2,048 | Gemini 2.5 Pro | 2,048 |" (earlier copies:
+# "1,024 for 2.5 Flash and 2,048 for 2.5 Pro" in 2025; later 1,024 / 4,096 with the
+# Gemini 3 previews). Discount:
 # "Implicit caching provides a 90% discount on cached tokens compared to standard input
 # tokens" (Vertex AI context cache overview); tokens that create the cache are "billed
 # ... at the standard input token price".
@@ -177,6 +294,10 @@ class CacheRules:
     #: The write multiplier of a call whose cache markers ask for a one-hour TTL (None:
     #: the provider has no TTL setting).
     write_multiplier_1h: Fraction | None = None
+    #: Seconds an entry lives after its last write or read (markers' ``ttl: 1h`` aside).
+    ttl: float = DEFAULT_TTL
+    #: OpenAI: lifetime by the body's ``prompt_cache_retention`` (:data:`OPENAI_RETENTION_TTL`).
+    retention_ttl: tuple[tuple[str, float], ...] = ()
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -190,15 +311,27 @@ def _claude_family(model: str) -> str:
     return _longest_prefix(CLAUDE_MIN_TOKENS, name)
 
 
+def _bedrock_family(model: str) -> str:
+    """The :data:`BEDROCK_MIN_TOKENS` key of a Bedrock model id ("" if none matches)."""
+    name = "anthropic." + model.rpartition("anthropic.")[2] if "anthropic." in model else model
+    keys = [key for key in BEDROCK_MIN_TOKENS if name.startswith(key)]
+    return max(keys, key=len) if keys else ""
+
+
 def rules_for(provider: str, model: str) -> CacheRules:
-    """The caching rules of ``provider`` for ``model`` (its family's, else the default)."""
+    """The caching rules of ``provider`` for ``model`` (its family's, else the default).
+    Bedrock takes its minimum from its own table, else from Anthropic's."""
     if provider == "anthropic" or provider == "bedrock-converse":
         family = _claude_family(model)
+        minimum = CLAUDE_MIN_TOKENS[family]
+        bedrock = _bedrock_family(model) if provider == "bedrock-converse" else ""
+        if bedrock:
+            family, minimum = bedrock, BEDROCK_MIN_TOKENS[bedrock]
         return CacheRules(
             provider,
             family or "claude",
             explicit=True,
-            min_tokens=CLAUDE_MIN_TOKENS[family],
+            min_tokens=minimum,
             read_multiplier=_CLAUDE_READ,
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",
@@ -207,6 +340,7 @@ def rules_for(provider: str, model: str) -> CacheRules:
     if provider in ("openai-chat", "openai-responses"):
         family = _longest_prefix(OPENAI_FAMILIES, model)
         read, write = OPENAI_FAMILIES[family]
+        exact = family in OPENAI_EXACT_FAMILIES
         return CacheRules(
             provider,
             family or "openai",
@@ -214,7 +348,9 @@ def rules_for(provider: str, model: str) -> CacheRules:
             min_tokens=OPENAI_MIN_TOKENS,
             read_multiplier=read,
             write_multiplier=write,
-            increment=OPENAI_INCREMENT,
+            increment=1 if exact else OPENAI_INCREMENT,
+            ttl=OPENAI_EXACT_TTL if exact else DEFAULT_TTL,
+            retention_ttl=() if exact else tuple(sorted(OPENAI_RETENTION_TTL.items())),
         )
     if provider == "gemini":
         family = _longest_prefix(GEMINI_MIN_TOKENS, model)

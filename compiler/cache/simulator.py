@@ -20,17 +20,21 @@ errs on the side of fewer hits). Nothing is evicted for lack of space.
 
 **Expiry** (issue 15, item 4): a call may carry its time (:meth:`Simulation.add`'s
 ``at``, seconds; verify passes the scenario's timestamps). A cache entry lives for the
-TTL from the last call that wrote or read it (:data:`~prefixlock.cache.rules.DEFAULT_TTL`,
-5 minutes; :data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers
-carry ``ttl: 1h``); a later call finds it only within that time. A call without a time
+TTL from the last call that wrote or read it (the rules' ``ttl``: 5 minutes,
+:data:`~prefixlock.cache.rules.DEFAULT_TTL`, but 30 minutes from OpenAI's GPT-5.6;
+OpenAI's by the body's ``prompt_cache_retention`` before it;
+:data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers carry
+``ttl: 1h``); a later call finds it only within that time. A call without a time
 arrives at the previous call's time (tool results follow the turn that asked for them);
 while no call has a time, nothing expires (the behaviour before timestamps).
 
 * **Explicit** caches (Anthropic, Bedrock): a call may *read* the longest cached prefix
-  found at one of its breakpoints or at most :data:`LOOKBACK_BLOCKS` block boundaries
-  before one; it *writes* a cache entry at every breakpoint whose prefix reaches the
-  model's minimum, paying the write price for the tokens beyond what it read up to its
-  last such breakpoint. More than :data:`MAX_BREAKPOINTS` breakpoints is an API error.
+  found by checking, from each breakpoint backwards, :data:`LOOKBACK_BLOCKS` block
+  boundaries (the breakpoint's own block is the first check; every tool definition,
+  system block and message content block is one block); it *writes* a cache entry at
+  every breakpoint whose prefix reaches the model's minimum, paying the write price for
+  the tokens beyond what it read up to its last such breakpoint. More than
+  :data:`MAX_BREAKPOINTS` breakpoints is an API error.
 * **Implicit** caches (OpenAI, Gemini): a call reads the longest prefix (at a block
   boundary) that an earlier call of the same cache namespace sent, if it reaches the
   minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
@@ -60,7 +64,6 @@ import attrs
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
 from .rules import (
-    DEFAULT_TTL,
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
@@ -456,7 +459,7 @@ class Simulation:
         one_hour = rules.write_multiplier_1h is not None and (
             write_multiplier == rules.write_multiplier_1h
         )
-        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else DEFAULT_TTL)
+        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else _lifetime(rules, body))
         if rules.explicit:
             if len(breakpoints) > rules.max_breakpoints:
                 raise CacheSimulationError(
@@ -530,7 +533,8 @@ def _explicit(
     explicit-cache call."""
     hit = -1
     for b in breakpoints:
-        for p in range(b, max(-1, b - rules.lookback_blocks - 1), -1):
+        # The breakpoint's own block is check #1: blocks b .. b - (lookback - 1).
+        for p in range(b, max(-1, b - rules.lookback_blocks), -1):
             if hashes[p] in entries:
                 hit = max(hit, p)
                 break
@@ -544,6 +548,17 @@ def _explicit(
             since = cumulative[b]
     write = max(0, cumulative[valid[-1]] - read) if valid else 0
     return read, write, [hashes[b] for b in valid], hashes[hit] if hit >= 0 else None
+
+
+def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
+    """Seconds the call's entries live: by its ``prompt_cache_retention`` where the rules
+    have one for it (OpenAI), else the rules' TTL."""
+    retention = body.get("prompt_cache_retention")
+    return (
+        dict(rules.retention_ttl).get(retention, rules.ttl)
+        if isinstance(retention, str)
+        else rules.ttl
+    )
 
 
 def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:

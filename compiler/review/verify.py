@@ -14,7 +14,9 @@ equal to the previous body's prefix, and the simulated cached-token share and co
 no caching, and that cost as a multiple of the perfect-cache bound (every token written
 once, read by every later call of its epoch: :class:`~prefixlock.cache.simulator.PerfectBound`)
 (:mod:`prefixlock.cache.simulator`; cache entries expire by the scenario's
-request timestamps, a call without one arriving with the call before). The golden suite
+request timestamps, a call without one arriving with the call before), and that cost as a
+multiple of a naive harness's for the same conversation (the current context in the
+system prompt every call, tools in file order: :mod:`prefixlock.review.naive`). The golden suite
 runs in a few seconds: the subprocess replays run in parallel with the in-process work.
 
 Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
@@ -29,6 +31,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ from ..core.resources import python_module_command
 from . import processes
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .jsondiff import common_prefix
+from .naive import NaiveHarness, tool_file_order
 from .replay import (
     Call,
     iter_replay,
@@ -85,10 +89,12 @@ class Row:
     cost_ratio: float
     #: Simulated cost as a multiple of the perfect-cache bound (:class:`PerfectBound`).
     cost_vs_bound: float
+    #: Simulated cost as a multiple of the naive harness's (:mod:`.naive`).
+    cost_vs_naive: float
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
-        for key in ("bytes_reused", "cached_share", "cost_ratio", "cost_vs_bound"):
+        for key in ("bytes_reused", "cached_share", "cost_ratio", "cost_vs_bound", "cost_vs_naive"):
             out[key] = round(out[key], 4)
         return out
 
@@ -122,6 +128,7 @@ class Report:
             "cached tokens",
             "cost vs uncached",
             "vs perfect cache",
+            "vs naive",
         )
         body = [
             (
@@ -134,6 +141,7 @@ class Report:
                 f"{row.cached_share:.1%}",
                 f"{row.cost_ratio:.1%}",
                 f"{row.cost_vs_bound:.2f}x",
+                f"{row.cost_vs_naive:.2f}x",
             )
             for row in self.rows
         ]
@@ -252,6 +260,9 @@ def verify_scenario(
     checkers: dict[str, BodyChecker] = {}
     simulations: dict[str, Simulation] = {}
     bounds = {name: PerfectBound() for name in names}
+    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
+    naive_live = {name: registry.get(name) for name in names}
+    naive: dict[str, Simulation] = {}
     digests: dict[str, list[str]] = {name: [] for name in names}
     totals = dict.fromkeys(names, 0)
     reused = dict.fromkeys(names, 0)
@@ -271,10 +282,12 @@ def verify_scenario(
         contexts.update(
             m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
         )
+        naive_request = harness.request(call.request)
         for name, provider in live.items():
             if name not in checkers:
                 checkers[name] = BodyChecker(label, name, sources=sources)
                 simulations[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
+                naive[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
             checker = checkers[name]
             if retry_of is not None:
                 checker.retries[call.index] = retry_of
@@ -288,6 +301,7 @@ def verify_scenario(
                 reused[name] += common_prefix(previous[name], body)
             previous[name] = body
             bounds[name].add(simulations[name].add(body, at), call.request.epoch)
+            naive[name].add(naive_live[name].serialize(naive_request), at)
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
@@ -323,6 +337,7 @@ def verify_scenario(
         failures += found
         total = totals[name]
         simulated = simulations[name].report() if name in simulations else simulate(name, [])
+        naive_cost = naive[name].report().cost if name in naive else Fraction(0)
         rows.append(
             Row(
                 scenario=label,
@@ -336,6 +351,7 @@ def verify_scenario(
                 cached_share=simulated.cached_share,
                 cost_ratio=simulated.cost_ratio,
                 cost_vs_bound=bounds[name].ratio(simulated.cost),
+                cost_vs_naive=float(simulated.cost / naive_cost) if naive_cost else 1.0,
             )
         )
     return rows, failures
