@@ -268,9 +268,10 @@ class Provider(Transport):
         messages before it in its history are ``earlier``); return None otherwise.
 
         The runtime asks every configured provider before it writes a record ("nothing
-        is persisted that some configured provider would refuse"). Default: map and
-        encode the message alone, through the same handlers and refusals as
-        :meth:`serialize` (no cache markers, default variant). Opaque parts of another
+        is persisted that some configured provider would refuse"). Default: map the
+        message alone and run the encoder's checks on its items (no bytes are made),
+        through the same handlers and refusals as :meth:`serialize` (no cache markers,
+        default variant). Opaque parts of another
         provider are left out: they are only ever sent back to the provider that made
         them (:meth:`own_opaque`), so a history holding them is bound to that provider.
 
@@ -303,7 +304,12 @@ class Provider(Transport):
         index = len(earlier)
         items = self._message_items(message, index, _NO_MARKERS, key, ())
         for item in items:
-            self._encode_item(message, item)
+            # The encoder's refusals without its work; the encoder names a refusal.
+            try:
+                canonical.check_encodable(item)
+            except CanonicalJSONError:
+                self._encode_item(message, item)
+                raise
         if self.MERGE_SAME_ROLE:
             at = MessageAt(self.name, message, index, _NO_MARKERS, key, ())
             self._role_blocks(items, at)

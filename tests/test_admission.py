@@ -23,6 +23,7 @@ from prefixlock.core.messages import (
     ToolResultPart,
 )
 from prefixlock.core.output import ModelOutput
+from prefixlock.providers import Provider
 from prefixlock.runtime.admission import EMPTY_TOOL_OUTPUT, Admission
 from sdk_judge import assert_valid
 
@@ -382,3 +383,32 @@ def test_admission_checks_several_messages_of_one_record_in_order() -> None:
     nxt = _loop_messages(53)[102:]
     admission.check(nxt, history, "pair")
     assert history.visits <= 2
+
+
+def test_admission_checks_wire_items_without_encoding_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Admission runs each provider's mapping and the canonical encoder's checks on its
+    wire items, but encodes nothing (serialization does, once, later); what only the
+    encoder's checks catch -- a lone surrogate escaped inside tool arguments -- is still
+    refused, naming the part."""
+    encoded: list[str] = []
+    original = Provider._encode_item
+
+    def counting(self: Provider, message: CanonicalMessage, item: Any) -> bytes:
+        encoded.append(self.name)
+        return original(self, message, item)
+
+    monkeypatch.setattr(Provider, "_encode_item", counting)
+    admission = Admission(providers.NAMES)
+    history = _loop_messages(5)
+    admission.check(_loop_messages(6)[10:11], history, "assistant")
+    assert encoded == []
+    bad = CanonicalMessage.create(
+        "assistant:6",
+        MessageKind.ASSISTANT,
+        Role.ASSISTANT,
+        (ToolCallPart("c6", "read_file", '{"path":"\\ud800"}'),),
+    )
+    with pytest.raises(SerializationError, match=r"not stored.*lone surrogate"):
+        admission.check((bad,), history, "assistant")
