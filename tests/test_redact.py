@@ -158,3 +158,15 @@ def test_no_secret_reaches_a_provider_body_or_the_store(tmp_path: Path) -> None:
     for where, data in {**bodies, "store": stored}.items():
         found = [s for s in secrets if s.encode() in data]
         assert found == [], where
+
+
+def test_a_string_seen_before_is_not_scanned_again() -> None:
+    """The context is redacted on every user turn; its unchanged strings are answered
+    from memory (redaction is a pure function of the string)."""
+    from prefixlock.runtime import redact
+
+    text = "token=s3cr3t-value-9 and https://u:p@example.com/x " + "z" * 50
+    first = redact_text(text)
+    misses = redact._redacted.cache_info().misses
+    assert redact_text(text) == first
+    assert redact._redacted.cache_info().misses == misses

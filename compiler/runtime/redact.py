@@ -32,6 +32,7 @@ deterministic and idempotent, so it never causes a spurious context change.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -139,7 +140,15 @@ def _redact_assignment(match: re.Match[str]) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Rules 1, 2 and 4 over one string."""
+    """Rules 1, 2 and 4 over one string.
+
+    Memoized (a pure function of the string): the context is rendered again on every
+    user turn and its strings rarely change, so each new string is scanned once."""
+    return _redacted(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted(text: str) -> str:
     for pattern in _PATTERNS:
         text = pattern.sub(REDACTED, text)
     text = _URL.sub(lambda m: redact_url(m[0]), text)
