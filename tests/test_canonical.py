@@ -89,3 +89,27 @@ def test_nesting_at_the_limits_is_refused_at_its_path_by_both() -> None:
         call(deep)
         assert _outcome(call, [deep])[0] == "refused"
         assert _outcome(call, {"a": [deep]})[1][1].startswith("$.a[0]")
+
+
+_texts = st.text(max_size=20) | st.sampled_from(['","type":"tool_result"}', '\\"', "é\u2028"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_texts, _texts, st.booleans()), min_size=1, max_size=3))
+def test_tool_results_digest_from_the_message_bytes_is_the_request_digest(
+    results: list[tuple[str, str, bool]],
+) -> None:
+    """Tool results' request digest (the retry identity stored in their record) is taken
+    from the bytes their message was encoded to, and is exactly the digest of the parts'
+    fields."""
+    import attrs
+    from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, ToolResultPart
+    from prefixlock.runtime.conversation import results_digest
+
+    parts = tuple(ToolResultPart(c, o, e) for c, o, e in results)
+    try:
+        want = canonical.digest([attrs.asdict(p) for p in parts])
+    except CanonicalJSONError:
+        return  # a lone surrogate: refused before either digest is taken
+    message = CanonicalMessage.create("tool-results:x", MessageKind.TOOL_RESULT, Role.TOOL, parts)
+    assert results_digest(message) == want

@@ -481,3 +481,12 @@ def test_message_digest_is_over_the_bytes_the_record_holds() -> None:
             }
         )
         assert message.digest == canonical.sha256_hex(content)
+
+
+@pytest.mark.parametrize(
+    "text", ["sha256:0f", "a b", 'q"', "b\\s", "\x7f", "\x1f", "é", "\u2028", ""]
+)
+def test_record_strings_are_canonical_json_strings(text: str) -> None:
+    from prefixlock.store.records import _json_string
+
+    assert _json_string(text) == canonical.dumpb(text)

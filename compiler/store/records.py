@@ -134,11 +134,11 @@ class Record:
         joined = b",".join(
             b'{"digest":%s,"id":%s,"kind":%s,"parts":%s,"role":%s}'
             % (
-                canonical.dumpb(m.digest),
-                canonical.dumpb(m.id),
-                canonical.dumpb(str(m.kind)),
+                _json_string(m.digest),
+                _json_string(m.id),
+                _json_string(str(m.kind)),
                 m.parts_json,
-                canonical.dumpb(str(m.role)),
+                _json_string(str(m.role)),
             )
             for m in self.messages
         )
@@ -162,6 +162,13 @@ class Record:
         if self.usage is not None:
             value["usage"] = self.usage.to_json()
         return value
+
+
+def _json_string(value: str) -> bytes:
+    """``canonical.dumpb(value)`` for a string; digests, kinds and plain ids directly."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return b'"%s"' % value.encode()
+    return canonical.dumpb(value)
 
 
 def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
