@@ -160,13 +160,19 @@ def test_no_secret_reaches_a_provider_body_or_the_store(tmp_path: Path) -> None:
         assert found == [], where
 
 
-def test_a_string_seen_before_is_not_scanned_again() -> None:
+def test_a_string_seen_before_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The context is redacted on every user turn; its unchanged strings are answered
-    from memory (redaction is a pure function of the string)."""
+    from memory (redaction is a pure function of the string), within a budget."""
     from prefixlock.runtime import redact
 
     text = "token=s3cr3t-value-9 and https://u:p@example.com/x " + "z" * 50
     first = redact_text(text)
-    misses = redact._redacted.cache_info().misses
+    assert redact._memo[text] == first
     assert redact_text(text) == first
-    assert redact._redacted.cache_info().misses == misses
+    monkeypatch.setattr(redact, "MEMO_BUDGET", 1_000)
+    big = "y" * 600  # with its redacted form, beyond the budget: not kept
+    assert redact_text(big) == big
+    assert big not in redact._memo
+    for i in range(20):  # the memo starts afresh rather than grow past the budget
+        redact_text(f"{i:03d}" + "w" * 100)
+        assert sum(len(k) + len(v) for k, v in redact._memo.items()) <= 1_000
