@@ -258,27 +258,43 @@ class Provider(Transport):
         return out if isinstance(out, dict) else dict(out)
 
     def check_message(
-        self, message: CanonicalMessage, earlier: Sequence[CanonicalMessage] = ()
+        self,
+        message: CanonicalMessage,
+        earlier: Sequence[CanonicalMessage] = (),
+        *,
+        notes: dict[str, Any] | None = None,
     ) -> None:
         """Raise :class:`SerializationError` if this wire would refuse ``message`` (the
         messages before it in its history are ``earlier``); return None otherwise.
 
         The runtime asks every configured provider before it writes a record ("nothing
-        is persisted that some configured provider would refuse"). Default: map and
-        encode the message alone, through the same handlers and refusals as
-        :meth:`serialize` (no cache markers, default variant). Opaque parts of another
+        is persisted that some configured provider would refuse"). Default: map the
+        message alone and run the encoder's checks on its items (no bytes are made),
+        through the same handlers and refusals as :meth:`serialize` (no cache markers,
+        default variant). Opaque parts of another
         provider are left out: they are only ever sent back to the provider that made
         them (:meth:`own_opaque`), so a history holding them is bound to that provider.
+
+        ``notes``: for a caller that keeps the :meth:`fragment_key` fold's notes after
+        ``earlier`` itself (admission, one stored message after another): the key comes
+        from them instead of a scan of ``earlier`` (only its length is read), and the
+        message is folded into them, as stored.
         """
         kept = tuple(
             p for p in message.parts if not (isinstance(p, OpaquePart) and p.provider != self.name)
         )
-        if not kept:
-            return
+        stored = message
         if len(kept) != len(message.parts):
             message = CanonicalMessage.create(message.id, message.kind, message.role, kept)
         key: Hashable = ()
-        if self._keyed:
+        if notes is not None:
+            if self._keyed and kept:
+                key = self.fragment_key(message, notes)
+            if self._keyed and message is not stored:
+                self.fragment_key(stored, notes)  # later messages see the stored one
+        if not kept:
+            return
+        if notes is None and self._keyed:
             # The same fold as a scan from scratch over earlier + message, extending the
             # previous check's scan where earlier extends its messages.
             self._check_scan, keys = self._check_scan.keys_for(
@@ -288,7 +304,12 @@ class Provider(Transport):
         index = len(earlier)
         items = self._message_items(message, index, _NO_MARKERS, key, ())
         for item in items:
-            self._encode_item(message, item)
+            # The encoder's refusals without its work; the encoder names a refusal.
+            try:
+                canonical.check_encodable(item)
+            except CanonicalJSONError:
+                self._encode_item(message, item)
+                raise
         if self.MERGE_SAME_ROLE:
             at = MessageAt(self.name, message, index, _NO_MARKERS, key, ())
             self._role_blocks(items, at)

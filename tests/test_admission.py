@@ -23,7 +23,8 @@ from prefixlock.core.messages import (
     ToolResultPart,
 )
 from prefixlock.core.output import ModelOutput
-from prefixlock.runtime.admission import EMPTY_TOOL_OUTPUT
+from prefixlock.providers import Provider
+from prefixlock.runtime.admission import EMPTY_TOOL_OUTPUT, Admission
 from sdk_judge import assert_valid
 
 CALL = ToolCall("c1", "read_file", {"path": "a.py"})
@@ -302,3 +303,112 @@ def test_a_blank_text_carrying_a_gemini_signature_is_kept_for_gemini_only(
     assert [b["type"] for b in anthropic["messages"][-2]["content"]] == ["tool_use"]
     bedrock = json.loads(providers.get("bedrock-converse").serialize(request))
     assert [list(b) for b in bedrock["messages"][-2]["content"]] == [["toolUse"]]
+
+
+class _CountingList(list[CanonicalMessage]):
+    """An epoch list that counts how many of its messages a reader visits."""
+
+    visits = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        got = super().__getitem__(index)
+        self.visits += len(got) if isinstance(index, slice) else 1
+        return got
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+
+def _loop_messages(n: int) -> list[CanonicalMessage]:
+    out = []
+    for i in range(1, n + 1):
+        call = ToolCallPart(f"c{i}", "read_file", '{"path":"a.py"}')
+        result = ToolResultPart(f"c{i}", "x")
+        create = CanonicalMessage.create
+        out.append(create(f"assistant:{i}", MessageKind.ASSISTANT, Role.ASSISTANT, (call,)))
+        out.append(create(f"tool-results:c{i}", MessageKind.TOOL_RESULT, Role.TOOL, (result,)))
+    return out
+
+
+def test_admission_after_stored_messages_visits_only_the_new_ones() -> None:
+    """Per-call admission work does not grow with the history: once a check has seen the
+    epoch, the next one reads only the messages stored since (every provider, Gemini's
+    call-name fold included)."""
+    admission = Admission(providers.NAMES)
+    history = _CountingList(_loop_messages(300))
+    more = _loop_messages(303)[600:]
+    admission.check(more[:1], history, "first")  # may read the whole epoch once
+    for step in range(1, len(more)):
+        history.append(more[step - 1])  # stored, as History.apply does
+        history.visits = 0
+        admission.check(more[step : step + 1], history, f"call {step}")
+        assert history.visits <= 1
+
+
+def test_admission_forgets_what_a_refused_message_would_have_noted() -> None:
+    """A refused assistant message is not stored: a later result for its call id is still
+    refused by Gemini, which finds function names in earlier calls only."""
+    admission = Admission(providers.NAMES)
+    history = _CountingList(_loop_messages(3))
+    bad = CanonicalMessage.create(
+        "assistant:4",
+        MessageKind.ASSISTANT,
+        Role.ASSISTANT,
+        (ToolCallPart("c9", "read_file", '{"path":"a.py"}'), TextPart(" ")),
+    )
+    with pytest.raises(SerializationError, match="not stored"):
+        admission.check((bad,), history, "assistant")
+    result = CanonicalMessage.create(
+        "tool-results:c9", MessageKind.TOOL_RESULT, Role.TOOL, (ToolResultPart("c9", "x"),)
+    )
+    with pytest.raises(SerializationError, match="no earlier tool call with id 'c9'"):
+        admission.check((result,), history, "tool results")
+    good = _loop_messages(4)[6:]
+    admission.check(good[:1], history, "assistant")
+    history.append(good[0])
+    admission.check(good[1:], history, "tool results")
+
+
+def test_admission_checks_several_messages_of_one_record_in_order() -> None:
+    """A record's later messages are checked after its earlier ones (the call a result
+    answers may be in the same batch), without copying the history."""
+    admission = Admission(providers.NAMES)
+    history = _CountingList(_loop_messages(50))
+    pair = _loop_messages(51)[100:]
+    admission.check(pair, history, "pair")
+    history.append(pair[0])
+    history.append(pair[1])
+    history.visits = 0
+    nxt = _loop_messages(53)[102:]
+    admission.check(nxt, history, "pair")
+    assert history.visits <= 2
+
+
+def test_admission_checks_wire_items_without_encoding_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Admission runs each provider's mapping and the canonical encoder's checks on its
+    wire items, but encodes nothing (serialization does, once, later); what only the
+    encoder's checks catch -- a lone surrogate escaped inside tool arguments -- is still
+    refused, naming the part."""
+    encoded: list[str] = []
+    original = Provider._encode_item
+
+    def counting(self: Provider, message: CanonicalMessage, item: Any) -> bytes:
+        encoded.append(self.name)
+        return original(self, message, item)
+
+    monkeypatch.setattr(Provider, "_encode_item", counting)
+    admission = Admission(providers.NAMES)
+    history = _loop_messages(5)
+    admission.check(_loop_messages(6)[10:11], history, "assistant")
+    assert encoded == []
+    bad = CanonicalMessage.create(
+        "assistant:6",
+        MessageKind.ASSISTANT,
+        Role.ASSISTANT,
+        (ToolCallPart("c6", "read_file", '{"path":"\\ud800"}'),),
+    )
+    with pytest.raises(SerializationError, match=r"not stored.*lone surrogate"):
+        admission.check((bad,), history, "assistant")

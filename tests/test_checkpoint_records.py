@@ -427,3 +427,66 @@ def test_jsonl_export_refuses_a_corrupt_store(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="content digest mismatch"):
         export_jsonl(store, "c", tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# -- encoding reuses each message's bytes ------------------------------------------------
+
+
+def _record_value(record: Record, cid: str, prev: str) -> dict[str, object]:
+    value: dict[str, object] = {
+        "format": FORMAT if record.usage is None else FORMAT_USAGE,
+        "kind": "record",
+        "conversation": cid,
+        "seq": record.seq,
+        "prev": prev,
+        "type": str(record.type),
+        "event_id": record.event_id,
+        "request_digest": record.request_digest,
+        "reset": record.reset,
+        "messages": [m.to_json() for m in record.messages],
+    }
+    if record.usage is not None:
+        value["usage"] = record.usage.to_json()
+    return value
+
+
+@pytest.mark.parametrize(
+    "event_id",
+    ["u1", 'x","messages":[]', "é ✓ \u2028", 'tricky "messages":[] \\ end', "\x01"],
+)
+def test_record_bytes_are_the_canonical_encoding_of_the_record(event_id: str) -> None:
+    """Record.encode splices each message's bytes, made once when the message was
+    created: the result is exactly the canonical encoding of the whole record."""
+    prev = canonical.sha256_hex("prev")
+    for cid in ("conv-1", 'c"messages":[]'):
+        messages = rich_messages(event_id)
+        for record in (
+            Record(1, RecordType.USER, event_id, messages, canonical.sha256_hex("r")),
+            Record(2, RecordType.EVENT, event_id, messages[:1]),
+            Record(3, RecordType.COMPACT, event_id, messages[-1:], reset=True),
+            Record(4, RecordType.USER, event_id, ()),
+        ):
+            data = record.encode(cid, prev)
+            assert data == canonical.dumpb(_record_value(record, cid, prev))
+            assert decode_record(data, cid, record.seq, prev) == record
+
+
+def test_message_digest_is_over_the_bytes_the_record_holds() -> None:
+    for message in rich_messages("u1"):
+        content = canonical.dumpb(
+            {
+                "kind": str(message.kind),
+                "role": str(message.role),
+                "parts": message.to_json()["parts"],
+            }
+        )
+        assert message.digest == canonical.sha256_hex(content)
+
+
+@pytest.mark.parametrize(
+    "text", ["sha256:0f", "a b", 'q"', "b\\s", "\x7f", "\x1f", "é", "\u2028", ""]
+)
+def test_record_strings_are_canonical_json_strings(text: str) -> None:
+    from prefixlock.store.records import _json_string
+
+    assert _json_string(text) == canonical.dumpb(text)

@@ -146,6 +146,15 @@ def test_store_bench_compares_history_lengths_next_to_sqlite(
         assert abs(short["warm_bytes_per_call"] - long["warm_bytes_per_call"]) < 100
         assert long["cold_bytes_per_call"] > short["cold_bytes_per_call"]
         assert short["warm_median_ms"] > 0 and store["warm_ratio"] > 0
+    # every figure with its target; the tested store's are the ones all_met judges
+    names = [t["name"] for t in report["targets"]]
+    assert names == [
+        f"{s}_{n}" for s in ("sqlite", "store") for n in ("warm_flat", "warm_bytes_flat")
+    ]
+    for target in report["targets"]:
+        assert {"what", "value", "op", "limit", "met"} <= set(target)
+    judged = [t["met"] for t in report["targets"] if t["name"].startswith("store_")]
+    assert report["all_met"] == all(judged)
 
 
 def test_store_bench_refuses_short_histories(capsys: pytest.CaptureFixture[str]) -> None:

@@ -272,3 +272,21 @@ def test_an_unknown_policy_value_is_a_spec_error_at_its_line(tmp_path: Path) -> 
         policy_bundle(tmp_path, "scan")
     assert "rules/agent.yaml:" in str(info.value)
     assert "$.secrets.user_content" in str(info.value)
+
+
+def test_a_string_seen_before_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The context is redacted on every user turn; its unchanged strings are answered
+    from memory (redaction is a pure function of the string), within a budget."""
+    from prefixlock.runtime import redact
+
+    text = "token=s3cr3t-value-9 and https://u:p@example.com/x " + "z" * 50
+    first = redact_text(text)
+    assert redact._memo[text] == first
+    assert redact_text(text) == first
+    monkeypatch.setattr(redact, "MEMO_BUDGET", 1_000)
+    big = "y" * 600  # with its redacted form, beyond the budget: not kept
+    assert redact_text(big) == big
+    assert big not in redact._memo
+    for i in range(20):  # the memo starts afresh rather than grow past the budget
+        redact_text(f"{i:03d}" + "w" * 100)
+        assert sum(len(k) + len(v) for k, v in redact._memo.items()) <= 1_000

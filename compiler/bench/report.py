@@ -24,7 +24,7 @@ __all__ = [
 HANDLING_LIMIT = 1.5  # handling per call at the longest history / at the shortest
 SPEEDUP_MIN = 10.0  # naive full re-encode / incremental serialization, longest history
 BYTES_TOLERANCE = 0.2  # record bytes per call, each history length vs the shortest
-HYDRATION_LIMIT = 3.0  # Conversation.open / json.loads of the same stored bytes
+HYDRATION_LIMIT = 2.0  # Conversation.open / json.loads of the same stored bytes
 FLOOR_LIMIT = 1.5  # handling per call / the bare durable append of the same records
 
 

@@ -17,7 +17,8 @@ Rules (documented, tested):
   magnitude (64 bits); no NUL in keys.
 
 :func:`check` runs the same rules on a value without encoding it, and is what every
-boundary (requests, tool calls) uses; ``strings_without_nul`` also refuses NUL
+boundary (requests, tool calls) uses (:func:`check_encodable`: with the encoder's own
+depth limit); ``strings_without_nul`` also refuses NUL
 characters in strings there. Every refusal is a :class:`CanonicalJSONError` whose
 ``path`` is the JSON path of the offending value.
 """
@@ -104,16 +105,79 @@ def _check(value: JsonValue, path: str, limit: int, depth: int = 0, nul: bool = 
     raise _refuse(path, f"{type(value).__name__} is not a JSON value")
 
 
+class _Walk(Exception):
+    """The fast path cannot vouch for a value: :func:`_check` decides, naming the path."""
+
+
+def _plain_text(text: str, nul: bool) -> bool:
+    """True if ``text`` needs no check: ASCII (no surrogate) and NUL allowed or absent."""
+    return text.isascii() and (nul or "\0" not in text)
+
+
+def _fast(value: JsonValue, limit: int, depth: int, nul: bool) -> Any:
+    """:func:`_check` for the common case, without building a path per node: exact
+    built-in types only, ASCII keys and strings (others: UTF-8 checked here). Anything
+    it cannot vouch for raises :class:`_Walk`, and the caller runs :func:`_check`."""
+    kind = type(value)
+    if kind is str:
+        if _plain_text(value, nul):
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Walk from None
+        if not nul and "\0" in value:
+            raise _Walk
+        return value
+    if kind is dict or kind is Ordered:
+        if depth >= limit:
+            raise _Walk
+        for key in value:
+            if type(key) is not str or not _plain_text(key, False):
+                raise _Walk  # a key that is not ASCII text is checked by the walk
+        items = value.items() if kind is Ordered else sorted(value.items())
+        return {key: _fast(item, limit, depth + 1, nul) for key, item in items}
+    if kind is list or kind is tuple:
+        if depth >= limit:
+            raise _Walk
+        return [_fast(item, limit, depth + 1, nul) for item in value]
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        if -MAX_INT <= value <= MAX_INT:
+            return value
+        raise _Walk
+    if kind is float:
+        if value - value == 0.0:  # finite: NaN and the infinities give NaN
+            return value
+        raise _Walk
+    raise _Walk  # subclasses and other types: the walk decides
+
+
+def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
+    """What :func:`json.dumps` should see of ``value``, or a :class:`CanonicalJSONError`."""
+    try:
+        return _fast(value, limit, 0, nul)
+    except (_Walk, RecursionError):
+        return _check(value, path, limit, 0, nul)
+
+
 def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
     """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
     form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
-    _check(value, path, MAX_DEPTH, 0, not strings_without_nul)
+    _checked(value, path, MAX_DEPTH, not strings_without_nul)
+
+
+def check_encodable(value: JsonValue) -> None:
+    """Raise :class:`CanonicalJSONError` exactly where :func:`dumps` would, without
+    encoding: for a caller that only needs to know that ``value`` can be sent."""
+    _checked(value, "$", ENCODE_DEPTH)
 
 
 def dumps(value: JsonValue) -> str:
     """Encode ``value`` canonically (compact)."""
     return json.dumps(
-        _check(value, "$", ENCODE_DEPTH),
+        _checked(value, "$", ENCODE_DEPTH),
         ensure_ascii=False,
         allow_nan=False,
         separators=(",", ":"),
@@ -133,7 +197,7 @@ def dumps_pretty(value: JsonValue) -> str:
     """
     return (
         json.dumps(
-            _check(value, "$", ENCODE_DEPTH),
+            _checked(value, "$", ENCODE_DEPTH),
             ensure_ascii=False,
             allow_nan=False,
             indent=2,

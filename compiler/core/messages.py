@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 
 from . import canonical
-from .errors import CheckpointError
+from .errors import CanonicalJSONError, CheckpointError
 
 
 class MessageKind(StrEnum):
@@ -152,6 +152,22 @@ def _content_digest(kind: MessageKind, role: Role, parts: tuple[Part, ...]) -> s
     )
 
 
+def _content(kind: MessageKind, role: Role, parts: tuple[Part, ...]) -> tuple[bytes, bytes]:
+    """The canonical encoding of ``parts``, and of kind, role and parts (what the digest
+    is over): the parts are encoded once, and the record encoder reuses their bytes."""
+    try:
+        parts_json = canonical.dumpb([part_to_json(p) for p in parts])
+    except CanonicalJSONError:
+        _content_digest(kind, role, parts)  # the refusal, with its path in the content
+        raise
+    # The canonical object: keys sorted, "kind" < "parts" < "role".
+    return parts_json, b'{"kind":%s,"parts":%s,"role":%s}' % (
+        canonical.dumpb(str(kind)),
+        parts_json,
+        canonical.dumpb(str(role)),
+    )
+
+
 @attrs.frozen
 class CanonicalMessage:
     """One message of the canonical history. Build it with :meth:`create`."""
@@ -162,12 +178,18 @@ class CanonicalMessage:
     parts: tuple[Part, ...]
     #: ``sha256:`` of the canonical encoding of kind, role and parts (not the id).
     digest: str
+    #: The canonical encoding of ``parts`` when :meth:`create` made this message (None
+    #: otherwise): checkpoint records splice it instead of encoding the parts again.
+    parts_json: bytes | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     @classmethod
     def create(
         cls, id: str, kind: MessageKind, role: Role, parts: tuple[Part, ...]
     ) -> CanonicalMessage:
-        return cls(id, kind, role, parts, _content_digest(kind, role, parts))
+        parts_json, content = _content(kind, role, parts)
+        message = cls(id, kind, role, parts, canonical.sha256_hex(content))
+        object.__setattr__(message, "parts_json", parts_json)
+        return message
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -33,7 +33,7 @@ pinned in ``tests/test_admission.py``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from ..core.errors import HistoryError, SerializationError
 from ..core.messages import CanonicalMessage, Part, TextPart
@@ -91,11 +91,86 @@ def drop_blank_texts(parts: Sequence[Part], field: str) -> tuple[Part, ...]:
     return kept
 
 
+class _Joined(Sequence[CanonicalMessage]):
+    """``earlier`` followed by ``more``, without copying ``earlier``."""
+
+    __slots__ = ("_earlier", "_more")
+
+    def __init__(self, earlier: Sequence[CanonicalMessage], more: Sequence[CanonicalMessage]):
+        self._earlier = earlier
+        self._more = more
+
+    def __len__(self) -> int:
+        return len(self._earlier) + len(self._more)
+
+    @overload
+    def __getitem__(self, index: int) -> CanonicalMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CanonicalMessage]: ...
+    def __getitem__(self, index: int | slice) -> CanonicalMessage | Sequence[CanonicalMessage]:
+        if isinstance(index, slice):
+            return (*self._earlier, *self._more)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        n = len(self._earlier)
+        return self._earlier[index] if index < n else self._more[index - n]
+
+
+class _Fold:
+    """One keyed provider's :meth:`~Provider.fragment_key` notes after the first
+    ``count`` messages of the epoch list ``epoch``, the last of which, ``unconfirmed``,
+    were folded while checked and are only known to be stored once the next check finds
+    them in the list (a refused or lost record's notes are then dropped by a new fold)."""
+
+    __slots__ = ("count", "epoch", "notes", "unconfirmed")
+
+    def __init__(self) -> None:
+        self.epoch: Sequence[CanonicalMessage] | None = None
+        self.count = 0
+        self.unconfirmed: tuple[CanonicalMessage, ...] = ()
+        self.notes: dict[str, Any] = {}
+
+    def after(self, provider: Provider, earlier: Sequence[CanonicalMessage]) -> dict[str, Any]:
+        """The notes after all of ``earlier``; reads only the messages stored since the
+        last check when ``earlier`` is the same append-only list, else folds afresh."""
+        start = self.count - len(self.unconfirmed)
+        same = (
+            earlier is self.epoch
+            and len(earlier) >= self.count
+            and all(earlier[start + i] is m for i, m in enumerate(self.unconfirmed))
+        )
+        if not same:
+            self.notes, self.count = {}, 0
+        self.epoch = None  # invalid until the check that uses the notes succeeds
+        for index in range(self.count, len(earlier)):
+            provider.fragment_key(earlier[index], self.notes)
+        return self.notes
+
+    def checked(
+        self, earlier: Sequence[CanonicalMessage], messages: Sequence[CanonicalMessage]
+    ) -> None:
+        self.epoch = earlier
+        self.count = len(earlier) + len(messages)
+        self.unconfirmed = tuple(messages)
+
+
 class Admission:
-    """The refusals of every configured provider, asked before a record is written."""
+    """The refusals of every configured provider, asked before a record is written.
+
+    One instance serves one conversation: for a provider whose message bytes depend on
+    earlier messages (:meth:`Provider.fragment_key`), it keeps that fold's notes, so a
+    check after the history's own append-only epoch list reads only the messages stored
+    since the previous check; per-call work does not grow with the history."""
 
     def __init__(self, names: Sequence[str]) -> None:
         self._providers: tuple[Provider, ...] = tuple(get(name) for name in names)
+        self._folds: dict[str, _Fold] = {
+            p.name: _Fold()
+            for p in self._providers
+            if type(p).fragment_key is not Provider.fragment_key
+        }
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -108,17 +183,18 @@ class Admission:
         field: str,
     ) -> None:
         """Raise :class:`SerializationError` naming ``field`` if a configured provider
-        would refuse one of ``messages`` appended, in order, after ``earlier``."""
+        would refuse one of ``messages`` appended, in order, after ``earlier`` (best: the
+        history's epoch list itself, which only ever grows)."""
         for provider in self._providers:
-            # The history itself for the first message (no copy of a long epoch per
-            # provider and call); earlier + the messages before it for the others.
-            before: Sequence[CanonicalMessage] = earlier
+            fold = self._folds.get(provider.name)
+            notes = None if fold is None else fold.after(provider, earlier)
             for index, message in enumerate(messages):
-                if index:
-                    before = (*earlier, *messages[:index])
+                before = _Joined(earlier, messages[:index]) if index else earlier
                 try:
-                    provider.check_message(message, before)
+                    provider.check_message(message, before, notes=notes)
                 except SerializationError as err:
                     raise SerializationError(
                         f"{field}: not stored, a configured provider would refuse it: {err}"
                     ) from None
+            if fold is not None:
+                fold.checked(earlier, messages)

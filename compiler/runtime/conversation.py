@@ -312,7 +312,8 @@ class Conversation:
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
         eid = f"tool-results:{parts[0].call_id}"
-        digest = canonical.digest([attrs.asdict(p) for p in parts])
+        message = CanonicalMessage.create(eid, MessageKind.TOOL_RESULT, Role.TOOL, parts)
+        digest = results_digest(message)
         retried = self._retried(eid, digest)
         if retried is not None:
             return retried
@@ -332,7 +333,6 @@ class Conversation:
             raise HistoryError(
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
-        message = CanonicalMessage.create(eid, MessageKind.TOOL_RESULT, Role.TOOL, parts)
         self._admit((message,), f"tool results {eid!r}")
         self._append(Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest))
         return h.project()
@@ -431,6 +431,24 @@ class Conversation:
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.
 PART_TYPES = (TextPart, ToolCallPart, OpaquePart, ImagePart)
+
+
+#: How a tool result part's canonical encoding ends (keys sorted: "type" is last).
+_RESULT_TYPE_MEMBER = b',"type":"tool_result"}'
+
+
+def results_digest(message: CanonicalMessage) -> str:
+    """The request digest of a batch of tool results: the digest of the canonical list of
+    each part's fields (``call_id``, ``is_error``, ``output``).
+
+    Taken from the bytes the message's parts were encoded to (no second encoding of the
+    outputs): each part's object is those fields plus ``"type":"tool_result"``, the
+    last member in sorted order; a quote inside a JSON string is always escaped, so the
+    member's bytes occur nowhere else."""
+    data = message.parts_json
+    if data is None or not all(isinstance(p, ToolResultPart) for p in message.parts):
+        return canonical.digest([attrs.asdict(p) for p in message.parts])
+    return canonical.sha256_hex(data.replace(_RESULT_TYPE_MEMBER, b"}"))
 
 
 def _result_part(result: ToolResult, index: int) -> ToolResultPart:

@@ -148,8 +148,33 @@ def _redact_assignment(match: re.Match[str]) -> str:
     return f"{match['name']}{match['sep']}{REDACTED}"
 
 
+#: Characters (strings and their redacted forms) the memo of :func:`redact_text` holds at
+#: most; past it the memo starts afresh, so its memory stays bounded whatever the input.
+MEMO_BUDGET = 8 * 1024 * 1024
+_memo: dict[str, str] = {}
+_memo_chars = [0]
+
+
 def redact_text(text: str) -> str:
-    """Rules 1, 2 and 4 over one string."""
+    """Rules 1, 2 and 4 over one string.
+
+    Memoized (a pure function of the string; at most :data:`MEMO_BUDGET` characters are
+    kept): the context is rendered again on every user turn and its strings rarely
+    change, so each string is scanned once."""
+    done = _memo.get(text)
+    if done is None:
+        done = _redacted(text)
+        size = len(text) + len(done)
+        if _memo_chars[0] + size > MEMO_BUDGET:
+            _memo.clear()
+            _memo_chars[0] = 0
+        if size <= MEMO_BUDGET:
+            _memo[text] = done
+            _memo_chars[0] += size
+    return done
+
+
+def _redacted(text: str) -> str:
     for pattern in _PATTERNS:
         text = pattern.sub(REDACTED, text)
     text = _URL.sub(lambda m: redact_url(m[0]), text)

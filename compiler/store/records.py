@@ -117,6 +117,36 @@ class Record:
     usage: Usage | None = None
 
     def encode(self, conversation_id: str, prev: str) -> bytes:
+        """The record's canonical bytes; each message's parts are spliced in as
+        :meth:`CanonicalMessage.create` encoded them (no second encoding)."""
+        if self.messages and all(m.parts_json is not None for m in self.messages):
+            try:
+                return self._spliced(conversation_id, prev)
+            except CanonicalJSONError:
+                pass  # the whole encoding below names the refusal and its path
+        return canonical.dumpb(self._value(conversation_id, prev, self.messages))
+
+    def _spliced(self, conversation_id: str, prev: str) -> bytes:
+        envelope = canonical.dumpb(self._value(conversation_id, prev, ()))
+        # Keys are sorted and every key before "messages" holds a JSON string, in which
+        # a quote is escaped: the first '"messages":[]' is the member itself.
+        at = envelope.index(b'"messages":[]') + len(b'"messages":[')
+        joined = b",".join(
+            b'{"digest":%s,"id":%s,"kind":%s,"parts":%s,"role":%s}'
+            % (
+                _json_string(m.digest),
+                _json_string(m.id),
+                _json_string(str(m.kind)),
+                m.parts_json,
+                _json_string(str(m.role)),
+            )
+            for m in self.messages
+        )
+        return envelope[:at] + joined + envelope[at:]
+
+    def _value(
+        self, conversation_id: str, prev: str, messages: tuple[CanonicalMessage, ...]
+    ) -> dict[str, Any]:
         value: dict[str, Any] = {
             "format": FORMAT if self.usage is None else FORMAT_USAGE,
             "kind": "record",
@@ -127,11 +157,18 @@ class Record:
             "event_id": self.event_id,
             "request_digest": self.request_digest,
             "reset": self.reset,
-            "messages": [m.to_json() for m in self.messages],
+            "messages": [m.to_json() for m in messages],
         }
         if self.usage is not None:
             value["usage"] = self.usage.to_json()
-        return canonical.dumpb(value)
+        return value
+
+
+def _json_string(value: str) -> bytes:
+    """``canonical.dumpb(value)`` for a string; digests, kinds and plain ids directly."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return b'"%s"' % value.encode()
+    return canonical.dumpb(value)
 
 
 def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
