@@ -18,7 +18,10 @@ measures, over its last ``window`` calls:
   ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
   and the WAL checkpoints into the database file that SQLite runs now and then);
 * **serializing** the call's body for every provider (``Provider.serialize``, the
-  incremental encoder; every call is serialized, so its caches are as in a server);
+  incremental encoder that returns one buffer; every call is serialized, so its caches
+  are as in a server), and, with a second instance per provider, the same body as
+  fragments (``Provider.fragments``: what an HTTP client can send as an iterable body,
+  no whole-body copy);
 * **hydration**: :meth:`Conversation.open` of the finished conversation from its store
   (a fresh connection), from the stored bytes alone;
 * **memory**: the process's peak RSS after the run (``resource.getrusage``: the
@@ -58,7 +61,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,9 +92,12 @@ HYDRATION_REPEATS = 5
 
 
 class Serializer(Protocol):
-    """A provider's incremental encoder: ``Provider.serialize``."""
+    """A provider's incremental encoder: ``Provider.serialize`` (one buffer) and
+    ``Provider.fragments`` (the same bytes as a sequence of fragments)."""
 
     def serialize(self, request: ModelRequest) -> bytes: ...
+
+    def fragments(self, request: ModelRequest) -> Iterable[bytes]: ...
 
 
 class NaiveHarness(Protocol):
@@ -221,7 +227,12 @@ def _serializing_pass(
     conv = Conversation.open(store, bundle, _cid(calls))
     names = formats.names
     live = {name: formats.serializer(name) for name in names}
+    # Their own instances: fragments() after serialize() on one instance would find
+    # every fragment made already.
+    split = {name: formats.serializer(name) for name in names}
     serialize: dict[str, list[int]] = {name: [] for name in names}
+    fragments: dict[str, list[int]] = {name: [] for name in names}
+    last_fragments: dict[str, Iterable[bytes]] = {}
     handle: list[int] = []
     requests: list[ModelRequest] = []
     bodies: dict[str, bytes] = {}
@@ -237,16 +248,20 @@ def _serializing_pass(
             t2 = clock()
             bodies[name] = provider.serialize(request)
             t3 = clock()
+            last_fragments[name] = split[name].fragments(request)
+            t4 = clock()
             if timed:
                 serialize[name].append(t3 - t2)
+                fragments[name].append(t4 - t3)
         if timed:
             handle.append(t1 - t0)
             requests.append(request)  # an immutable view: still this call's request later
         if (index + 1) % 1000 == 0 and index + 1 < len(calls):
             progress(f"  {index + 1}/{len(calls)} calls")
     sizes = {name: len(body) for name, body in bodies.items()}
+    joined_equal = {name: b"".join(last_fragments[name]) == bodies[name] for name in names}
     head = conv.history.head
-    del live, conv  # the fragment caches: the naive harness needs none of it
+    del live, split, last_fragments, conv  # the fragment caches: the naive harness needs none
     if not window:
         return {}
     # The naive harness runs afterwards, so that its garbage (whole bodies as dicts, every
@@ -272,6 +287,8 @@ def _serializing_pass(
         "body_bytes": sizes,
         "handle_with_serialize_ns": _stats(handle),
         "serialize_ns": {name: _stats(v) for name, v in serialize.items()},
+        "fragments_ns": {name: _stats(v) for name, v in fragments.items()},
+        "fragments_bytes_equal": joined_equal,
         "naive_ns": {name: _stats(v) for name, v in naive.items()},
         "naive_encode_ns": {name: _stats(v) for name, v in naive_encode.items()},
         "naive_bytes_equal": naive_equal,
@@ -388,6 +405,9 @@ def method(window: int) -> dict[str, str]:
         "serialize": "Provider.serialize of every call; naive: wire_body without its "
         "per-item encode, then json.dumps, on the same requests after the pass; "
         "naive_encode: json.dumps of the ready dict only",
+        "fragments": "Provider.fragments of every call, on a second provider instance "
+        "(its own caches), right after serialize; fragments_bytes_equal: the last call's "
+        "fragments joined == its serialize bytes",
         "hydration": f"Conversation.open of the finished conversation (fresh "
         f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
         "every record, in memory; store_load: SQLiteStore.load alone",
