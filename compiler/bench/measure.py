@@ -19,9 +19,9 @@ measures, over its last ``window`` calls:
   and the WAL checkpoints into the database file that SQLite runs now and then);
 * **serializing** the call's body for every provider (``Provider.serialize``, the
   incremental encoder that returns one buffer; every call is serialized, so its caches
-  are as in a server), and, with a second instance per provider, the same body as
-  fragments (``Provider.fragments``: what an HTTP client can send as an iterable body,
-  no whole-body copy);
+  are as in a server), and, in a third pass of its own (an in-memory store), the same
+  bodies as fragments (``Provider.fragments``: what an HTTP client sends as an
+  iterable body, no whole-body copy between calls);
 * **hydration**: :meth:`Conversation.open` of the finished conversation from its store
   (a fresh connection), from the stored bytes alone;
 * **memory**: the process's peak RSS after the run (``resource.getrusage``: the
@@ -72,7 +72,7 @@ from ..core.messages import MessageKind
 from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
-from ..store.contract import Head
+from ..store.contract import Head, MemoryStore
 from ..store.sqlite import DurableFloor, SQLiteStore
 from .workload import Call, play
 
@@ -227,12 +227,7 @@ def _serializing_pass(
     conv = Conversation.open(store, bundle, _cid(calls))
     names = formats.names
     live = {name: formats.serializer(name) for name in names}
-    # Their own instances: fragments() after serialize() on one instance would find
-    # every fragment made already.
-    split = {name: formats.serializer(name) for name in names}
     serialize: dict[str, list[int]] = {name: [] for name in names}
-    fragments: dict[str, list[int]] = {name: [] for name in names}
-    last_fragments: dict[str, Iterable[bytes]] = {}
     handle: list[int] = []
     requests: list[ModelRequest] = []
     bodies: dict[str, bytes] = {}
@@ -248,20 +243,16 @@ def _serializing_pass(
             t2 = clock()
             bodies[name] = provider.serialize(request)
             t3 = clock()
-            last_fragments[name] = split[name].fragments(request)
-            t4 = clock()
             if timed:
                 serialize[name].append(t3 - t2)
-                fragments[name].append(t4 - t3)
         if timed:
             handle.append(t1 - t0)
             requests.append(request)  # an immutable view: still this call's request later
         if (index + 1) % 1000 == 0 and index + 1 < len(calls):
             progress(f"  {index + 1}/{len(calls)} calls")
     sizes = {name: len(body) for name, body in bodies.items()}
-    joined_equal = {name: b"".join(last_fragments[name]) == bodies[name] for name in names}
     head = conv.history.head
-    del live, split, last_fragments, conv  # the fragment caches: the naive harness needs none
+    del live, conv  # the fragment caches: the naive harness needs none of it
     if not window:
         return {}
     # The naive harness runs afterwards, so that its garbage (whole bodies as dicts, every
@@ -287,8 +278,7 @@ def _serializing_pass(
         "body_bytes": sizes,
         "handle_with_serialize_ns": _stats(handle),
         "serialize_ns": {name: _stats(v) for name, v in serialize.items()},
-        "fragments_ns": {name: _stats(v) for name, v in fragments.items()},
-        "fragments_bytes_equal": joined_equal,
+        "body_sha256": {name: canonical.sha256_hex(body) for name, body in bodies.items()},
         "naive_ns": {name: _stats(v) for name, v in naive.items()},
         "naive_encode_ns": {name: _stats(v) for name, v in naive_encode.items()},
         "naive_bytes_equal": naive_equal,
@@ -298,6 +288,37 @@ def _serializing_pass(
                 "bodies": {name: canonical.sha256_hex(body) for name, body in bodies.items()},
             }
         ),
+    }
+
+
+def _fragments_pass(
+    bundle: Bundle, calls: Sequence[Call], formats: WireFormats, window: int
+) -> dict[str, Any]:
+    """Play the calls once more (an in-memory store: only the fragments are timed),
+    making every call's body as fragments for every provider, as a server that hands
+    them to its HTTP client does: no whole-body buffer between two calls."""
+    conv = Conversation.open(MemoryStore(), bundle, _cid(calls))
+    live = {name: formats.serializer(name) for name in formats.names}
+    fragments: dict[str, list[int]] = {name: [] for name in formats.names}
+    last: dict[str, Iterable[bytes]] = {}
+    first_timed = len(calls) - window
+    clock = time.perf_counter_ns
+    gc.collect()
+    for index, call in enumerate(calls):
+        request = play(conv, call)
+        for name, provider in live.items():
+            t0 = clock()
+            last[name] = provider.fragments(request)
+            t1 = clock()
+            if index >= first_timed:
+                fragments[name].append(t1 - t0)
+    if not window:
+        return {}
+    return {
+        "fragments_ns": {name: _stats(v) for name, v in fragments.items()},
+        "fragments_sha256": {
+            name: canonical.sha256_hex(b"".join(pieces)) for name, pieces in last.items()
+        },
     }
 
 
@@ -377,11 +398,15 @@ def measure(
     started = time.perf_counter_ns()
     handling, conv = _handling_pass(bundle, stores[0], floor, calls, window)
     serializing = _serializing_pass(bundle, stores[1], calls, formats, window, progress)
+    split = _fragments_pass(bundle, calls, formats, window)
     if not window:
         return {}
+    sha, joined = serializing.pop("body_sha256"), split.pop("fragments_sha256")
+    split["fragments_bytes_equal"] = {name: joined[name] == sha[name] for name in sha}
     figures: dict[str, Any] = {"calls": len(calls), "window": window}
     figures.update(handling)
     figures.update(serializing)
+    figures.update(split)
     figures["rss_peak_kib"] = _rss_kib()
     figures.update(_hydration(bundle, stores[0].path, conv))
     figures["seconds"] = round((time.perf_counter_ns() - started) / 1e9, 2)
@@ -405,8 +430,9 @@ def method(window: int) -> dict[str, str]:
         "serialize": "Provider.serialize of every call; naive: wire_body without its "
         "per-item encode, then json.dumps, on the same requests after the pass; "
         "naive_encode: json.dumps of the ready dict only",
-        "fragments": "Provider.fragments of every call, on a second provider instance "
-        "(its own caches), right after serialize; fragments_bytes_equal: the last call's "
+        "fragments": "Provider.fragments of every call for every provider, in a third "
+        "pass of its own (in-memory store, new provider instances), as a server handing "
+        "the fragments to its HTTP client; fragments_bytes_equal: the last call's "
         "fragments joined == its serialize bytes",
         "hydration": f"Conversation.open of the finished conversation (fresh "
         f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
