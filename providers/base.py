@@ -45,6 +45,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
+import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
@@ -220,6 +221,7 @@ class Provider(Transport):
         self._runs: dict[str, tuple[bytes, bytes]] = {}
         #: Per history list (:meth:`MessageView.lineage`), the fragments of its last request.
         self._chains: dict[int, _Chain] = {}
+        self._lock = threading.Lock()
         self._frames: dict[tuple[Any, ...], Frame] = {}
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
@@ -250,6 +252,10 @@ class Provider(Transport):
         messages, and those whose cache positions moved, are visited: the work per call
         follows what is new, not the length of the history.
         """
+        with self._lock:  # a chain's lists grow in place: one call at a time
+            return self._fragments_of(request)
+
+    def _fragments_of(self, request: ModelRequest) -> BodyFragments:
         frame, message_markers = self._frame_and_markers(request)
         messages = request.messages
         count = len(messages)
