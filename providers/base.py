@@ -43,7 +43,9 @@ call may add blocks to the last wire message, never change or drop an earlier bl
 from __future__ import annotations
 
 import copy
+import itertools
 import re
+import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
@@ -62,8 +64,8 @@ from ..core.messages import (
     ToolResultPart,
     part_to_json,
 )
-from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from .frame import Frame, join_body
+from ..core.model import CachePosition, MessageView, ModelRequest, ProviderSettings, ToolSpec
+from .frame import BodyFragments, Frame
 from .scan import KeyScan
 from .transport import Transport
 
@@ -82,6 +84,41 @@ _NO_MARKERS: Markers = frozenset()
 #: Drop the fragment cache when it grows beyond this many entries (correctness never
 #: depends on the cache; this only bounds memory of a long-lived instance).
 CACHE_LIMIT = 200_000
+#: Keep the fragments of this many conversation epochs' last requests (least recently
+#: used dropped first); a dropped one is rebuilt from the fragment cache.
+CHAIN_LIMIT = 1024
+
+
+@attrs.frozen
+class _Chain:
+    """What :meth:`Provider.fragments` made of the last request of one history list:
+    the next request of that list takes over the fragments it shares with it.
+
+    ``base`` is only ever appended to while bodies hand out its first items (a
+    :class:`~.frame.BodyFragments` keeps its own count), so a call settles its fragments
+    into it without copying the history's; a change inside it (a cache position that
+    moved far back, a shorter request) starts a new list.
+    """
+
+    messages: MessageView
+    frame: Frame
+    markers: Mapping[int, Markers]
+    #: The opening, then message ``i``'s fragment at ``i + 1``; ``settled`` of them
+    #: belong to this request.
+    base: list[bytes]
+    settled: int
+    #: Bytes up to the end of each ``base`` item.
+    ends: list[int]
+    #: With :attr:`Provider.MERGE_SAME_ROLE`: each message's wire role; else empty.
+    roles: list[str]
+    #: The fragments of the messages after the settled ones (the last message: its
+    #: cache marker may move on the next call), and their roles.
+    tail: tuple[bytes, ...]
+    tail_roles: tuple[str, ...]
+    #: The fragment keys of ``messages`` (None: no :meth:`Provider.fragment_key`), and
+    #: the fold's notes after the last of them (None: unknown).
+    keys: list[Hashable] | None
+    notes: Mapping[str, Any] | None
 
 
 @attrs.frozen
@@ -174,9 +211,17 @@ class Provider(Transport):
     FIRST_ROLE: ClassVar[str | None] = None
 
     def __init__(self) -> None:
-        self._fragments: dict[tuple[str, str, Markers, Hashable, Hashable], bytes] = {}
-        #: With :attr:`MERGE_SAME_ROLE`: per message, its wire role and encoded blocks.
-        self._blocks: dict[tuple[str, str, Markers, Hashable, Hashable], tuple[str, bytes]] = {}
+        #: Per message (and the separator before it): its fragment.
+        self._fragments: dict[tuple[str, str, Markers, Hashable, Hashable, bytes], bytes] = {}
+        #: With :attr:`MERGE_SAME_ROLE`: per message (and what goes before it), its wire
+        #: role and fragment.
+        self._blocks: dict[
+            tuple[str, str, Markers, Hashable, Hashable, Hashable], tuple[str, bytes]
+        ] = {}
+        self._runs: dict[str, tuple[bytes, bytes]] = {}
+        #: Per history list (:meth:`MessageView.lineage`), the fragments of its last request.
+        self._chains: dict[int, _Chain] = {}
+        self._lock = threading.Lock()
         self._frames: dict[tuple[Any, ...], Frame] = {}
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
@@ -190,29 +235,162 @@ class Provider(Transport):
     def serialize(self, request: ModelRequest) -> bytes:
         """The exact POST body: canonical UTF-8 JSON in this wire's key order.
 
-        Equal to ``canonical.dumpb(self.wire_body(request))``; only new messages are encoded.
+        Equal to ``canonical.dumpb(self.wire_body(request))`` and to
+        ``b"".join(self.fragments(request))``; only new messages are encoded.
         """
-        frame, message_markers, keys = self._prepare(request)
-        fragments: list[bytes] = []
-        if frame.preamble_bytes:
-            fragments.append(frame.preamble_bytes)
-        if self.MERGE_SAME_ROLE:
-            fragments.extend(self._merged_fragments(request, frame, message_markers, keys))
-            return join_body(frame, fragments)
-        cache = self._fragments
-        if len(cache) > CACHE_LIMIT:
-            cache.clear()
-        for index, message in enumerate(request.messages):
+        return self.fragments(request).join()
+
+    def fragments(self, request: ModelRequest) -> BodyFragments:
+        """The exact POST body as byte fragments (:class:`~.frame.BodyFragments`): the
+        frame's opening, one fragment per canonical message, the closing.
+
+        ``b"".join(self.fragments(r)) == self.serialize(r)``. Each message's fragment is
+        encoded once and cached; when ``request.messages`` extends the messages of this
+        instance's previous request of the same conversation epoch (a
+        :class:`~prefixlock.core.model.MessageView` of the same history list, known in
+        O(1)), the shared fragments are taken over as they are and only the new
+        messages, and those whose cache positions moved, are visited: the work per call
+        follows what is new, not the length of the history.
+        """
+        with self._lock:  # a chain's lists grow in place: one call at a time
+            return self._fragments_of(request)
+
+    def _fragments_of(self, request: ModelRequest) -> BodyFragments:
+        frame, message_markers = self._frame_and_markers(request)
+        messages = request.messages
+        count = len(messages)
+        view = messages if isinstance(messages, MessageView) else None
+        chain = self._chains.get(view.lineage()) if view is not None else None
+        shared = 0
+        keys: list[Hashable] | None = None
+        notes: Mapping[str, Any] | None = None
+        if chain is not None:
+            shared = chain.messages.shared_with(messages)
+            if chain.keys is not None and chain.notes is not None and shared == len(chain.keys):
+                new_notes = dict(chain.notes)
+                keys = chain.keys  # this lineage's own list: extended in place
+                keys.extend(self.fragment_key(messages[i], new_notes) for i in range(shared, count))
+                notes = new_notes
+            if chain.frame is not frame:
+                shared = 0
+        if self._keyed and keys is None:
+            self._scan, scanned = self._scan.keys_for(messages, self.fragment_key)
+            keys = list(scanned)
+            notes = self._scan.notes if len(self._scan.messages) == count else None
+        merge = self.MERGE_SAME_ROLE
+        fragment_at = self._merged_fragment if merge else self._plain_fragment
+
+        def fragment(index: int, last_role: str | None) -> tuple[str, bytes]:
             markers = message_markers.get(index, _NO_MARKERS)
             extra = () if keys is None else keys[index]
-            key = (message.id, message.digest, markers, extra, frame.variant)
-            fragment = cache.get(key)
-            if fragment is None:
-                items = self._message_items(message, index, markers, extra, frame.variant)
-                fragment = b",".join(self._encode_item(message, item) for item in items)
-                cache[key] = fragment
-            fragments.append(fragment)
-        return join_body(frame, fragments)
+            return fragment_at(messages[index], index, markers, extra, frame, last_role)
+
+        # Message i's fragment is base[i + 1] for i < in_base, else pending[i - in_base].
+        pending: list[bytes] = []
+        pending_roles: list[str] = []
+        if shared:
+            assert chain is not None
+            base, ends, roles = chain.base, chain.ends, chain.roles
+            in_base = chain.settled - 1
+            moved = [
+                index
+                for index in chain.markers.keys() | message_markers.keys()
+                if index < shared and chain.markers.get(index) != message_markers.get(index)
+            ]
+            first = min([shared, *(i for i in moved if i >= in_base)])
+            inner = sorted(i for i in moved if i < in_base)
+            if inner or first < in_base or len(base) != chain.settled:
+                # A cache position moved inside the settled fragments, or this request
+                # is shorter than the settled ones: a new list (rare: a context change,
+                # a retry).
+                in_base = min(in_base, first)
+                base, ends, roles = base[: in_base + 1], ends[: in_base + 1], roles[:in_base]
+                for index in inner:
+                    if index < in_base:
+                        last = roles[index - 1] if merge and index else None
+                        base[index + 1] = fragment(index, last)[1]
+                if inner:
+                    ends = list(itertools.accumulate(map(len, base)))
+            kept = first - in_base
+            pending.extend(chain.tail[:kept])
+            pending_roles.extend(chain.tail_roles[:kept])
+        else:
+            base, ends, roles = [frame.opening], [len(frame.opening)], []
+            in_base = 0
+            first = 0
+        if len(self._fragments) > CACHE_LIMIT:
+            self._fragments.clear()
+        if len(self._blocks) > CACHE_LIMIT:
+            self._blocks.clear()
+        last_role = (
+            pending_roles[-1]
+            if pending_roles
+            else roles[in_base - 1]
+            if merge and in_base
+            else None
+        )
+        for index in range(first, count):
+            role, piece = fragment(index, last_role)
+            pending.append(piece)
+            if merge:
+                pending_roles.append(role)
+                last_role = role
+        # Settle all but the last message into the base list: its cache marker is the
+        # one that moves on the next call.
+        settle = max(len(pending) - 1, 0)
+        total = ends[-1]
+        for piece in pending[:settle]:
+            base.append(piece)
+            total += len(piece)
+            ends.append(total)
+        roles.extend(pending_roles[:settle])
+        tail = tuple(pending[settle:])
+        tail_roles = tuple(pending_roles[settle:])
+        close = frame.close_bytes
+        if merge and last_role is not None:
+            close = self._run_bytes(last_role)[1] + close  # the last wire message's end
+        settled = in_base + 1 + settle
+        if view is not None:
+            chains = self._chains
+            lineage = view.lineage()
+            chains.pop(lineage, None)
+            if len(chains) >= CHAIN_LIMIT:
+                del chains[next(iter(chains))]  # the least recently used
+            chains[lineage] = _Chain(
+                view,
+                frame,
+                message_markers,
+                base,
+                settled,
+                ends,
+                roles,
+                tail,
+                tail_roles,
+                keys,
+                notes,
+            )
+        size = ends[settled - 1] + sum(map(len, tail)) + len(close)
+        return BodyFragments(base, settled, tail, close, size)
+
+    def _plain_fragment(
+        self,
+        message: CanonicalMessage,
+        index: int,
+        markers: Markers,
+        extra: Hashable,
+        frame: Frame,
+        last_role: str | None,
+    ) -> tuple[str, bytes]:
+        """A canonical message's fragment: its wire items after the separator (none
+        before the first item of the history list). Cached; the role is not used."""
+        separator = b"," if index or frame.preamble_bytes else b""
+        key = (message.id, message.digest, markers, extra, frame.variant, separator)
+        cached = self._fragments.get(key)
+        if cached is None:
+            items = self._message_items(message, index, markers, extra, frame.variant)
+            cached = separator + b",".join(self._encode_item(message, item) for item in items)
+            self._fragments[key] = cached
+        return "", cached
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The same body as a dict (``Ordered`` objects), plus the :attr:`URI_MEMBERS` a
@@ -502,44 +680,53 @@ class Provider(Transport):
                 f"{self.FIRST_ROLE!r}, not {role!r} (kind {message.kind})"
             )
 
-    def _merged_fragments(
+    def _merged_fragment(
         self,
-        request: ModelRequest,
+        message: CanonicalMessage,
+        index: int,
+        markers: Markers,
+        extra: Hashable,
         frame: Frame,
-        message_markers: dict[int, Markers],
-        keys: tuple[Hashable, ...] | None,
-    ) -> list[bytes]:
-        """With :attr:`MERGE_SAME_ROLE`: the encoded wire messages, each run of
-        consecutive same-role canonical messages as one message holding their blocks.
-        Each canonical message's blocks are encoded once and cached like a fragment."""
+        last_role: str | None,
+    ) -> tuple[str, bytes]:
+        """With :attr:`MERGE_SAME_ROLE`: a canonical message's wire role and fragment:
+        its encoded blocks, after a ``,`` when the previous message has the same role
+        (one wire message holds both), else after the previous wire message's end and
+        the opening of a new one. Cached like a fragment, with the previous role."""
         cache = self._blocks
-        if len(cache) > CACHE_LIMIT:
-            cache.clear()
-        runs: list[tuple[str, list[bytes]]] = []
-        for index, message in enumerate(request.messages):
-            markers = message_markers.get(index, _NO_MARKERS)
-            extra = () if keys is None else keys[index]
-            key = (message.id, message.digest, markers, extra, frame.variant)
-            cached = cache.get(key)
-            if cached is None:
-                items = self._message_items(message, index, markers, extra, frame.variant)
-                at = MessageAt(self.name, message, index, markers, extra, frame.variant)
-                role, blocks = self._role_blocks(items, at)
-                encoded = b",".join(self._encode_item(message, block) for block in blocks)
-                cached = (role, encoded)
-                cache[key] = cached
-            role, encoded = cached
+        lead: Hashable = last_role if index else bool(frame.preamble_bytes)
+        key = (message.id, message.digest, markers, extra, frame.variant, lead)
+        cached = cache.get(key)
+        if cached is None:
+            items = self._message_items(message, index, markers, extra, frame.variant)
+            at = MessageAt(self.name, message, index, markers, extra, frame.variant)
+            role, blocks = self._role_blocks(items, at)
             if index == 0:
                 self._check_first_role(role, message)
-            if runs and runs[-1][0] == role:
-                runs[-1][1].append(encoded)
+            encoded = b",".join(self._encode_item(message, block) for block in blocks)
+            if index and last_role == role:
+                fragment = b"," + encoded
             else:
-                runs.append((role, [encoded]))
-        out = []
-        for role, blocks in runs:
+                opening = self._run_bytes(role)[0]
+                if index:
+                    assert last_role is not None
+                    before = self._run_bytes(last_role)[1] + b","
+                else:
+                    before = b"," if frame.preamble_bytes else b""
+                fragment = before + opening + encoded
+            cached = (role, fragment)
+            cache[key] = cached
+        return cached
+
+    def _run_bytes(self, role: str) -> tuple[bytes, bytes]:
+        """With :attr:`MERGE_SAME_ROLE`: the bytes that open a wire message of ``role``
+        before its blocks, and those that end it (``]}``); encoded once per role."""
+        runs = self._runs.get(role)
+        if runs is None:
             empty = canonical.dumpb(Ordered([("role", role), (self.BLOCKS_KEY, [])]))
-            out.append(empty[:-2] + b",".join(blocks) + empty[-2:])
-        return out
+            runs = (empty[:-2], empty[-2:])
+            self._runs[role] = runs
+        return runs
 
     def _encode_item(self, message: CanonicalMessage, item: Any) -> bytes:
         try:
@@ -582,11 +769,8 @@ class Provider(Transport):
             frame.add(hint.position)
         return frozenset(frame), {i: frozenset(p) for i, p in per_message.items()}
 
-    def _prepare(
-        self, request: ModelRequest
-    ) -> tuple[Frame, dict[int, Markers], tuple[Hashable, ...] | None]:
-        """The frame, the cache positions per message index, and the fragment keys (None
-        when this wire has no :meth:`fragment_key`)."""
+    def _frame_and_markers(self, request: ModelRequest) -> tuple[Frame, dict[int, Markers]]:
+        """The frame and the cache positions per message index."""
         settings = self._settings(request)
         frame_markers, message_markers = self._markers(request)
         key = (request.instructions, request.tools, settings, request.cache_key, frame_markers)
@@ -596,6 +780,14 @@ class Provider(Transport):
                 self._frames.clear()
             frame = self._build_frame(request, settings, frame_markers)
             self._frames[key] = frame
+        return frame, message_markers
+
+    def _prepare(
+        self, request: ModelRequest
+    ) -> tuple[Frame, dict[int, Markers], tuple[Hashable, ...] | None]:
+        """The frame, the cache positions per message index, and the fragment keys (None
+        when this wire has no :meth:`fragment_key`)."""
+        frame, message_markers = self._frame_and_markers(request)
         if not self._keyed:
             return frame, message_markers, None
         self._scan, keys = self._scan.keys_for(request.messages, self.fragment_key)

@@ -3,11 +3,14 @@
 A body is ``{<head>,"<messages key>":[<preamble>,<message items>...]<,trail>}``. The
 frame (head, preamble, trail) depends only on instructions, tools, settings, cache key
 and the frame-level cache positions, so :class:`~prefixlock.providers.base.Provider` encodes it once
-per distinct frame and :func:`join_body` puts the cached message fragments inside it.
+per distinct frame; a body is handed out as :class:`BodyFragments`: the frame's opening,
+one cached fragment per canonical message, and the closing.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -29,6 +32,8 @@ class Frame:
     preamble_bytes: bytes
     #: ``]<,trail>}``
     close_bytes: bytes
+    #: ``open_bytes + preamble_bytes``: the first fragment of every body.
+    opening: bytes
     #: What every message's bytes depend on from the settings
     #: (:meth:`~prefixlock.providers.base.Provider.message_variant`; ``()`` by default).
     variant: Any = ()
@@ -62,19 +67,65 @@ class Frame:
         )
         trail_inner = trail_bytes[1:-1]
         close_bytes = b"]" + (b"," + trail_inner if trail_inner else b"") + b"}"
-        return cls(head, preamble, trail, open_bytes, preamble_bytes, close_bytes)
+        return cls(
+            head,
+            preamble,
+            trail,
+            open_bytes,
+            preamble_bytes,
+            close_bytes,
+            open_bytes + preamble_bytes,
+        )
 
 
-def join_body(frame: Frame, fragments: list[bytes]) -> bytes:
-    """``open + b",".join(fragments) + close``, copying the bulk of the bytes once.
+@attrs.frozen
+class BodyFragments:
+    """A request body as a sequence of byte fragments: ``b"".join(fragments)`` is the
+    body, byte for byte (:meth:`Provider.serialize
+    <prefixlock.providers.base.Provider.serialize>` returns exactly that join).
 
-    The concatenation of the joined fragments would copy the whole body twice more;
-    bodies of long conversations are megabytes, so the copy is most of what
-    :meth:`Provider.serialize <prefixlock.providers.base.Provider.serialize>` costs. ``fragments``
-    (built fresh by the caller) is modified.
+    The fragments are the frame's opening (head keys and preamble items), one fragment
+    per canonical message, each starting with the separator (and, where roles merge,
+    the wire-message boundary) that goes before it, then ``close`` (the history list's
+    end, the trail, a streaming call's stream fields). They are cached per message and
+    shared between the calls of one conversation: the first ``count`` items of
+    ``settled`` (a list the provider only ever appends to, never changes below
+    ``count``), then ``tail``. Where a provider's body is append-only, call N's
+    :attr:`prefix` is the start of call N+1's. Iterating yields them in order: an HTTP
+    client can send them as an iterable body, with :attr:`size` as its
+    ``Content-Length``.
     """
-    if not fragments:
-        return frame.open_bytes + frame.close_bytes
-    fragments[0] = frame.open_bytes + fragments[0]
-    fragments[-1] = fragments[-1] + frame.close_bytes
-    return b",".join(fragments)
+
+    settled: Sequence[bytes]
+    count: int
+    tail: tuple[bytes, ...]
+    close: bytes
+    #: ``len`` of the joined body.
+    size: int
+
+    @classmethod
+    def of(cls, prefix: Sequence[bytes], close: bytes) -> BodyFragments:
+        """From the fragments before ``close``."""
+        return cls(tuple(prefix), len(prefix), (), close, sum(map(len, prefix)) + len(close))
+
+    @property
+    def prefix(self) -> tuple[bytes, ...]:
+        """Every fragment but ``close`` (made on each access)."""
+        return tuple(itertools.islice(self.settled, self.count)) + self.tail
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from itertools.islice(self.settled, self.count)
+        yield from self.tail
+        yield self.close
+
+    def __len__(self) -> int:
+        return self.count + len(self.tail) + 1
+
+    def join(self) -> bytes:
+        """The body as one buffer (one copy of every byte)."""
+        return b"".join(list(self))
+
+    def closed_with(self, close: bytes) -> BodyFragments:
+        """The same body with another ``close`` fragment."""
+        size = self.size - len(self.close) + len(close)
+        return BodyFragments(self.settled, self.count, self.tail, close, size)

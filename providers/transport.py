@@ -19,8 +19,9 @@ and ``"stream": true`` (docs.anthropic.com/en/api/messages, /en/api/streaming); 
 
 from __future__ import annotations
 
+import functools
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 import attrs
@@ -28,6 +29,7 @@ import attrs
 from ..core.errors import SerializationError
 from ..core.model import ModelRequest, ProviderSettings
 from ..core.output import ModelOutput
+from .frame import BodyFragments
 from .readers import StreamReader, reader
 
 __all__ = ["ROUTES", "HttpRequest", "Route", "Transport"]
@@ -35,12 +37,33 @@ __all__ = ["ROUTES", "HttpRequest", "Route", "Transport"]
 
 @attrs.frozen
 class HttpRequest:
-    """One model call over HTTP: POST ``path`` (relative to the API's base URL)."""
+    """One model call over HTTP: POST ``path`` (relative to the API's base URL).
+
+    The body comes as :attr:`fragments` (:class:`~.frame.BodyFragments`): hand
+    :meth:`iter_body` to an HTTP client that takes an iterable body, with
+    :attr:`content_length` as the ``Content-Length`` header (or let the client send it
+    chunked), and no buffer of the whole body is built. :attr:`body` is the same bytes
+    as one buffer, joined on first use.
+    """
 
     method: str
     path: str
     headers: Mapping[str, str]
-    body: bytes
+    fragments: BodyFragments
+
+    @functools.cached_property
+    def body(self) -> bytes:
+        """The exact body bytes, as one buffer."""
+        return self.fragments.join()
+
+    @property
+    def content_length(self) -> int:
+        """The body's length in bytes, known without joining it."""
+        return self.fragments.size
+
+    def iter_body(self) -> Iterator[bytes]:
+        """The body's fragments in order; their concatenation is :attr:`body`."""
+        return iter(self.fragments)
 
 
 @attrs.frozen
@@ -98,11 +121,15 @@ class Transport:
     def serialize(self, request: ModelRequest) -> bytes:
         raise NotImplementedError
 
+    def fragments(self, request: ModelRequest) -> BodyFragments:
+        raise NotImplementedError
+
     def _settings(self, request: ModelRequest) -> ProviderSettings:
         raise NotImplementedError
 
     def http_request(self, request: ModelRequest, *, stream: bool = False) -> HttpRequest:
-        """The exact call: method, path, the headers the body needs, the body bytes."""
+        """The exact call: method, path, the headers the body needs, and the body as
+        fragments (:attr:`HttpRequest.fragments`; :attr:`HttpRequest.body` joins them)."""
         settings = self._settings(request)
         route = ROUTES[self.name]
         if stream and route.stream_fields:
@@ -111,9 +138,10 @@ class Transport:
                 raise SerializationError(
                     f"{self.name}: option {stream_key!r} is set by http_request(stream=...)"
                 )
-        body = self.serialize(request)
+        body = self.fragments(request)
         if stream and route.stream_fields:
-            body = body[:-1] + b"," + route.stream_fields + b"}"
+            # Every body closes with "}": the stream fields go inside it, last.
+            body = body.closed_with(body.close[:-1] + b"," + route.stream_fields + b"}")
         template = route.stream_path if stream else route.path
         path = template.replace("{model}", urllib.parse.quote(settings.model, safe=""))
         headers = dict(route.headers)

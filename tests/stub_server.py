@@ -10,6 +10,7 @@ import http.server
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import BinaryIO
 
 import attrs
 
@@ -52,8 +53,10 @@ def _handler(stub: StubServer) -> type[http.server.BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = self.rfile.read(length)
+            if self.headers.get("transfer-encoding", "").lower() == "chunked":
+                body = _read_chunked(self.rfile)
+            else:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
             with stub.lock:
                 stub.seen.append(
                     Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
@@ -81,6 +84,19 @@ def _handler(stub: StubServer) -> type[http.server.BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _read_chunked(stream: BinaryIO) -> bytes:
+    """A ``Transfer-Encoding: chunked`` request body (RFC 9112 section 7.1), decoded."""
+    body = bytearray()
+    while True:
+        size = int(stream.readline().split(b";")[0].strip(), 16)
+        if size == 0:
+            while stream.readline() not in (b"\r\n", b"\n", b""):  # trailer fields
+                pass
+            return bytes(body)
+        body += stream.read(size)
+        stream.readline()  # the CRLF after the chunk
 
 
 @contextmanager

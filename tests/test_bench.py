@@ -63,10 +63,11 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
         ):
             assert run[key].keys() == STATS, key
             assert 0 < run[key]["median"] <= run[key]["p95"], key
-        for key in ("serialize_ns", "naive_ns", "naive_encode_ns"):
+        for key in ("fragments_ns", "serialize_ns", "naive_ns", "naive_encode_ns"):
             assert run[key].keys() == {"anthropic", "gemini"}
             assert all(v.keys() == STATS for v in run[key].values())
         assert run["naive_bytes_equal"] == {"anthropic": True, "gemini": True}
+        assert run["fragments_bytes_equal"] == {"anthropic": True, "gemini": True}
         assert run["hydrated_equal"] is True
         assert run["rss_peak_kib"] > 0
         assert 0 < run["hydrated_retained_bytes"] <= run["hydrated_peak_bytes"]
@@ -75,6 +76,7 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert [t["name"] for t in report["targets"]] == [
         "handling_flat",
         "serialization_speedup",
+        "serialization_flat",
         "record_bytes_flat",
         "hydration_vs_json_loads",
         "handling_vs_durable_floor",
@@ -88,7 +90,8 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "history length (calls)" in out
     assert "ours / json.loads" in out
     assert "handling / durable append" in out
-    assert out.count("[met ]") + out.count("[MISS]") == 5
+    assert "fragments, µs" in out
+    assert out.count("[met ]") + out.count("[MISS]") == 6
 
 
 def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
@@ -167,6 +170,12 @@ def test_target_flags_follow_the_figures(report: dict[str, Any]) -> None:
         long["naive_ns"][n]["median"] / long["serialize_ns"][n]["median"] for n in providers.NAMES
     )
     assert targets["serialization_speedup"]["value"] == pytest.approx(speedup, abs=1e-3)
+    growth = max(
+        long["fragments_ns"][n]["median"] / short["fragments_ns"][n]["median"]
+        for n in providers.NAMES
+    )
+    assert targets["serialization_flat"]["value"] == pytest.approx(growth, abs=1e-3)
+    assert targets["serialization_flat"]["per_provider"].keys() == set(providers.NAMES)
     deviation = max(
         abs(run["record_bytes"]["mean"] / short["record_bytes"]["mean"] - 1) for run in runs
     )
@@ -195,6 +204,7 @@ def _set(runs: list[dict[str, Any]], index: int, path: str, value: int) -> None:
     [
         ("handling_flat", -1, "handle_ns.median", 1_400, 1_600),
         ("serialization_speedup", -1, "naive_ns.gemini.median", 10_000, 9_000),
+        ("serialization_flat", -1, "fragments_ns.bedrock-converse.median", 1_500, 1_600),
         ("record_bytes_flat", -1, "record_bytes.mean", 1_150, 1_250),
         ("hydration_vs_json_loads", 0, "hydrate_ns.median", 1_900, 2_100),
         ("handling_vs_durable_floor", 0, "durable_floor_ns.median", 700, 600),
@@ -212,9 +222,22 @@ def test_target_flags_flip_with_the_figures(
         run["json_loads_ns"]["median"] = 1_000
         for provider in providers.NAMES:
             run["serialize_ns"][provider]["median"] = 1_000
+            run["fragments_ns"][provider]["median"] = 1_000
             run["naive_ns"][provider]["median"] = 20_000
     assert all(t["met"] for t in bench_report.targets(runs))
     for value, met in ((good, True), (bad, False)):
         _set(runs, index, path, value)
         target = {t["name"]: t for t in bench_report.targets(runs)}[name]
         assert target["met"] is met, (value, target)
+
+
+def test_serialization_flat_needs_the_joined_fragments_to_be_the_bytes(
+    report: dict[str, Any],
+) -> None:
+    runs = copy.deepcopy(report["runs"])
+    for run in runs:
+        for provider in providers.NAMES:
+            run["fragments_ns"][provider]["median"] = 1_000
+    assert {t["name"]: t for t in bench_report.targets(runs)}["serialization_flat"]["met"]
+    runs[0]["fragments_bytes_equal"]["gemini"] = False
+    assert not {t["name"]: t for t in bench_report.targets(runs)}["serialization_flat"]["met"]

@@ -18,7 +18,10 @@ measures, over its last ``window`` calls:
   ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
   and the WAL checkpoints into the database file that SQLite runs now and then);
 * **serializing** the call's body for every provider (``Provider.serialize``, the
-  incremental encoder; every call is serialized, so its caches are as in a server);
+  incremental encoder that returns one buffer; every call is serialized, so its caches
+  are as in a server), and, in a third pass of its own (an in-memory store), the same
+  bodies as fragments (``Provider.fragments``: what an HTTP client sends as an
+  iterable body, no whole-body copy between calls);
 * **hydration**: :meth:`Conversation.open` of the finished conversation from its store
   (a fresh connection), from the stored bytes alone;
 * **memory**: the process's peak RSS after the run (``resource.getrusage``: the
@@ -58,7 +61,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,7 +72,7 @@ from ..core.messages import MessageKind
 from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
-from ..store.contract import Head
+from ..store.contract import Head, MemoryStore
 from ..store.sqlite import DurableFloor, SQLiteStore
 from .workload import Call, play
 
@@ -89,9 +92,12 @@ HYDRATION_REPEATS = 5
 
 
 class Serializer(Protocol):
-    """A provider's incremental encoder: ``Provider.serialize``."""
+    """A provider's incremental encoder: ``Provider.serialize`` (one buffer) and
+    ``Provider.fragments`` (the same bytes as a sequence of fragments)."""
 
     def serialize(self, request: ModelRequest) -> bytes: ...
+
+    def fragments(self, request: ModelRequest) -> Iterable[bytes]: ...
 
 
 class NaiveHarness(Protocol):
@@ -272,6 +278,7 @@ def _serializing_pass(
         "body_bytes": sizes,
         "handle_with_serialize_ns": _stats(handle),
         "serialize_ns": {name: _stats(v) for name, v in serialize.items()},
+        "body_sha256": {name: canonical.sha256_hex(body) for name, body in bodies.items()},
         "naive_ns": {name: _stats(v) for name, v in naive.items()},
         "naive_encode_ns": {name: _stats(v) for name, v in naive_encode.items()},
         "naive_bytes_equal": naive_equal,
@@ -281,6 +288,37 @@ def _serializing_pass(
                 "bodies": {name: canonical.sha256_hex(body) for name, body in bodies.items()},
             }
         ),
+    }
+
+
+def _fragments_pass(
+    bundle: Bundle, calls: Sequence[Call], formats: WireFormats, window: int
+) -> dict[str, Any]:
+    """Play the calls once more (an in-memory store: only the fragments are timed),
+    making every call's body as fragments for every provider, as a server that hands
+    them to its HTTP client does: no whole-body buffer between two calls."""
+    conv = Conversation.open(MemoryStore(), bundle, _cid(calls))
+    live = {name: formats.serializer(name) for name in formats.names}
+    fragments: dict[str, list[int]] = {name: [] for name in formats.names}
+    last: dict[str, Iterable[bytes]] = {}
+    first_timed = len(calls) - window
+    clock = time.perf_counter_ns
+    gc.collect()
+    for index, call in enumerate(calls):
+        request = play(conv, call)
+        for name, provider in live.items():
+            t0 = clock()
+            last[name] = provider.fragments(request)
+            t1 = clock()
+            if index >= first_timed:
+                fragments[name].append(t1 - t0)
+    if not window:
+        return {}
+    return {
+        "fragments_ns": {name: _stats(v) for name, v in fragments.items()},
+        "fragments_sha256": {
+            name: canonical.sha256_hex(b"".join(pieces)) for name, pieces in last.items()
+        },
     }
 
 
@@ -360,11 +398,15 @@ def measure(
     started = time.perf_counter_ns()
     handling, conv = _handling_pass(bundle, stores[0], floor, calls, window)
     serializing = _serializing_pass(bundle, stores[1], calls, formats, window, progress)
+    split = _fragments_pass(bundle, calls, formats, window)
     if not window:
         return {}
+    sha, joined = serializing.pop("body_sha256"), split.pop("fragments_sha256")
+    split["fragments_bytes_equal"] = {name: joined[name] == sha[name] for name in sha}
     figures: dict[str, Any] = {"calls": len(calls), "window": window}
     figures.update(handling)
     figures.update(serializing)
+    figures.update(split)
     figures["rss_peak_kib"] = _rss_kib()
     figures.update(_hydration(bundle, stores[0].path, conv))
     figures["seconds"] = round((time.perf_counter_ns() - started) / 1e9, 2)
@@ -388,6 +430,10 @@ def method(window: int) -> dict[str, str]:
         "serialize": "Provider.serialize of every call; naive: wire_body without its "
         "per-item encode, then json.dumps, on the same requests after the pass; "
         "naive_encode: json.dumps of the ready dict only",
+        "fragments": "Provider.fragments of every call for every provider, in a third "
+        "pass of its own (in-memory store, new provider instances), as a server handing "
+        "the fragments to its HTTP client; fragments_bytes_equal: the last call's "
+        "fragments joined == its serialize bytes",
         "hydration": f"Conversation.open of the finished conversation (fresh "
         f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
         "every record, in memory; store_load: SQLiteStore.load alone",

@@ -1,6 +1,6 @@
 """The targets of ``prefixlock bench`` and its report table.
 
-:func:`targets` derives the five target checks from the figures of the runs; they are
+:func:`targets` derives the six target checks from the figures of the runs; they are
 ratios, because absolute times vary between machines. :func:`format_report` renders a
 report (the JSON value :func:`prefixlock.bench.run.bench` returns) as a table for people, one
 column per history length.
@@ -16,6 +16,7 @@ __all__ = [
     "FLOOR_LIMIT",
     "HANDLING_LIMIT",
     "HYDRATION_LIMIT",
+    "SERIALIZATION_LIMIT",
     "SPEEDUP_MIN",
     "format_report",
     "targets",
@@ -26,6 +27,7 @@ SPEEDUP_MIN = 10.0  # naive full re-encode / incremental serialization, longest 
 BYTES_TOLERANCE = 0.2  # record bytes per call, each history length vs the shortest
 HYDRATION_LIMIT = 2.0  # Conversation.open / json.loads of the same stored bytes
 FLOOR_LIMIT = 1.5  # handling per call / the bare durable append of the same records
+SERIALIZATION_LIMIT = 1.5  # body as fragments per call, longest history / shortest
 
 
 def _ratio(a: float, b: float) -> float:
@@ -33,7 +35,7 @@ def _ratio(a: float, b: float) -> float:
 
 
 def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The five target checks, computed from the figures of the runs (shortest first)."""
+    """The six target checks, computed from the figures of the runs (shortest first)."""
     short, long = runs[0], runs[-1]
     handling = _ratio(long["handle_ns"]["median"], short["handle_ns"]["median"])
     speedups = {
@@ -41,6 +43,12 @@ def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for name, ours in long["serialize_ns"].items()
     }
     slowest = min(speedups, key=lambda n: (speedups[n], n))
+    growth = {
+        name: _ratio(long["fragments_ns"][name]["median"], short["fragments_ns"][name]["median"])
+        for name in long["fragments_ns"]
+    }
+    steepest = max(growth, key=lambda n: (growth[n], n))
+    joined = all(all(run["fragments_bytes_equal"].values()) for run in runs)
     per_run_bytes = {
         str(run["calls"]): _ratio(run["record_bytes"]["mean"], short["record_bytes"]["mean"])
         for run in runs
@@ -74,6 +82,17 @@ def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "limit": SPEEDUP_MIN,
             "met": speedups[slowest] >= SPEEDUP_MIN,
             "per_provider": speedups,
+        },
+        {
+            "name": "serialization_flat",
+            "what": f"body as fragments per call at {long['calls']} calls / at "
+            f"{short['calls']} (median; steepest provider: {steepest}; joined fragments "
+            "== serialize bytes)",
+            "value": growth[steepest],
+            "op": "<=",
+            "limit": SERIALIZATION_LIMIT,
+            "met": growth[steepest] <= SERIALIZATION_LIMIT and joined,
+            "per_provider": growth,
         },
         {
             "name": "record_bytes_flat",
@@ -157,6 +176,7 @@ def format_report(report: dict[str, Any]) -> str:
         rows.append((f"  {name}", []))
         rows.append(("    body KiB", [f"{r['body_bytes'][name] / 1024:,.0f}" for r in runs]))
         for label, key in (
+            ("    fragments, µs", "fragments_ns"),
             ("    serialize, µs", "serialize_ns"),
             ("    naive dict + dumps, µs", "naive_ns"),
             ("    naive dumps alone, µs", "naive_encode_ns"),

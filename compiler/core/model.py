@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 import attrs
 
@@ -79,6 +79,66 @@ class CacheHint:
     position: CachePosition
     #: index into ``ModelRequest.messages`` for CONTEXT and TAIL; None otherwise.
     message_index: int | None = None
+
+
+class MessageView(Sequence[CanonicalMessage]):
+    """An immutable view of the first ``length`` messages of an append-only list.
+
+    The list is only ever appended to (:class:`~prefixlock.runtime.history.History`
+    keeps one per epoch), so two views of one list share their first
+    ``min(len(a), len(b))`` messages: :meth:`shared_with` knows it in O(1), and a
+    provider encoding call N+1 after call N visits only the new messages.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[CanonicalMessage], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def shared_with(self, other: Sequence[CanonicalMessage]) -> int:
+        """How many leading messages ``other`` is known to share with this view without
+        comparing them: ``min(len(self), len(other))`` for a view of the same list, else 0."""
+        if isinstance(other, MessageView) and other._items is self._items:
+            return min(self._length, other._length)
+        return 0
+
+    def lineage(self) -> int:
+        """Equal for views of one list (while they live): a key for caches that follow
+        one history list from request to request."""
+        return id(self._items)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> CanonicalMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CanonicalMessage]: ...
+    def __getitem__(self, index: int | slice) -> CanonicalMessage | Sequence[CanonicalMessage]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[CanonicalMessage]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"MessageView({[m.id for m in self]!r})"
 
 
 @attrs.frozen(eq=False)

@@ -8,64 +8,20 @@ restart the next request is byte-identical to the one an uninterrupted process s
 Epochs: every compaction starts a new epoch whose first messages the compaction record
 gives. Old epochs stay in memory (a retry of an old event returns the request it got).
 Each epoch is a Python list that is only ever appended to; requests see it through a
-:class:`MessageView` of fixed length, so a projection is O(1) and immutable to callers.
+:class:`~prefixlock.core.model.MessageView` of fixed length, so a projection is O(1) and
+immutable to callers.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator, Sequence
-from typing import overload
 
 import attrs
 
 from ..core import canonical
 from ..core.errors import CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
-from ..core.model import CacheHint, CachePosition, ModelRequest
+from ..core.model import CacheHint, CachePosition, MessageView, ModelRequest
 from ..store.contract import StoredConversation
 from ..store.records import Record, RecordType, Root, decode_record
-
-
-class MessageView(Sequence[CanonicalMessage]):
-    """An immutable view of the first ``length`` messages of an append-only list."""
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[CanonicalMessage], length: int) -> None:
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> CanonicalMessage: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[CanonicalMessage]: ...
-    def __getitem__(self, index: int | slice) -> CanonicalMessage | Sequence[CanonicalMessage]:
-        if isinstance(index, slice):
-            return tuple(self._items[: self._length][index])
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(index)
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[CanonicalMessage]:
-        items = self._items
-        for i in range(self._length):
-            yield items[i]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return f"MessageView({[m.id for m in self]!r})"
 
 
 @attrs.frozen

@@ -1,0 +1,217 @@
+"""A body as byte fragments (``Provider.fragments``) and as an iterable HTTP body.
+
+Every golden case is replayed on live conversations (requests whose messages are views
+of the history, as a server gets them, restarts and retries included): the joined
+fragments are the golden bytes, byte for byte, for every provider; within an epoch the
+fragments of a call are the start of the next call's wherever the body is append-only;
+only the new messages (and those whose cache marker moved) are visited; and a stdlib
+``http.client`` sends the fragments to a server on 127.0.0.1, which receives exactly
+``serialize()``'s bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import itertools
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import prefixlock.providers as providers
+import pytest
+from prefixlock.core.model import MessageView, ModelRequest
+from prefixlock.providers import NAMES
+from prefixlock.providers.frame import BodyFragments
+from prefixlock.providers.transport import ROUTES
+from prefixlock.review.replay import _run
+from prefixlock.review.scenario import RestartStep, load_scenario
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.store.sqlite import SQLiteStore
+from stub_server import Reply, stub_server
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CASES = sorted(p.parent.name for p in GOLDEN.glob("*/scenario.yaml"))
+#: Wires whose body never changes an earlier message's bytes within an epoch (no cache
+#: marker inside a message moves): every call's fragments start with the previous ones.
+APPEND_ONLY = ("gemini", "openai-chat", "openai-responses")
+
+
+def live_requests(case: str) -> Iterator[ModelRequest]:
+    """The model calls of a golden case as a server makes them: live requests (views of
+    the history, not frozen copies), one process until a ``restart`` step."""
+    scenario = load_scenario(GOLDEN / case / "scenario.yaml")
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "c.sqlite"
+        store = SQLiteStore(db)
+        try:
+            conv = Conversation.open(store, scenario.bundle, scenario.conversation)
+            for step in scenario.steps:
+                if isinstance(step, RestartStep):
+                    store.close()
+                    store = SQLiteStore(db)
+                    conv = Conversation.open(store, scenario.bundle, scenario.conversation)
+                    continue
+                made = _run(scenario, conv, step)
+                if made is not None:
+                    yield made[2]
+        finally:
+            store.close()
+
+
+@functools.cache
+def golden_bodies(case: str, name: str) -> tuple[bytes, ...]:
+    return tuple(p.read_bytes() for p in sorted((GOLDEN / case / name).glob("*.json")))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_joined_fragments_are_the_golden_bytes_for_every_provider(case: str) -> None:
+    live = {name: providers.get(name) for name in NAMES}
+    counts = dict.fromkeys(NAMES, 0)
+    for k, request in enumerate(live_requests(case)):
+        assert isinstance(request.messages, MessageView)
+        for name, provider in live.items():
+            fragments = provider.fragments(request)
+            body = b"".join(fragments)
+            assert body == golden_bodies(case, name)[k], (case, name, k + 1)
+            assert fragments.size == len(body)
+            assert len(fragments) == len(request.messages) + 2  # opening, messages, close
+            assert provider.serialize(request) == body
+            assert providers.get(name).serialize(request) == body  # a fresh instance
+            counts[name] += 1
+    for name in NAMES:
+        assert counts[name] == len(golden_bodies(case, name)) > 0
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("name", NAMES)
+def test_stream_bodies_from_fragments(case: str, name: str) -> None:
+    """The streaming body is the non-streaming one with the stream fields last; sent
+    from fragments it is the same bytes, and the fragments before the close are the
+    non-streaming call's."""
+    provider = providers.get(name)
+    fields = ROUTES[name].stream_fields
+    for k, request in enumerate(live_requests(case)):
+        plain = golden_bodies(case, name)[k]
+        call = provider.http_request(request, stream=True)
+        expected = plain[:-1] + b"," + fields + b"}" if fields else plain
+        assert call.body == expected
+        assert b"".join(call.iter_body()) == expected
+        assert call.content_length == len(expected)
+        assert call.fragments.prefix == provider.fragments(request).prefix
+        assert provider.http_request(request).body == plain
+
+
+def pairs_within_epochs(case: str) -> Iterator[tuple[ModelRequest, ModelRequest]]:
+    """Consecutive calls of one epoch where the later one extends the earlier (a retry
+    answers with the earlier, shorter request: not an extension)."""
+    for a, b in itertools.pairwise(live_requests(case)):
+        if a.epoch == b.epoch and len(b.messages) >= len(a.messages):
+            yield a, b
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fragments_of_a_call_start_the_next_calls_where_the_body_is_append_only(
+    name: str,
+) -> None:
+    checked = 0
+    for case in CASES:
+        provider = providers.get(name)
+        for a, b in pairs_within_epochs(case):
+            frags_a, frags_b = provider.fragments(a), provider.fragments(b)
+            body_a, body_b = frags_a.join(), frags_b.join()
+            shared = frags_b.prefix[: len(frags_a.prefix)]
+            if body_b.startswith(body_a[: -len(frags_a.close)]):
+                assert shared == frags_a.prefix, (case, name)
+                # the same objects: taken over, not encoded again
+                assert all(x is y for x, y in zip(shared, frags_a.prefix, strict=True))
+                checked += 1
+            else:  # a cache marker moved: every fragment before it is kept
+                assert name not in APPEND_ONLY, (case, name)
+                pairs = zip(shared, frags_a.prefix, strict=True)
+                moved = next(i for i, (x, y) in enumerate(pairs) if x != y)
+                assert moved >= 1  # the opening (head keys, instructions, tools) is kept
+                assert all(x is y for x, y in zip(shared[:moved], frags_a.prefix, strict=False))
+    if name in APPEND_ONLY:
+        assert checked > 50
+
+
+class CountingCache(dict[Any, Any]):
+    """A fragment cache that counts its look-ups: one per message visited."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_call_visits_only_its_new_messages(name: str) -> None:
+    """Per call, the messages visited are the new ones plus at most the two whose cache
+    marker moved (the previous tail; the previous context) -- not the history."""
+    provider = providers.get(name)
+    cache = CountingCache()
+    provider._fragments = cache
+    provider._blocks = cache
+    previous: ModelRequest | None = None
+    longest = 0
+    for request in live_requests("long-session"):
+        cache.lookups = 0
+        provider.fragments(request)
+        before = previous.messages if previous is not None else ()
+        assert isinstance(request.messages, MessageView)
+        if before and request.messages.shared_with(before) == len(before):
+            # the same history list (no restart, no compaction in between) extended
+            new = len(request.messages) - len(before)
+            assert cache.lookups <= new + 2, (name, len(request.messages))
+            longest = max(longest, len(request.messages))
+        previous = request
+    assert longest > 20  # long enough that visiting the history would show
+
+
+def test_body_fragments_close_with_another_end() -> None:
+    body = BodyFragments.of((b'{"a":[', b"1", b",2"), b"]}")
+    assert body.size == len(body.join())
+    assert b"".join(body) == body.join() == b'{"a":[1,2]}'
+    streamed = body.closed_with(b'],"stream":true}')
+    assert streamed.join() == b'{"a":[1,2],"stream":true}'
+    assert streamed.size == len(streamed.join())
+    assert list(streamed)[:-1] == list(body.prefix)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_http_client_sends_the_fragments_as_the_exact_body(name: str, chunked: bool) -> None:
+    """stdlib http.client POSTs the iterable body (with the Content-Length from the
+    fragments, or chunked) to a server on 127.0.0.1, which receives serialize()'s bytes."""
+    requests = list(live_requests("long-session"))
+    provider = providers.get(name)
+    with stub_server() as stub:
+        host, port = stub.url.removeprefix("http://").split(":")
+        for request in (requests[0], requests[-1]):
+            call = provider.http_request(request)
+            headers = dict(call.headers)
+            if not chunked:
+                headers["content-length"] = str(call.content_length)
+            stub.queue(Reply(200, b"{}"))
+            conn = http.client.HTTPConnection(host, int(port), timeout=30)
+            try:
+                conn.request(
+                    call.method,
+                    call.path,
+                    body=call.iter_body(),
+                    headers=headers,
+                    encode_chunked=chunked,
+                )
+                conn.getresponse().read()
+            finally:
+                conn.close()
+            seen = stub.seen[-1]
+            assert seen.body == providers.get(name).serialize(request)
+            assert seen.path == call.path
+            if chunked:
+                assert seen.headers["transfer-encoding"] == "chunked"
+            else:
+                assert seen.headers["content-length"] == str(len(seen.body))
