@@ -10,7 +10,7 @@ from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
 from ..review.compare import ROOT_CHANGE
-from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
+from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.page import report_page
 from ..review.preview import load_context, preview
@@ -177,9 +177,17 @@ def _run_diff(args: argparse.Namespace) -> int:
     else:
         for line in report.lines():
             out(line)
+        if report.stale:
+            err(
+                f"prefixlock diff: {len(report.stale)} case(s) of golden files stale against"
+                f" the lock; {STALE_ADVICE}"
+            )
+            return FINDING
         if failing and not args.allow_prefix_break:
             what = "the prefix breaks" if args.strict else "a root change"
             err(f"prefixlock diff: {what}; pass --allow-prefix-break to accept it")
+    if report.stale:
+        return FINDING
     return FINDING if failing and not args.allow_prefix_break else OK
 
 
@@ -208,8 +216,14 @@ def _run_golden(args: argparse.Namespace) -> int:
         out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
         return OK
     report = check_golden(args.paths)
-    for problem in report.problems:
+    for problem in (*report.bundles, *report.problems):
         err(problem)
+    if report.bundles:
+        err(
+            f"prefixlock golden: {len(report.bundles)} case(s) built from another bundle,"
+            f" {len(report.problems)} stale golden file(s)"
+        )
+        return FINDING
     if not report.ok:
         err(
             f"prefixlock golden: {len(report.problems)} stale golden file(s); "

@@ -24,6 +24,7 @@ import attrs
 
 from ...core.errors import PrefixlockError, UsageError
 from ...spec.build import build_bundle
+from ...spec.bundle import Bundle
 from ..compare import (
     CALL_VERDICTS,
     CONTENT_CHANGE,
@@ -42,9 +43,19 @@ from ..compare import (
 )
 from ..tables import align
 from .folders import CallDiff, FolderDiff, PairDiff, SourceIndexes, diff_folders
-from .sides import GOLDEN, WORKTREE, Side, read_body, resolve_side
+from .sides import GOLDEN, WORKTREE, Side, read_body, resolve_side, stale_golden
 
-__all__ = ["GOLDEN", "PROVIDERS", "WORKTREE", "DiffReport", "FileDiff", "diff", "render"]
+__all__ = [
+    "GOLDEN",
+    "PROVIDERS",
+    "STALE_ADVICE",
+    "UNKNOWN_IMPACT",
+    "WORKTREE",
+    "DiffReport",
+    "FileDiff",
+    "diff",
+    "render",
+]
 
 
 # --- text --------------------------------------------------------------------------------
@@ -213,6 +224,11 @@ class FileDiff:
             yield f"{self.provider}: {line}" if not line.startswith(" ") else line
 
 
+#: The impact when a side's golden files were not built from its lock: the bodies
+#: compared are not what the specs send.
+UNKNOWN_IMPACT = "unknown"
+STALE_ADVICE = "run `prefixlock golden --update` and commit the result"
+
 #: Bundle parts whose change is a root change; every other part is rendered content.
 ROOT_PARTS = frozenset({"instructions.md", "tools.json", "settings.json"})
 
@@ -232,6 +248,8 @@ class DiffReport:
     result: FileDiff | FolderDiff
     #: bundle parts that differ between the two spec roots (None: not both buildable)
     parts: tuple[str, ...] | None = None
+    #: cases whose golden files record another bundle than their side's lock
+    stale: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
@@ -242,7 +260,10 @@ class DiffReport:
 
     @property
     def impact(self) -> str:
-        """``root change``, ``rendered-content change`` or ``none``."""
+        """``root change``, ``rendered-content change``, ``none``, or ``unknown`` when
+        golden files are stale against their lock."""
+        if self.stale:
+            return UNKNOWN_IMPACT
         if isinstance(self.result, FileDiff):
             return self.result.comparison.impact
         return self.result.impact
@@ -254,6 +275,11 @@ class DiffReport:
 
     def impact_lines(self) -> list[str]:
         impact = self.impact
+        if impact == UNKNOWN_IMPACT:
+            return [
+                *self.stale,
+                "deployment impact: unknown: the golden files are stale against the lock",
+            ]
         if impact == NO_IMPACT:
             return ["deployment impact: none"]
         lines = []
@@ -272,6 +298,7 @@ class DiffReport:
     def to_json(self) -> dict[str, Any]:
         out = self.result.to_json()
         out["impact"] = self.impact
+        out["stale_golden"] = list(self.stale)
         out["changed_parts"] = (
             None
             if self.parts is None
@@ -291,12 +318,19 @@ class DiffReport:
         yield from self.impact_lines()
 
 
-def _changed_parts(old: Side, new: Side) -> tuple[str, ...] | None:
-    """The bundle parts that differ between the two sides' spec roots, or None when
-    either does not build (a folder of bodies without its specs)."""
+def _bundle(side: Side) -> Bundle | None:
+    """The bundle of a side's spec root, or None when it does not build (a folder of
+    bodies without its specs)."""
     try:
-        before, after = build_bundle(old.root), build_bundle(new.root)
+        return build_bundle(side.root)
     except PrefixlockError:
+        return None
+
+
+def _changed_parts(before: Bundle | None, after: Bundle | None) -> tuple[str, ...] | None:
+    """The bundle parts that differ between the two sides' spec roots, or None when
+    either does not build."""
+    if before is None or after is None:
         return None
     a = {part.name: part.sha256 for part in before.parts}
     b = {part.name: part.sha256 for part in after.parts}
@@ -325,8 +359,13 @@ def diff(
         indexes = SourceIndexes()
         if a.is_folder:
             result = diff_folders(a, b, indexes)
-            changed = None if result.impact == NO_IMPACT else _changed_parts(a, b)
-            return DiffReport(result, changed)
+            before, after = _bundle(a), _bundle(b)
+            changed = None if result.impact == NO_IMPACT else _changed_parts(before, after)
+            stale = [
+                *stale_golden(a, before.digest if before is not None else None),
+                *stale_golden(b, after.digest if after is not None else None),
+            ]
+            return DiffReport(result, changed, tuple(stale))
         old_bytes, new_bytes = read_body(a.path), read_body(b.path)
         name = provider or guess_provider(parse_body(new_bytes, str(b.path)), b.path)
         comparison = compare_bodies(
