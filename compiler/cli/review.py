@@ -11,6 +11,7 @@ from ..core import canonical
 from ..core.atomic import replace_file
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
+from ..review.diff.formats import github, markdown
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.page import report_page
 from ..review.preview import load_context, preview
@@ -159,6 +160,15 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the report as canonical JSON")
     parser.add_argument(
+        "--format",
+        choices=("text", "json", "markdown", "github"),
+        default="text",
+        help="text (default); json (as --json); markdown: a pull-request comment, the "
+        "verdict and its spec lines first, unchanged rows folded; github: workflow "
+        "annotations (::error for a root change, ::notice for rendered content) at the "
+        "spec lines",
+    )
+    parser.add_argument(
         "--allow-prefix-break", action="store_true", help="exit 0 even on a root change"
     )
     parser.add_argument(
@@ -172,8 +182,14 @@ def _run_diff(args: argparse.Namespace) -> int:
     """Exit 1 for a root change (with --strict: any prefix break), else 0."""
     report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
-    if args.json:
+    if args.json or args.format == "json":
         out(canonical.dumps(report.to_json()))
+    elif args.format in ("markdown", "github"):
+        lines = (
+            markdown(report) if args.format == "markdown" else github(report, strict=args.strict)
+        )
+        for line in lines:
+            out(line)
     else:
         for line in report.lines():
             out(line)

@@ -53,8 +53,12 @@ __all__ = [
     "WORKTREE",
     "DiffReport",
     "FileDiff",
+    "FolderDiff",
+    "PairDiff",
+    "details",
     "diff",
     "render",
+    "table_rows",
 ]
 
 
@@ -83,7 +87,7 @@ def _delta(pair: PairDiff) -> str:
     return _money(delta, "+") + (f" ({share:+.1%})" if share is not None else "")
 
 
-def _details(pair: PairDiff) -> list[str]:
+def details(pair: PairDiff) -> list[str]:
     """The lines of one changed case x provider: a header, then each run of calls."""
     before, after = pair.old_report, pair.new_report
     cost = ""
@@ -118,7 +122,8 @@ def _details(pair: PairDiff) -> list[str]:
     return lines
 
 
-def _table(pairs: Sequence[PairDiff]) -> list[str]:
+def table_rows(pairs: Sequence[PairDiff]) -> list[tuple[str, ...]]:
+    """The summary table: a header, then one row per case x provider."""
     header = (
         "case",
         "provider",
@@ -149,14 +154,18 @@ def _table(pairs: Sequence[PairDiff]) -> list[str]:
                 _delta(pair),
             )
         )
-    return align((header, *body))
+    return [header, *body]
+
+
+def _table(pairs: Sequence[PairDiff]) -> list[str]:
+    return align(table_rows(pairs))
 
 
 def render(result: FolderDiff) -> Iterator[str]:
     """The text report: what changed per case x provider, the table, a summary line."""
     added, removed = set(result.cases_added), set(result.cases_removed)
     shown_cases: set[str] = set()
-    details = False
+    shown = False
     for pair in result.pairs:
         if pair.case in added or pair.case in removed:
             if pair.case not in shown_cases:
@@ -166,19 +175,19 @@ def render(result: FolderDiff) -> Iterator[str]:
                 calls = sum(p.new_calls if side == "NEW" else p.old_calls for p in group)
                 counted = f"{_plural(len(group), 'provider')}, {_plural(calls, 'call')}"
                 yield f"{pair.case or '.'}: case only in {side} ({counted})"
-                details = True
+                shown = True
             continue
         if not pair.old_calls or not pair.new_calls:
             side, present = (
                 ("NEW", pair.new_calls) if not pair.old_calls else ("OLD", pair.old_calls)
             )
             yield f"{pair.key}: only in {side} ({_plural(present, 'call')})"
-            details = True
+            shown = True
             continue
         if pair.changed:
-            yield from _details(pair)
-            details = True
-    if details:
+            yield from details(pair)
+            shown = True
+    if shown:
         yield ""
     yield f"old: {result.old.label}"
     yield f"new: {result.new.label}"
@@ -267,6 +276,17 @@ class DiffReport:
         if isinstance(self.result, FileDiff):
             return self.result.comparison.impact
         return self.result.impact
+
+    def impact_of(self, impact: str) -> bool:
+        """Whether any compared call has this deployment impact."""
+        if isinstance(self.result, FileDiff):
+            return self.result.comparison.impact == impact
+        return any(call.impact == impact for pair in self.result.pairs for call in pair.calls)
+
+    @staticmethod
+    def consequence(impact: str) -> str:
+        """What deploying a change of this class does to conversations."""
+        return _CONSEQUENCE[impact]
 
     def parts_of(self, impact: str) -> list[str]:
         """The changed bundle parts of one impact class."""
