@@ -231,6 +231,7 @@ def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
         "changed_parts": None,
         "stale_golden": [],
+        "old_stale_golden": [],
         "old": {"given": str(one), "kind": "file", "path": str(one)},
         "new": {"given": str(two), "kind": "file", "path": str(two)},
         "provider": "anthropic",
@@ -723,3 +724,16 @@ def test_golden_files_stale_against_the_lock_are_not_unchanged(
     code, out = run(capsys, "HEAD~1", "WORKTREE")
     assert code == 1
     assert out[-1].startswith("deployment impact: root change of instructions.md at ")
+    # Against HEAD, whose golden files are the stale ones, a note: the comparison is with
+    # the bodies HEAD's files hold; the verdict is NEW's.
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 1
+    assert out[-2] == (
+        f"note: HEAD: golden/identical-context was built from bundle {built}, the lock is"
+        f" {lock}; run `prefixlock golden --update`"
+    )
+    # (the specs are the same on both sides: no changed part to name)
+    assert out[-1].startswith("deployment impact: root change at prompt/cursor/instructions.md:1: ")
+    assert canonical.loads(main_json(capsys, "HEAD", "WORKTREE"))["old_stale_golden"] == [
+        out[-2].removeprefix("note: ")
+    ]

@@ -257,8 +257,10 @@ class DiffReport:
     result: FileDiff | FolderDiff
     #: bundle parts that differ between the two spec roots (None: not both buildable)
     parts: tuple[str, ...] | None = None
-    #: cases whose golden files record another bundle than their side's lock
+    #: NEW's cases whose golden files record another bundle than its specs build
     stale: tuple[str, ...] = ()
+    #: the same of OLD: a note (the comparison is with the bodies OLD's files hold)
+    old_stale: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
@@ -295,6 +297,10 @@ class DiffReport:
 
     def impact_lines(self) -> list[str]:
         impact = self.impact
+        notes = [f"note: {stale}" for stale in self.old_stale]
+        return notes + self._impact_lines(impact)
+
+    def _impact_lines(self, impact: str) -> list[str]:
         if impact == UNKNOWN_IMPACT:
             return [
                 *self.stale,
@@ -319,6 +325,7 @@ class DiffReport:
         out = self.result.to_json()
         out["impact"] = self.impact
         out["stale_golden"] = list(self.stale)
+        out["old_stale_golden"] = list(self.old_stale)
         out["changed_parts"] = (
             None
             if self.parts is None
@@ -381,11 +388,9 @@ def diff(
             result = diff_folders(a, b, indexes)
             before, after = _bundle(a), _bundle(b)
             changed = None if result.impact == NO_IMPACT else _changed_parts(before, after)
-            stale = [
-                *stale_golden(a, before.digest if before is not None else None),
-                *stale_golden(b, after.digest if after is not None else None),
-            ]
-            return DiffReport(result, changed, tuple(stale))
+            old_stale = stale_golden(a, before.digest if before is not None else None)
+            stale = stale_golden(b, after.digest if after is not None else None)
+            return DiffReport(result, changed, tuple(stale), tuple(old_stale))
         old_bytes, new_bytes = read_body(a.path), read_body(b.path)
         name = provider or guess_provider(parse_body(new_bytes, str(b.path)), b.path)
         comparison = compare_bodies(

@@ -7,7 +7,8 @@ golden files stale against their lock — then the cases and providers whose cal
 changed, with their call details folded, and the unchanged rows collapsed in a
 ``<details>`` block. The annotations are one ``::error`` per root-change cause, one
 ``::notice`` (``::warning`` with ``--strict``) per rendered-content cause, at the spec
-line, one ``::error`` per stale golden case, and a closing ``::notice`` with the totals.
+line, one ``::error`` per stale golden case of NEW (a ``::warning`` for OLD: the
+comparison is with what its files hold), and a closing ``::notice`` with the totals.
 Both depend on the report only: the same diff gives the same bytes.
 """
 
@@ -59,6 +60,7 @@ def _summary(report: DiffReport) -> list[str]:
             at = f", caused by {', '.join(_code(s) for s in sources)}" if sources else ""
             bullets.append(f"- **{kind}**{of}{at}: {report.consequence(kind)}")
     bullets += [f"- **stale golden files**: {stale}" for stale in report.stale]
+    bullets += [f"- note, OLD's golden files are stale: {stale}" for stale in report.old_stale]
     return bullets or ["- no call changed"]
 
 
@@ -161,6 +163,8 @@ def github(report: DiffReport, *, strict: bool = False) -> list[str]:
             lines.append(_annotation(level, f"prefixlock: {kind}", message, source))
     for stale in report.stale:
         lines.append(_annotation("error", "prefixlock: stale golden files", stale))
+    for stale in report.old_stale:
+        lines.append(_annotation("warning", "prefixlock: OLD's golden files are stale", stale))
     result = report.result
     totals = _totals(result) if isinstance(result, FolderDiff) else result.comparison.verdict
     lines.append(
