@@ -737,3 +737,36 @@ def test_golden_files_stale_against_the_lock_are_not_unchanged(
     assert canonical.loads(main_json(capsys, "HEAD", "WORKTREE"))["old_stale_golden"] == [
         out[-2].removeprefix("note: ")
     ]
+
+
+def test_a_changed_part_no_golden_case_renders_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0  # its one case is in agent mode
+    monkeypatch.chdir(root)
+    git(root, "init", "-q")
+    commit(root, "init")
+    template = root / "prompt" / "cursor" / "plan" / "runtime.md.j2"
+    template.write_text(template.read_text(encoding="utf-8") + "Plan first.\n", "utf-8")
+    assert main(["build"]) == 0
+    assert main(["golden", "--update"]) == 0
+    capsys.readouterr()
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 0
+    assert out[-2] == "compared 15 calls: 15 unchanged"
+    assert out[-1] == (
+        "deployment impact: none in the golden cases, but no case renders the changed"
+        " templates/prompt/cursor/plan/runtime.md.j2; add a scenario that does"
+    )
+    code, out = run(capsys, "HEAD", "WORKTREE", "--format=markdown")
+    assert (code, out[:4]) == (
+        0,
+        [
+            "### prefixlock diff: no deployment impact",
+            "",
+            "- no golden case renders the changed"
+            " `templates/prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
+            "",
+        ],
+    )

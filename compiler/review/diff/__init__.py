@@ -307,6 +307,11 @@ class DiffReport:
                 "deployment impact: unknown: the golden files are stale against the lock",
             ]
         if impact == NO_IMPACT:
+            if self.parts:  # the specs changed where no golden call looks
+                return [
+                    "deployment impact: none in the golden cases, but no case renders the"
+                    f" changed {', '.join(self.parts)}; add a scenario that does"
+                ]
             return ["deployment impact: none"]
         lines = []
         for kind in (ROOT_CHANGE, CONTENT_CHANGE):
@@ -387,7 +392,7 @@ def diff(
         if a.is_folder:
             result = diff_folders(a, b, indexes)
             before, after = _bundle(a), _bundle(b)
-            changed = None if result.impact == NO_IMPACT else _changed_parts(before, after)
+            changed = _changed_parts(before, after)
             old_stale = stale_golden(a, before.digest if before is not None else None)
             stale = stale_golden(b, after.digest if after is not None else None)
             return DiffReport(result, changed, tuple(stale), tuple(old_stale))

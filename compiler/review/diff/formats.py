@@ -52,7 +52,10 @@ def _code(text: str) -> str:
 def _summary(report: DiffReport) -> list[str]:
     """One bullet per impact class present (parts and causes), then stale golden cases."""
     bullets = []
-    for kind in (ROOT_CHANGE, CONTENT_CHANGE):
+    if report.impact == NO_IMPACT and report.parts:
+        changed = ", ".join(_code(part) for part in report.parts)
+        bullets.append(f"- no golden case renders the changed {changed}; add a scenario that does")
+    for kind in (ROOT_CHANGE, CONTENT_CHANGE) if report.impact != NO_IMPACT else ():
         sources = _sources(report, kind)
         parts = report.parts_of(kind)
         if report.impact_of(kind) or parts:
