@@ -183,3 +183,41 @@ def test_github_stale_golden_files_are_errors(
 def test_workflow_command_escaping() -> None:
     assert _data("50% of\r\nit") == "50%25 of%0D%0Ait"
     assert _property("a:b,c%") == "a%3Ab%2Cc%25"
+
+
+def test_two_body_files_in_both_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = tmp_path / "anthropic" / "0001.json"
+    two = tmp_path / "anthropic" / "0002.json"
+    one.parent.mkdir()
+    body = '{"model":"m","max_tokens":1,"messages":[%s]}'
+    one.write_text(body % '{"role":"user","content":"a"}', encoding="utf-8")
+    two.write_text(
+        body % '{"role":"user","content":"a"},{"role":"assistant","content":"b"}',
+        encoding="utf-8",
+    )
+    code, lines = _diff(tmp_path, monkeypatch, capsys, str(one), str(two), "--format=markdown")
+    assert (code, lines) == (
+        0,
+        [
+            "### prefixlock diff: rendered-content change, running conversations unaffected",
+            "",
+            f"- **rendered-content change**: {CONTENT_CONSEQUENCE}",
+            "",
+            f"`{one}` → `{two}`",
+            "",
+            "```text",
+            "anthropic: tail append (+1 item)",
+            "```",
+        ],
+    )
+    code, lines = _diff(tmp_path, monkeypatch, capsys, str(one), str(two), "--format=github")
+    assert (code, lines) == (
+        0,
+        [
+            "::notice title=prefixlock%3A rendered-content change::rendered-content change:"
+            f" {CONTENT_CONSEQUENCE}",
+            "::notice title=prefixlock diff::tail-only; deployment impact: rendered-content change",
+        ],
+    )

@@ -131,7 +131,8 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
         "(instructions, tools, settings: new conversations start a new cached prefix), a "
         "rendered-content change (only messages rendered from now on differ; running "
         "conversations keep their cache) or none. Exit 0: no root change; 1: a root change "
-        "(with --strict: any prefix break; 0 with --allow-prefix-break); 2: bad input."
+        "(with --strict: any prefix break; 0 with --allow-prefix-break), or NEW's golden "
+        "files built from another bundle than its lock; 2: bad input."
     )
     parser.add_argument(
         "old", metavar="OLD", help="a body file, a folder of bodies, a git revision, or WORKTREE"
