@@ -12,7 +12,7 @@ import pytest
 from prefixlock.cli.commands import COMMANDS, main
 from prefixlock.core import canonical
 from prefixlock.spec.build import LOCK_FILE, MANIFEST, build_bundle, find_example_root
-from prefixlock.spec.scaffold import point_headers_at_schemas
+from prefixlock.spec.scaffold import GITIGNORE, point_headers_at_schemas
 from prefixlock.spec.validate import SCHEMA_NAMES, schema_text
 from schema_links import editor_errors, header_schema, ref_problems
 from test_bundle import BROKEN, Mutation
@@ -285,6 +285,7 @@ def test_init_scaffolds_a_spec_root_that_builds(
     assert (code, err) == (0, "")
     assert sorted(p.name for p in target.iterdir()) == [
         ".gitattributes",
+        ".gitignore",
         "golden",
         LOCK_FILE,
         "prompt",
@@ -357,6 +358,72 @@ def test_init_rewrites_only_headers_naming_a_shipped_schema(tmp_path: Path) -> N
         "a.yaml": b"# yaml-language-server: $schema=../schemas/tools.schema.json\na: 1\n",
         "d.yaml": b"# yaml-language-server: $schema=../schemas/mcp.schema.json",
     }
+
+
+def test_init_writes_a_gitignore_for_the_build_output_and_virtualenvs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "my-agent"
+    assert run(capsys, "init", str(target))[0] == 0
+    assert (target / ".gitignore").read_text(encoding="utf-8") == GITIGNORE
+    assert GITIGNORE == (
+        "# prefixlock build writes build/; the lock file and golden/ are committed.\n"
+        "/build/\n"
+        "# Python virtual environments and caches.\n"
+        ".venv/\n"
+        "venv/\n"
+        "__pycache__/\n"
+        "*.py[cod]\n"
+        ".pytest_cache/\n"
+        ".mypy_cache/\n"
+        ".ruff_cache/\n"
+    )
+
+
+def test_init_with_a_name_scaffolds_that_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "helper"
+    code, out, err = run(capsys, "init", str(target), "--name", "shop-helper")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == (
+        f"created {target}/ from the bundled example: agent 'shop-helper', 16 tools,"
+        " modes agent, ask, debug, plan"
+    )
+    assert sorted(p.name for p in (target / "prompt").iterdir()) == ["shop-helper"]
+    agent = (target / "rules" / "agent.yaml").read_text(encoding="utf-8")
+    example = (find_example_root() / "rules" / "agent.yaml").read_text(encoding="utf-8")
+    assert (
+        agent.split("\n")[1:]
+        == (
+            example.replace("name: cursor\n", "name: shop-helper\n", 1)
+            .replace("prompt/cursor/", "prompt/shop-helper/")
+            .split("\n")[1:]
+        )
+    )
+    assert "cursor" not in agent.split("\n", 1)[1].replace(".cursor/", "")
+    monkeypatch.chdir(target)
+    capsys.readouterr()
+    assert run(capsys, "build", "--check")[0] == 0
+    assert run(capsys, "golden", "--check")[0] == 0
+    code, out, err = run(capsys, "verify", "--no-hash-seed")
+    assert (code, err) == (0, "")
+    calls = (target / "golden" / "identical-context" / "calls.md").read_text(encoding="utf-8")
+    assert f"- bundle: `{build_bundle(target).digest}`" in calls
+
+
+@pytest.mark.parametrize("name", ["Shop", "-x", "a b", "x" * 65, ""])
+def test_init_refuses_a_name_that_is_not_an_agent_name(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "helper"
+    code, out, err = run(capsys, "init", str(target), f"--name={name}")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"prefixlock init: --name {name!r}: an agent name is lowercase letters, digits and"
+        " '-', starting with a letter or digit (at most 64 characters)\n"
+    )
+    assert not target.exists()
 
 
 def test_init_into_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

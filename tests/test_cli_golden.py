@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from prefixlock.cli.commands import main
 from prefixlock.providers import NAMES
+from prefixlock.review.render import recorded_bundle
+from prefixlock.spec.build import build_bundle
 
 CASE = Path("golden") / "identical-context"
 
@@ -72,3 +75,57 @@ def test_update_writes_nothing_when_a_scenario_is_bad(
 def test_check_or_update_is_required(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["golden"]) == 2
     assert "one of the arguments --check --update is required" in capsys.readouterr().err
+
+
+def _lock_digest(project: Path) -> str:
+    digest = json.loads((project / "prefixlock.lock").read_text(encoding="utf-8"))["digest"]
+    assert isinstance(digest, str)
+    return digest
+
+
+def _edit_instructions(project: Path) -> None:
+    instructions = project / "prompt" / "cursor" / "instructions.md"
+    text = instructions.read_text(encoding="utf-8")
+    instructions.write_text(text.replace("Cursor", "Cursory", 1), encoding="utf-8")
+
+
+def test_check_names_the_bundle_the_golden_files_were_built_from(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = _lock_digest(project)
+    assert f"- bundle: `{built}`\n" in (project / CASE / "calls.md").read_text(encoding="utf-8")
+    _edit_instructions(project)
+    assert main(["build"]) == 0
+    lock = _lock_digest(project)
+    assert lock != built
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 1
+    err = capsys.readouterr().err.split("\n")
+    assert err[0] == (
+        f"golden/identical-context was built from bundle {built}, the lock is {lock};"
+        " run `prefixlock golden --update`"
+    )
+    assert err[-2].startswith("prefixlock golden: 1 case(s) built from another bundle, ")
+    assert err[-2].endswith(" stale golden file(s)")
+    assert main(["golden", "--update"]) == 0
+    assert main(["golden", "--check"]) == 0
+
+
+def test_check_names_the_specs_bundle_when_the_lock_is_stale_too(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = _lock_digest(project)
+    _edit_instructions(project)
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 1  # neither the lock nor the golden files rebuilt
+    err = capsys.readouterr().err.split("\n")
+    new = build_bundle(project).digest
+    assert err[0] == (
+        f"golden/identical-context was built from bundle {built}, the specs build {new}"
+        f" (the lock records {built}); run `prefixlock build` and `prefixlock golden --update`"
+    )
+    # Golden files that follow the specs pass; the stale lock is `build --check`'s finding.
+    assert main(["golden", "--update"]) == 0
+    assert main(["golden", "--check"]) == 0
+    assert recorded_bundle((project / CASE / "calls.md").read_bytes()) == new
+    assert main(["build", "--check"]) == 1

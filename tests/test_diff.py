@@ -230,6 +230,8 @@ def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 1
     assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
         "changed_parts": None,
+        "stale_golden": [],
+        "old_stale_golden": [],
         "old": {"given": str(one), "kind": "file", "path": str(one)},
         "new": {"given": str(two), "kind": "file", "path": str(two)},
         "provider": "anthropic",
@@ -673,3 +675,98 @@ def test_deployment_impact_of_a_template_edit_and_an_instructions_edit(
         "root change": ["instructions.md"],
         "rendered-content change": [],
     }
+
+
+def test_golden_files_stale_against_the_lock_are_not_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's case: an instructions change committed with a rebuilt lock but stale
+    golden files; ``diff HEAD~1 HEAD`` must say so, not "unchanged" with exit 0."""
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0
+    monkeypatch.chdir(root)
+    git(root, "init", "-q")
+    commit(root, "init")
+    built = json.loads((root / "prefixlock.lock").read_text(encoding="utf-8"))["digest"]
+    instructions = root / "prompt" / "cursor" / "instructions.md"
+    text = instructions.read_text(encoding="utf-8")
+    instructions.write_text(text.replace("Cursor", "Cursory", 1), encoding="utf-8")
+    assert main(["build"]) == 0
+    lock = json.loads((root / "prefixlock.lock").read_text(encoding="utf-8"))["digest"]
+    (root / ".gitignore").write_text("build/\n", encoding="utf-8")
+    commit(root, "instructions, lock rebuilt, golden files not")
+    capsys.readouterr()
+    code = main(["diff", "HEAD~1", "HEAD"])
+    captured = capsys.readouterr()
+    assert code == 1
+    out = captured.out.splitlines()
+    assert out[-2:] == [
+        f"HEAD: golden/identical-context was built from bundle {built}, the lock is {lock};"
+        " run `prefixlock golden --update`",
+        "deployment impact: unknown: the golden files are stale against the lock",
+    ]
+    assert captured.err == (
+        "prefixlock diff: 1 case(s) of golden files stale against the lock; run"
+        " `prefixlock golden --update` and commit the result\n"
+    )
+    assert main(["diff", "HEAD~1", "HEAD", "--allow-prefix-break"]) == 1
+    capsys.readouterr()
+    report = canonical.loads(main_json(capsys, "HEAD~1", "HEAD"))
+    assert report["stale_golden"] == [out[-2]]
+    assert report["impact"] == "unknown"
+    # The working tree is stale in the same way, and says so without a revision prefix.
+    code, out = run(capsys, "HEAD~1", "WORKTREE")
+    assert code == 1
+    assert out[-2].startswith("golden/identical-context was built from bundle ")
+    # Once the golden files are rebuilt: a root change, as it should be.
+    assert main(["golden", "--update"]) == 0
+    capsys.readouterr()
+    code, out = run(capsys, "HEAD~1", "WORKTREE")
+    assert code == 1
+    assert out[-1].startswith("deployment impact: root change of instructions.md at ")
+    # Against HEAD, whose golden files are the stale ones, a note: the comparison is with
+    # the bodies HEAD's files hold; the verdict is NEW's.
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 1
+    assert out[-2] == (
+        f"note: HEAD: golden/identical-context was built from bundle {built}, the lock is"
+        f" {lock}; run `prefixlock golden --update`"
+    )
+    # (the specs are the same on both sides: no changed part to name)
+    assert out[-1].startswith("deployment impact: root change at prompt/cursor/instructions.md:1: ")
+    assert canonical.loads(main_json(capsys, "HEAD", "WORKTREE"))["old_stale_golden"] == [
+        out[-2].removeprefix("note: ")
+    ]
+
+
+def test_a_changed_part_no_golden_case_renders_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0  # its one case is in agent mode
+    monkeypatch.chdir(root)
+    git(root, "init", "-q")
+    commit(root, "init")
+    template = root / "prompt" / "cursor" / "plan" / "runtime.md.j2"
+    template.write_text(template.read_text(encoding="utf-8") + "Plan first.\n", "utf-8")
+    assert main(["build"]) == 0
+    assert main(["golden", "--update"]) == 0
+    capsys.readouterr()
+    code, out = run(capsys, "HEAD", "WORKTREE")
+    assert code == 0
+    assert out[-2] == "compared 15 calls: 15 unchanged"
+    assert out[-1] == (
+        "deployment impact: none in the golden cases, but no case renders the changed"
+        " templates/prompt/cursor/plan/runtime.md.j2; add a scenario that does"
+    )
+    code, out = run(capsys, "HEAD", "WORKTREE", "--format=markdown")
+    assert (code, out[:4]) == (
+        0,
+        [
+            "### prefixlock diff: no deployment impact",
+            "",
+            "- no golden case renders the changed"
+            " `templates/prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
+            "",
+        ],
+    )

@@ -315,11 +315,12 @@ def test_render_marks_each_call(scenario: Scenario) -> None:
     assert "## Call 2: tool_results `tool-results:c1`\n\nSteps: 1 assistant · 2 tool_results\n" in (
         page
     )
-    assert "- anthropic: first call\n" in page
-    assert "- openai-responses: tail append (+4 messages)\n" in page  # 2 calls + 2 outputs
+    # each status, then the call's cache bar (read / written / uncached)
+    assert "- anthropic: first call · `" in page
+    assert "- openai-responses: tail append (+4 messages) · `" in page  # 2 calls + 2 outputs
     assert "Re-delivered `u2`: appends nothing; the request of call 3." in page
-    assert "- gemini: retry: identical to call 3\n" in page
-    assert "- bedrock-converse: PREFIX RESET (compaction)\n" in page
+    assert "- gemini: retry: identical to call 3 · `" in page
+    assert "- bedrock-converse: PREFIX RESET (compaction) · `" in page
     assert '  - call `c1` read_file {"path":"a.py"}\n' in page
     assert "PREFIX BREAK" not in page.split("| PREFIX BREAKS |")[1]
     # A changed context is shown as a diff against the latest one.
@@ -334,11 +335,11 @@ def test_render_shows_a_prefix_break_at_its_path(scenario: Scenario) -> None:
     body["messages"][1]["content"][0]["text"] = "rewritten runtime"
     bodies["anthropic"][2] = encode(body)
     page = render_calls(scenario, calls, bodies)
-    assert "- anthropic: PREFIX BREAK at $.messages[1].content[0].text\n" in page
+    assert "- anthropic: PREFIX BREAK at $.messages[1].content[0].text · `" in page
     # Call 3 breaks; its retry differs from it; call 5 breaks against the edited call 3.
     assert "| anthropic | 2 | 1 | 1 | 3 |" in page
-    assert "- anthropic: RETRY MISMATCH: differs from call 3\n" in page
-    assert "- gemini: tail append (+2 messages)\n" in page
+    assert "- anthropic: RETRY MISMATCH: differs from call 3 · `" in page
+    assert "- gemini: tail append (+2 messages) · `" in page
 
 
 # --------------------------------------------------------------------------- CLI

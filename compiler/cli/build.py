@@ -106,11 +106,18 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 def _init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, metavar="DIR", help="new spec root (absent or empty)")
+    parser.add_argument(
+        "--name",
+        metavar="AGENT",
+        help="the agent's name (prompt/AGENT/, rules/agent.yaml); default: the example's",
+    )
 
 
 def _run_init(args: argparse.Namespace) -> int:
     target: Path = args.dir
-    bundle = init_project(target, populate=lambda root: update_golden([root / GOLDEN]))
+    bundle = init_project(
+        target, name=args.name, populate=lambda root: update_golden([root / GOLDEN])
+    )
     agent_dir = target / "prompt" / bundle.agent
     out(
         f"created {target}/ from the bundled example: agent {bundle.agent!r},"

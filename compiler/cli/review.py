@@ -10,7 +10,8 @@ from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
 from ..review.compare import ROOT_CHANGE
-from ..review.diff import GOLDEN, PROVIDERS, WORKTREE, diff
+from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
+from ..review.diff.formats import github, markdown
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.page import report_page
 from ..review.preview import load_context, preview
@@ -130,7 +131,8 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
         "(instructions, tools, settings: new conversations start a new cached prefix), a "
         "rendered-content change (only messages rendered from now on differ; running "
         "conversations keep their cache) or none. Exit 0: no root change; 1: a root change "
-        "(with --strict: any prefix break; 0 with --allow-prefix-break); 2: bad input."
+        "(with --strict: any prefix break; 0 with --allow-prefix-break), or NEW's golden "
+        "files built from another bundle than its lock; 2: bad input."
     )
     parser.add_argument(
         "old", metavar="OLD", help="a body file, a folder of bodies, a git revision, or WORKTREE"
@@ -159,6 +161,15 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the report as canonical JSON")
     parser.add_argument(
+        "--format",
+        choices=("text", "json", "markdown", "github"),
+        default="text",
+        help="text (default); json (as --json); markdown: a pull-request comment, the "
+        "verdict and its spec lines first, unchanged rows folded; github: workflow "
+        "annotations (::error for a root change, ::notice for rendered content) at the "
+        "spec lines",
+    )
+    parser.add_argument(
         "--allow-prefix-break", action="store_true", help="exit 0 even on a root change"
     )
     parser.add_argument(
@@ -172,14 +183,28 @@ def _run_diff(args: argparse.Namespace) -> int:
     """Exit 1 for a root change (with --strict: any prefix break), else 0."""
     report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
-    if args.json:
+    if args.json or args.format == "json":
         out(canonical.dumps(report.to_json()))
+    elif args.format in ("markdown", "github"):
+        lines = (
+            markdown(report) if args.format == "markdown" else github(report, strict=args.strict)
+        )
+        for line in lines:
+            out(line)
     else:
         for line in report.lines():
             out(line)
+        if report.stale:
+            err(
+                f"prefixlock diff: {len(report.stale)} case(s) of golden files stale against"
+                f" the lock; {STALE_ADVICE}"
+            )
+            return FINDING
         if failing and not args.allow_prefix_break:
             what = "the prefix breaks" if args.strict else "a root change"
             err(f"prefixlock diff: {what}; pass --allow-prefix-break to accept it")
+    if report.stale:
+        return FINDING
     return FINDING if failing and not args.allow_prefix_break else OK
 
 
@@ -208,8 +233,14 @@ def _run_golden(args: argparse.Namespace) -> int:
         out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
         return OK
     report = check_golden(args.paths)
-    for problem in report.problems:
+    for problem in (*report.bundles, *report.problems):
         err(problem)
+    if report.bundles:
+        err(
+            f"prefixlock golden: {len(report.bundles)} case(s) built from another bundle,"
+            f" {len(report.problems)} stale golden file(s)"
+        )
+        return FINDING
     if not report.ok:
         err(
             f"prefixlock golden: {len(report.problems)} stale golden file(s); "

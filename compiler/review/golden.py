@@ -5,6 +5,8 @@ bytes every model call POSTs) and ``calls.md`` (the readable form). :func:`check
 replays every case for every provider and compares byte for byte; a difference names
 the file, the first differing byte offset with the bytes around it, the JSON path of the
 first difference and a short diff of the pretty-printed JSON (wire key order kept).
+Each ``calls.md`` records the bundle digest it was built from (its root section);
+:func:`stale_bundle` says when that is not the bundle the specs build, naming the lock.
 :func:`update_golden` rewrites what differs (each provider folder swapped in whole, each
 file written atomically) and removes stale bodies.
 """
@@ -23,7 +25,8 @@ from ..core import canonical
 from ..core.atomic import replace_file
 from ..core.canonical import Ordered
 from ..core.jsonpath import json_path
-from .render import render_calls
+from ..spec.build import locked_digest
+from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
 from .scenario import golden_scenarios, load_scenario, scenario_files
 
@@ -37,10 +40,12 @@ __all__ = [
     "folder_problems",
     "pretty_body",
     "report",
+    "stale_bundle",
     "update_golden",
 ]
 
 CALLS_MD = "calls.md"
+UPDATE = "`prefixlock golden --update`"
 #: At most this many lines of unified diff per differing file.
 MAX_DIFF_LINES = 40
 #: Bytes shown on each side of the first difference.
@@ -54,6 +59,8 @@ class CaseGolden:
     folder: Path
     bodies: dict[str, list[bytes]]
     page: bytes
+    built: str = ""  # the digest of the bundle the replay used
+    lock: str | None = None  # the digest the spec root's lock file records
 
     def problems(self) -> list[str]:
         found: list[str] = []
@@ -66,6 +73,12 @@ class CaseGolden:
         write_bodies(self.bodies, self.folder)
         replace_file(self.folder / CALLS_MD, self.page)
 
+    def stale_bundle(self) -> str | None:
+        """Why the case's golden files were built from another bundle, if they were."""
+        path = self.folder / CALLS_MD
+        recorded = recorded_bundle(path.read_bytes()) if path.is_file() else None
+        return stale_bundle(str(self.folder), recorded, self.lock, self.built or None)
+
 
 @attrs.frozen
 class GoldenReport:
@@ -74,10 +87,34 @@ class GoldenReport:
     cases: tuple[str, ...]
     problems: tuple[str, ...]
     updated: tuple[str, ...] = ()
+    #: cases whose ``calls.md`` records another bundle than their specs build
+    bundles: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.bundles
+
+
+def stale_bundle(
+    case: str, recorded: str | None, lock: str | None, built: str | None
+) -> str | None:
+    """Why ``case``'s golden files are stale against its spec root, or None.
+
+    ``recorded`` is the bundle its ``calls.md`` names, ``built`` the bundle its specs
+    build now (None: not buildable, compare with ``lock``, the lock file's). None also
+    when nothing is known: a page from before the root section, no lock, no specs.
+    A lock that alone is stale is ``build --check``'s finding, not this one.
+    """
+    target = built if built is not None else lock
+    if recorded is None or target is None or recorded == target:
+        return None
+    if built is None or lock == built:
+        return f"{case} was built from bundle {recorded}, the lock is {lock}; run {UPDATE}"
+    records = f"the lock records {lock}" if lock is not None else "no lock"
+    return (
+        f"{case} was built from bundle {recorded}, the specs build {built} ({records});"
+        f" run `prefixlock build` and {UPDATE}"
+    )
 
 
 def expected_case(scenario_path: Path) -> CaseGolden:
@@ -86,7 +123,8 @@ def expected_case(scenario_path: Path) -> CaseGolden:
     calls = replay(scenario)
     bodies = serialize_calls(calls, registry.NAMES)
     page = render_calls(scenario, calls, bodies).encode("utf-8")
-    return CaseGolden(scenario_path.parent, bodies, page)
+    lock = locked_digest(scenario.bundle_root)
+    return CaseGolden(scenario_path.parent, bodies, page, scenario.bundle.digest, lock)
 
 
 def _cases(paths: Sequence[Path], root: Path) -> list[Path]:
@@ -97,9 +135,13 @@ def check_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> Golde
     """Compare every case's golden files with a fresh replay; writes nothing."""
     files = _cases(paths, root)
     problems: list[str] = []
+    bundles: list[str] = []
     for path in files:
-        problems += expected_case(path).problems()
-    return GoldenReport(tuple(str(p.parent) for p in files), tuple(problems))
+        case = expected_case(path)
+        stale = case.stale_bundle()
+        bundles += [stale] if stale is not None else []
+        problems += case.problems()
+    return GoldenReport(tuple(str(p.parent) for p in files), tuple(problems), (), tuple(bundles))
 
 
 def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:

@@ -1,5 +1,9 @@
 """The readable form of a replay: a Markdown page reviewers diff next to the exact bytes.
 
+The page starts with the root every call shares (bundle digest, instructions digest and
+size, the ordered tool names, each provider's settings), one fact a line, so a root change
+is a short diff of that section; :func:`recorded_bundle` reads the bundle digest back.
+
 Per model call: a header (call number, the steps since the previous call, the call's
 kind and event), then only what the call appended (message id, kind, role and text,
 long texts folded by :func:`fold`; a request context that replaces an earlier one is
@@ -14,6 +18,10 @@ comparing the call's body with the previous call's (cache markers stripped):
 * ``PREFIX RESET (compaction)``: a compaction started a new history on purpose;
 * ``retry: identical to call K`` / ``RETRY MISMATCH: differs from call K``.
 
+Each status ends with a bar of BAR_WIDTH cells: tokens read from the cache (█), written
+to it (▒) and sent uncached (░), from the cache simulator ``verify`` uses
+(:func:`prefixlock.cache.simulator.simulate`, UTF-8 bytes / 4 tokens), and the figures.
+
 A retry re-sends an earlier (shorter) request, so the call after it is compared with
 the last call before it. The page depends on the scenario, the requests and the bytes
 only: the same replay renders the same text.
@@ -25,6 +33,8 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
+from ..cache.simulator import CallCache, simulate
+from ..core.errors import CacheSimulationError
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -38,12 +48,15 @@ from .replay import Call, divergence, history_blocks, history_length
 from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
 
 __all__ = [
+    "BAR_WIDTH",
     "DIFF_FOLD",
     "FOLD_HEAD",
     "FOLD_LINES",
     "FOLD_TAIL",
     "LINE_WIDTH",
+    "cache_bar",
     "fold",
+    "recorded_bundle",
     "render_calls",
 ]
 
@@ -57,6 +70,38 @@ DIFF_FOLD = (40, 32, 6)
 LINE_WIDTH = 160
 
 _BACKTICKS = re.compile(r"`{3,}")
+
+#: Cells of a call's cache bar: read from the cache, written to it, sent uncached.
+BAR_WIDTH = 20
+BAR_READ, BAR_WRITE, BAR_UNCACHED = "█", "▒", "░"
+_BUNDLE_LINE = re.compile(rb"^- bundle: `(sha256:[0-9a-f]{64})`$", re.M)
+
+
+def recorded_bundle(page: bytes) -> str | None:
+    """The bundle digest a ``calls.md`` page was rendered from (None: no root section)."""
+    match = _BUNDLE_LINE.search(page)
+    return match[1].decode("ascii") if match is not None else None
+
+
+def _cells(tokens: int, total: int) -> int:
+    """``BAR_WIDTH * tokens / total`` rounded half up, in integers (no float ties)."""
+    return (2 * BAR_WIDTH * tokens + total) // (2 * total) if total else 0
+
+
+def cache_bar(figures: CallCache) -> str:
+    """BAR_WIDTH cells: read, written, uncached; rounded at the running total so the
+    cells always add up."""
+    total = figures.input_tokens
+    read = _cells(figures.cache_read_tokens, total)
+    written = _cells(figures.cache_read_tokens + figures.cache_write_tokens, total) - read
+    return BAR_READ * read + BAR_WRITE * written + BAR_UNCACHED * (BAR_WIDTH - read - written)
+
+
+def _bar_text(figures: CallCache) -> str:
+    return (
+        f" · `{cache_bar(figures)}` {figures.cache_read_tokens:,} read,"
+        f" {figures.cache_write_tokens:,} written, {figures.uncached_tokens:,} uncached"
+    )
 
 
 def fold(text: str, limit: tuple[int, int, int] = (FOLD_LINES, FOLD_HEAD, FOLD_TAIL)) -> list[str]:
@@ -97,6 +142,18 @@ class _Page:
         self.tally = {
             name: {"append": 0, "break": 0, "reset": 0, "retry": 0} for name in self.names
         }
+        models = {s.provider: s.model for s in scenario.bundle.settings}
+        self.caches: dict[str, tuple[CallCache, ...]] = {}
+        for name in self.names:
+            try:
+                report = simulate(name, bodies[name], model=models.get(name))
+            except CacheSimulationError:
+                continue  # no bar; verify reports why
+            self.caches[name] = report.calls
+
+    def bar(self, name: str, call: Call) -> str:
+        calls = self.caches.get(name)
+        return _bar_text(calls[call.index - 1]) if calls is not None else ""
 
     def render(self) -> str:
         base: Call | None = None  # the last call that was not a retry
@@ -121,10 +178,15 @@ class _Page:
         add = self.lines.append
         add(f"# {s.name}")
         add("")
+        self.root()
+        add("## Calls")
+        add("")
         add(
             f"Conversation `{s.conversation}`: {len(s.steps)} steps, {len(self.calls)} model"
             " calls. Each call lists only what it appended; each provider's status compares"
-            " its body with the previous call's, cache markers stripped."
+            " its body with the previous call's, cache markers stripped. Bars:"
+            f" {BAR_READ} read from the cache, {BAR_WRITE} written to it, {BAR_UNCACHED} sent"
+            " uncached (the cache simulator's figures, UTF-8 bytes / 4 tokens)."
         )
         add("")
         add("| provider | tail appends | prefix resets | retries | PREFIX BREAKS |")
@@ -132,6 +194,31 @@ class _Page:
         for name in self.names:
             t = self.tally[name]
             add(f"| {name} | {t['append']} | {t['reset']} | {t['retry']} | {t['break']} |")
+        add("")
+
+    def root(self) -> None:
+        """What every call starts with, one fact a line: a root change is a short diff."""
+        bundle = self.scenario.bundle
+        add = self.lines.append
+        add("## Root")
+        add("")
+        add(
+            "Every call of this case starts with it; a change here is a root change (a new"
+            " cached prefix for every new conversation)."
+        )
+        add("")
+        add(f"- bundle: `{bundle.digest}`")
+        size = len(bundle.instructions.encode("utf-8"))
+        digest = next((p.sha256 for p in bundle.parts if p.name == "instructions.md"), "")
+        add(f"- instructions: {size:,} bytes, sha256 `{digest}`")
+        tools = ", ".join(tool.name for tool in bundle.tools)
+        add(f"- tools ({len(bundle.tools)}): {tools or '(none)'}")
+        for settings in bundle.settings:
+            options = "" if settings.options == "{}" else f", options `{settings.options}`"
+            add(
+                f"- settings {settings.provider}: `{settings.model}`,"
+                f" max_tokens {settings.max_tokens}{options}"
+            )
         add("")
 
     def header(self, call: Call, previous_step: int) -> None:
@@ -161,10 +248,11 @@ class _Page:
             same = self.bodies[name][call.index - 1] == self.bodies[name][original.index - 1]
             if same:
                 self.tally[name]["retry"] += 1
-                add(f"- {name}: retry: identical to call {original.index}")
+                status = f"retry: identical to call {original.index}"
             else:
                 self.tally[name]["break"] += 1
-                add(f"- {name}: RETRY MISMATCH: differs from call {original.index}")
+                status = f"RETRY MISMATCH: differs from call {original.index}"
+            add(f"- {name}: {status}{self.bar(name, call)}")
         add("")
 
     def appended(self, call: Call, base: Call | None) -> None:
@@ -247,7 +335,7 @@ class _Page:
                 else:
                     self.tally[name]["break"] += 1
                     status = f"PREFIX BREAK at {path}"
-            add(f"- {name}: {status}")
+            add(f"- {name}: {status}{self.bar(name, call)}")
         add("")
 
 

@@ -17,7 +17,14 @@ from ..core.atomic import replace_file, staging_dir, swap_in
 from ..core.errors import BuildError, CanonicalJSONError
 from .bundle import Bundle
 
-__all__ = ["LOCK_FILE", "MANIFEST", "check_outputs", "write_lock", "write_outputs"]
+__all__ = [
+    "LOCK_FILE",
+    "MANIFEST",
+    "check_outputs",
+    "locked_digest",
+    "write_lock",
+    "write_outputs",
+]
 
 #: The lock file at the spec root: the manifest, pretty-printed.
 LOCK_FILE = "prefixlock.lock"
@@ -74,6 +81,17 @@ def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
 def write_lock(bundle: Bundle, root: Path) -> None:
     """Replace ``<root>/prefixlock.lock`` atomically (temporary file, then rename)."""
     replace_file(Path(root) / LOCK_FILE, bundle.manifest_bytes())
+
+
+def locked_digest(root: Path) -> str | None:
+    """The bundle digest ``<root>/prefixlock.lock`` records; None without a readable lock
+    (``build --check`` says why)."""
+    try:
+        lock = canonical.loads((Path(root) / LOCK_FILE).read_bytes())
+    except (OSError, ValueError, CanonicalJSONError):
+        return None
+    digest = lock.get("digest") if isinstance(lock, dict) else None
+    return digest if isinstance(digest, str) else None
 
 
 def _write_file(path: Path, data: bytes) -> None:

@@ -1,7 +1,9 @@
 """``prefixlock init``: a new spec root from the bundled example, with its schemas and a
 starter scenario under ``golden/``.
 
-The example's ``rules/*.yaml`` headers are pointed at the schemas written beside them,
+With ``name``, the agent is called that instead of the example's: its ``prompt/<name>/``
+folder and the ``name:`` and prompt paths of ``rules/agent.yaml``. The example's
+``rules/*.yaml`` headers are pointed at the schemas written beside them,
 the new root is built and its lock file written; the folder appears complete or not at
 all (it is assembled in a staging folder and renamed into place).
 """
@@ -21,12 +23,22 @@ from .build import build_bundle, find_example_root, write_lock
 from .bundle import Bundle
 from .validate import SCHEMA_NAMES, schema_text
 
-__all__ = ["GOLDEN", "SCHEMAS_FOLDER", "init_project", "point_headers_at_schemas", "write_schemas"]
+__all__ = [
+    "GITATTRIBUTES",
+    "GITIGNORE",
+    "GOLDEN",
+    "SCHEMAS_FOLDER",
+    "init_project",
+    "point_headers_at_schemas",
+    "write_schemas",
+]
 
 #: The folder of scenarios (and their pinned bodies) that ``prefixlock verify`` replays.
 GOLDEN = "golden"
 #: Where ``init`` writes the schemas, and how a ``rules/*.yaml`` file reaches them.
 SCHEMAS_FOLDER = "schemas"
+#: An agent name, as ``agent.schema.json`` has it.
+_AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _HEADER = re.compile(rb"# yaml-language-server: \$schema=(?:\S*/)?(?P<kind>[a-z_]+)\.schema\.json")
 
 
@@ -79,7 +91,37 @@ golden/**/calls.md -text
 """
 
 
-def init_project(target: Path, *, populate: Callable[[Path], object] | None = None) -> Bundle:
+#: Written by ``init``: what a spec root's repository never commits.
+GITIGNORE = """\
+# prefixlock build writes build/; the lock file and golden/ are committed.
+/build/
+# Python virtual environments and caches.
+.venv/
+venv/
+__pycache__/
+*.py[cod]
+.pytest_cache/
+.mypy_cache/
+.ruff_cache/
+"""
+
+
+def _rename_agent(root: Path, old: str, new: str) -> None:
+    """Call the scaffold's agent ``new``: move ``prompt/<old>/`` and rewrite the
+    ``name:`` line and the ``prompt/<old>/`` paths of ``rules/agent.yaml``."""
+    (root / "prompt" / old).rename(root / "prompt" / new)
+    agent = root / "rules" / "agent.yaml"
+    text = agent.read_text(encoding="utf-8")
+    text = re.sub(rf"(?m)^name: {re.escape(old)}$", f"name: {new}", text, count=1)
+    agent.write_text(text.replace(f"prompt/{old}/", f"prompt/{new}/"), encoding="utf-8")
+
+
+def init_project(
+    target: Path,
+    *,
+    name: str | None = None,
+    populate: Callable[[Path], object] | None = None,
+) -> Bundle:
     """Create the spec root ``target`` (absent or empty) from the bundled example and
     return its bundle; raises :class:`~prefixlock.core.errors.UsageError` if ``target``
     exists and is not empty.
@@ -87,6 +129,11 @@ def init_project(target: Path, *, populate: Callable[[Path], object] | None = No
     ``populate(root)`` runs on the complete new root before it is moved into place (the
     CLI writes the starter case's golden bodies with it); if it fails, nothing appears.
     """
+    if name is not None and not _AGENT_NAME.fullmatch(name):
+        raise UsageError(
+            f"--name {name!r}: an agent name is lowercase letters, digits and '-', starting"
+            " with a letter or digit (at most 64 characters)"
+        )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"refusing to init {str(target)!r}: it exists and is not empty")
     example = find_example_root()
@@ -104,9 +151,14 @@ def init_project(target: Path, *, populate: Callable[[Path], object] | None = No
             point_headers_at_schemas(case, up=2)
         write_schemas(staging / SCHEMAS_FOLDER)
         point_headers_at_schemas(staging / "rules")
+        if name is not None:
+            example_name = build_bundle(example).agent
+            if name != example_name:
+                _rename_agent(staging, example_name, name)
         bundle = build_bundle(staging)
         write_lock(bundle, staging)
         (staging / ".gitattributes").write_bytes(GITATTRIBUTES.encode("utf-8"))
+        (staging / ".gitignore").write_bytes(GITIGNORE.encode("utf-8"))
         if populate is not None:
             populate(staging)
         if target.exists():

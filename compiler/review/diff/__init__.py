@@ -24,6 +24,7 @@ import attrs
 
 from ...core.errors import PrefixlockError, UsageError
 from ...spec.build import build_bundle
+from ...spec.bundle import Bundle
 from ..compare import (
     CALL_VERDICTS,
     CONTENT_CHANGE,
@@ -42,9 +43,23 @@ from ..compare import (
 )
 from ..tables import align
 from .folders import CallDiff, FolderDiff, PairDiff, SourceIndexes, diff_folders
-from .sides import GOLDEN, WORKTREE, Side, read_body, resolve_side
+from .sides import GOLDEN, WORKTREE, Side, read_body, resolve_side, stale_golden
 
-__all__ = ["GOLDEN", "PROVIDERS", "WORKTREE", "DiffReport", "FileDiff", "diff", "render"]
+__all__ = [
+    "GOLDEN",
+    "PROVIDERS",
+    "STALE_ADVICE",
+    "UNKNOWN_IMPACT",
+    "WORKTREE",
+    "DiffReport",
+    "FileDiff",
+    "FolderDiff",
+    "PairDiff",
+    "details",
+    "diff",
+    "render",
+    "table_rows",
+]
 
 
 # --- text --------------------------------------------------------------------------------
@@ -72,7 +87,7 @@ def _delta(pair: PairDiff) -> str:
     return _money(delta, "+") + (f" ({share:+.1%})" if share is not None else "")
 
 
-def _details(pair: PairDiff) -> list[str]:
+def details(pair: PairDiff) -> list[str]:
     """The lines of one changed case x provider: a header, then each run of calls."""
     before, after = pair.old_report, pair.new_report
     cost = ""
@@ -107,7 +122,8 @@ def _details(pair: PairDiff) -> list[str]:
     return lines
 
 
-def _table(pairs: Sequence[PairDiff]) -> list[str]:
+def table_rows(pairs: Sequence[PairDiff]) -> list[tuple[str, ...]]:
+    """The summary table: a header, then one row per case x provider."""
     header = (
         "case",
         "provider",
@@ -138,14 +154,18 @@ def _table(pairs: Sequence[PairDiff]) -> list[str]:
                 _delta(pair),
             )
         )
-    return align((header, *body))
+    return [header, *body]
+
+
+def _table(pairs: Sequence[PairDiff]) -> list[str]:
+    return align(table_rows(pairs))
 
 
 def render(result: FolderDiff) -> Iterator[str]:
     """The text report: what changed per case x provider, the table, a summary line."""
     added, removed = set(result.cases_added), set(result.cases_removed)
     shown_cases: set[str] = set()
-    details = False
+    shown = False
     for pair in result.pairs:
         if pair.case in added or pair.case in removed:
             if pair.case not in shown_cases:
@@ -155,19 +175,19 @@ def render(result: FolderDiff) -> Iterator[str]:
                 calls = sum(p.new_calls if side == "NEW" else p.old_calls for p in group)
                 counted = f"{_plural(len(group), 'provider')}, {_plural(calls, 'call')}"
                 yield f"{pair.case or '.'}: case only in {side} ({counted})"
-                details = True
+                shown = True
             continue
         if not pair.old_calls or not pair.new_calls:
             side, present = (
                 ("NEW", pair.new_calls) if not pair.old_calls else ("OLD", pair.old_calls)
             )
             yield f"{pair.key}: only in {side} ({_plural(present, 'call')})"
-            details = True
+            shown = True
             continue
         if pair.changed:
-            yield from _details(pair)
-            details = True
-    if details:
+            yield from details(pair)
+            shown = True
+    if shown:
         yield ""
     yield f"old: {result.old.label}"
     yield f"new: {result.new.label}"
@@ -213,6 +233,11 @@ class FileDiff:
             yield f"{self.provider}: {line}" if not line.startswith(" ") else line
 
 
+#: The impact when a side's golden files were not built from its lock: the bodies
+#: compared are not what the specs send.
+UNKNOWN_IMPACT = "unknown"
+STALE_ADVICE = "run `prefixlock golden --update` and commit the result"
+
 #: Bundle parts whose change is a root change; every other part is rendered content.
 ROOT_PARTS = frozenset({"instructions.md", "tools.json", "settings.json"})
 
@@ -232,6 +257,10 @@ class DiffReport:
     result: FileDiff | FolderDiff
     #: bundle parts that differ between the two spec roots (None: not both buildable)
     parts: tuple[str, ...] | None = None
+    #: NEW's cases whose golden files record another bundle than its specs build
+    stale: tuple[str, ...] = ()
+    #: the same of OLD: a note (the comparison is with the bodies OLD's files hold)
+    old_stale: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
@@ -242,10 +271,24 @@ class DiffReport:
 
     @property
     def impact(self) -> str:
-        """``root change``, ``rendered-content change`` or ``none``."""
+        """``root change``, ``rendered-content change``, ``none``, or ``unknown`` when
+        golden files are stale against their lock."""
+        if self.stale:
+            return UNKNOWN_IMPACT
         if isinstance(self.result, FileDiff):
             return self.result.comparison.impact
         return self.result.impact
+
+    def impact_of(self, impact: str) -> bool:
+        """Whether any compared call has this deployment impact."""
+        if isinstance(self.result, FileDiff):
+            return self.result.comparison.impact == impact
+        return any(call.impact == impact for pair in self.result.pairs for call in pair.calls)
+
+    @staticmethod
+    def consequence(impact: str) -> str:
+        """What deploying a change of this class does to conversations."""
+        return _CONSEQUENCE[impact]
 
     def parts_of(self, impact: str) -> list[str]:
         """The changed bundle parts of one impact class."""
@@ -254,7 +297,21 @@ class DiffReport:
 
     def impact_lines(self) -> list[str]:
         impact = self.impact
+        notes = [f"note: {stale}" for stale in self.old_stale]
+        return notes + self._impact_lines(impact)
+
+    def _impact_lines(self, impact: str) -> list[str]:
+        if impact == UNKNOWN_IMPACT:
+            return [
+                *self.stale,
+                "deployment impact: unknown: the golden files are stale against the lock",
+            ]
         if impact == NO_IMPACT:
+            if self.parts:  # the specs changed where no golden call looks
+                return [
+                    "deployment impact: none in the golden cases, but no case renders the"
+                    f" changed {', '.join(self.parts)}; add a scenario that does"
+                ]
             return ["deployment impact: none"]
         lines = []
         for kind in (ROOT_CHANGE, CONTENT_CHANGE):
@@ -272,6 +329,8 @@ class DiffReport:
     def to_json(self) -> dict[str, Any]:
         out = self.result.to_json()
         out["impact"] = self.impact
+        out["stale_golden"] = list(self.stale)
+        out["old_stale_golden"] = list(self.old_stale)
         out["changed_parts"] = (
             None
             if self.parts is None
@@ -291,12 +350,19 @@ class DiffReport:
         yield from self.impact_lines()
 
 
-def _changed_parts(old: Side, new: Side) -> tuple[str, ...] | None:
-    """The bundle parts that differ between the two sides' spec roots, or None when
-    either does not build (a folder of bodies without its specs)."""
+def _bundle(side: Side) -> Bundle | None:
+    """The bundle of a side's spec root, or None when it does not build (a folder of
+    bodies without its specs)."""
     try:
-        before, after = build_bundle(old.root), build_bundle(new.root)
+        return build_bundle(side.root)
     except PrefixlockError:
+        return None
+
+
+def _changed_parts(before: Bundle | None, after: Bundle | None) -> tuple[str, ...] | None:
+    """The bundle parts that differ between the two sides' spec roots, or None when
+    either does not build."""
+    if before is None or after is None:
         return None
     a = {part.name: part.sha256 for part in before.parts}
     b = {part.name: part.sha256 for part in after.parts}
@@ -325,8 +391,11 @@ def diff(
         indexes = SourceIndexes()
         if a.is_folder:
             result = diff_folders(a, b, indexes)
-            changed = None if result.impact == NO_IMPACT else _changed_parts(a, b)
-            return DiffReport(result, changed)
+            before, after = _bundle(a), _bundle(b)
+            changed = _changed_parts(before, after)
+            old_stale = stale_golden(a, before.digest if before is not None else None)
+            stale = stale_golden(b, after.digest if after is not None else None)
+            return DiffReport(result, changed, tuple(stale), tuple(old_stale))
         old_bytes, new_bytes = read_body(a.path), read_body(b.path)
         name = provider or guess_provider(parse_body(new_bytes, str(b.path)), b.path)
         comparison = compare_bodies(

@@ -23,10 +23,21 @@ from typing import Any
 import attrs
 
 from ...core.errors import InputError, UsageError
+from ...spec.build import LOCK_FILE, locked_digest
 from ..compare import PROVIDERS
+from ..golden import CALLS_MD, stale_bundle
+from ..render import recorded_bundle
 from . import revisions
 
-__all__ = ["GOLDEN", "WORKTREE", "Side", "call_sets", "read_body", "resolve_side"]
+__all__ = [
+    "GOLDEN",
+    "WORKTREE",
+    "Side",
+    "call_sets",
+    "read_body",
+    "resolve_side",
+    "stale_golden",
+]
 
 #: The special OLD / NEW values that name the ``--golden`` folder of the working tree.
 WORKTREE = "WORKTREE"
@@ -122,7 +133,8 @@ def resolve_side(
     spec = revisions.relative_to_repo(root, top)
     wanted = [golden]
     if spec is not None:
-        wanted += [f"{spec}/prompt", f"{spec}/rules"] if spec != "." else ["prompt", "rules"]
+        kept = ("prompt", "rules", LOCK_FILE)
+        wanted += [f"{spec}/{name}" if spec != "." else name for name in kept]
     revisions.extract(top, commit, wanted, folder)
     spec_root = folder / spec if spec is not None else root
     return Side(given, "revision", folder / golden, spec_root, golden, commit, folder)
@@ -143,6 +155,24 @@ def call_sets(root: Path) -> dict[str, dict[int, Path]]:
         if calls:
             relative = folder.relative_to(root).as_posix()
             found[folder.name if relative == "." else relative] = dict(sorted(calls.items()))
+    return found
+
+
+def stale_golden(side: Side, built: str | None) -> list[str]:
+    """For a revision or the working tree: each case whose ``calls.md`` records another
+    bundle than its specs build (``built``; None: the lock's), as
+    ``REV: golden/<case> was built from bundle A, the lock is B; run ...``."""
+    if side.kind not in ("revision", "worktree") or not side.path.is_dir():
+        return []
+    lock = locked_digest(side.root)
+    where = f"{side.given}: " if side.kind == "revision" else ""
+    found = []
+    for page in sorted(side.path.rglob(CALLS_MD)):
+        case = page.parent.relative_to(side.path).as_posix()
+        label = side.golden if case == "." else f"{side.golden}/{case}"
+        stale = stale_bundle(label, recorded_bundle(page.read_bytes()), lock, built)
+        if stale is not None:
+            found.append(where + stale)
     return found
 
 
