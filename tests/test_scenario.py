@@ -427,8 +427,7 @@ def test_unknown_keys(here: Path) -> None:
         "action_context, compact, context, event, mode, open_files, query, "
         "selected_context, timestamp)",
         "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' (expected one of: text, tool_calls)",
-        "s.yaml:8:5: $.steps[2]: unknown key 'usr' (expected one of: assistant, background, "
-        "compact, injected, restart, retry, tool_results, user)",
+        "s.yaml:8:5: $.steps[2]: unknown key 'usr' (did you mean 'user'?)",
     ]
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from ..core.errors import PrefixlockError, SpecErrors
+from ..core.names import hint
 from ..core.resources import PACKAGE
 from . import bench, build, review, store
 from .console import BAD_INPUT, Command, err
@@ -28,6 +29,8 @@ COMMANDS: tuple[Command, ...] = (
     *review.COMMANDS,
     *bench.COMMANDS,
 )
+
+_NAMES = tuple(command.name for command in COMMANDS)
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE).
 CLOSED_PIPE = 141
@@ -80,8 +83,15 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``prefixlock``; returns the exit code."""
     parser = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and not given[0].startswith("-") and given[0] not in _NAMES:
+        # argparse's own message lists every command, unranked
+        parser.print_usage(sys.stderr)
+        why = hint(given[0], _NAMES, "commands")
+        err(f"prefixlock: error: unknown command {given[0]!r} ({why})")
+        return BAD_INPUT
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
     except SystemExit as exit_:  # usage errors (2), --help and --version (0)
         return exit_.code if isinstance(exit_.code, int) else BAD_INPUT
     try:

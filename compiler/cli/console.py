@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["BAD_INPUT", "FINDING", "OK", "Command", "err", "out", "safe"]
+from ..core.names import hint
+
+__all__ = ["BAD_INPUT", "FINDING", "OK", "Command", "choice", "err", "out", "safe"]
 
 OK = 0
 FINDING = 1
@@ -52,3 +54,18 @@ def out(text: str = "") -> None:
 def err(text: str) -> None:
     """A line of diagnostics or progress, to stderr (unsafe characters escaped)."""
     print(safe(text), file=sys.stderr, flush=True)
+
+
+def choice(what: str, names: Sequence[str]) -> Callable[[str], str]:
+    """An argparse ``type`` accepting one of ``names``; any other value is a usage error
+    with a "did you mean" (argparse's own ``choices`` lists them all, unranked)."""
+
+    def check(value: str) -> str:
+        if value not in names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {value!r} ({hint(value, names, 'choose from')})"
+            )
+        return value
+
+    check.__name__ = what  # argparse names the type in its messages
+    return check

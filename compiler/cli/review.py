@@ -17,7 +17,7 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
 from ..review.scenario import load_scenario
 from ..review.verify import verify
-from .console import FINDING, OK, Command, err, out
+from .console import FINDING, OK, Command, choice, err, out
 
 __all__ = ["COMMANDS"]
 
@@ -81,9 +81,11 @@ def _verify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tokenizer",
-        choices=TOKENIZERS,
+        type=choice("tokenizer", TOKENIZERS),
         default="estimate",
-        help="token counts of the cache simulation (default: UTF-8 bytes / 4)",
+        metavar="NAME",
+        help=f"token counts of the cache simulation: {', '.join(TOKENIZERS)} (default: "
+        "estimate, UTF-8 bytes / 4)",
     )
     parser.add_argument(
         "--no-hash-seed",
@@ -138,7 +140,7 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("new", metavar="NEW", help="the same kinds as OLD (files with files)")
     parser.add_argument(
         "--provider",
-        choices=PROVIDERS,
+        type=choice("provider", PROVIDERS),
         metavar="NAME",
         help="the bodies' wire format (default: from the folder name or the body's shape)",
     )
@@ -234,7 +236,7 @@ def _render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
         default="anthropic",
-        choices=PROVIDERS,
+        type=choice("provider", PROVIDERS),
         metavar="NAME",
         help="wire format (default: anthropic)",
     )
@@ -243,7 +245,7 @@ def _render_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("body", "raw", "messages"),
+        type=choice("format", ("body", "raw", "messages")),
         default="body",
         help="body: the request body, indented, wire key order kept (default); raw: the "
         "exact bytes POSTed; messages: each canonical message's text",

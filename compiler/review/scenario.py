@@ -39,13 +39,13 @@ them together, sorted, each at ``file:line:col`` with its ``$.path``:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
+from ..core.names import hint
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.build import build_bundle, find_example_root
@@ -282,7 +282,7 @@ class _Loader:
         names = [m.name for m in self.bundle.modes]
         if request.mode not in names:
             path = f"{given}.mode" if "mode" in body else "$.base.mode"
-            self.fail(path, f"unknown mode {request.mode!r} (modes: {', '.join(names)})")
+            self.fail(path, f"unknown mode {request.mode!r} ({hint(request.mode, names, 'modes')})")
 
     def check_tools(self, path: str, calls: Iterable[ToolCall]) -> None:
         if self.bundle is None:
@@ -290,9 +290,8 @@ class _Loader:
         names = [tool.name for tool in self.bundle.tools]
         for j, call in enumerate(calls):
             if call.name not in names:
-                close = difflib.get_close_matches(call.name, names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else "tools: " + ", ".join(names)
-                self.fail(f"{path}.tool_calls[{j}].name", f"unknown tool {call.name!r} ({hint})")
+                why = hint(call.name, names, "tools")
+                self.fail(f"{path}.tool_calls[{j}].name", f"unknown tool {call.name!r} ({why})")
 
 
 def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:
