@@ -3,7 +3,6 @@ gets a "did you mean" when a known name is close (difflib), else the list of kno
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -44,7 +43,7 @@ def test_an_unknown_enum_value_close_to_a_known_one() -> None:
 
 def _scenario_errors(tmp_path: Path, steps: str) -> list[str]:
     path = tmp_path / "s.yaml"
-    text = f"name: t\nconversation: c\nbundle: {REPO}\nsteps:\n{textwrap.dedent(steps)}"
+    text = f"name: t\nconversation: c\nbundle: {REPO}\nsteps:\n{steps}"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(SpecErrors) as info:
         load_scenario(path)
@@ -56,8 +55,8 @@ def test_an_unknown_scenario_mode_and_step_kind(tmp_path: Path) -> None:
         tmp_path, "  - user: {event: u1, query: q, mode: plna}\n  - usr: {event: u2, query: q}\n"
     )
     assert errors == [
-        "s.yaml:5:37: $.steps[0].user.mode: unknown mode 'plna' (did you mean 'plan'?)",
-        "s.yaml:6:3: $.steps[1]: unknown key 'usr' (did you mean 'user'?)",
+        "s.yaml:5:39: $.steps[0].user.mode: unknown mode 'plna' (did you mean 'plan'?)",
+        "s.yaml:6:5: $.steps[1]: unknown key 'usr' (did you mean 'user'?)",
     ]
 
 

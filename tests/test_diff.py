@@ -229,6 +229,7 @@ def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     code, lines = run(capsys, str(one), str(two), "--json", "--root", str(tmp_path), "--strict")
     assert code == 1
     assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
+        "format": "prefixlock.diff/1",
         "changed_parts": None,
         "old": {"given": str(one), "kind": "file", "path": str(one)},
         "new": {"given": str(two), "kind": "file", "path": str(two)},

@@ -17,7 +17,7 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
 from ..review.scenario import load_scenario
 from ..review.verify import verify
-from .console import FINDING, OK, Command, choice, err, out
+from .console import FINDING, OK, Command, choice, err, out, out_json
 
 __all__ = ["COMMANDS"]
 
@@ -102,7 +102,7 @@ def _run_verify(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer,
     )
     if args.json:
-        out(canonical.dumps(report.to_json()))
+        out_json("verify", report.to_json())
         return OK if report.ok else FINDING
     for failure in report.failures:
         for line in failure.lines():
@@ -175,7 +175,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
     if args.json:
-        out(canonical.dumps(report.to_json()))
+        out_json("diff", report.to_json())
     else:
         for line in report.lines():
             out(line)
