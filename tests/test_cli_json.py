@@ -13,6 +13,7 @@ from prefixlock.cli.commands import main
 from prefixlock.cli.console import ERROR_FORMAT, FORMATS
 from prefixlock.core import canonical
 from prefixlock.runtime.conversation import Conversation
+from prefixlock.spec.build import build_bundle
 from prefixlock.store.sqlite import SQLiteStore
 
 CASE = REPO / "golden" / "context-revert"
@@ -82,7 +83,8 @@ def test_a_scenario_error_is_json_with_its_location(
                 "command": "verify",
                 "errors": [
                     {
-                        "message": "unknown mode 'plna' (did you mean 'plan'?)",
+                        "message": "unknown mode 'plna' (did you mean 'plan'?) "
+                        f"(bundle: {REPO}, sha256:{build_bundle(REPO).digest[7:19]})",
                         "file": path.as_posix(),
                         "line": 5,
                         "column": 39,

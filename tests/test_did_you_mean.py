@@ -55,7 +55,8 @@ def test_an_unknown_scenario_mode_and_step_kind(tmp_path: Path) -> None:
         tmp_path, "  - user: {event: u1, query: q, mode: plna}\n  - usr: {event: u2, query: q}\n"
     )
     assert errors == [
-        "s.yaml:5:39: $.steps[0].user.mode: unknown mode 'plna' (did you mean 'plan'?)",
+        "s.yaml:5:39: $.steps[0].user.mode: unknown mode 'plna' (did you mean 'plan'?) "
+        f"(bundle: {REPO}, sha256:{build_bundle(REPO).digest[7:19]})",
         "s.yaml:6:5: $.steps[1]: unknown key 'usr' (did you mean 'user'?)",
     ]
 

@@ -197,7 +197,8 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 raise
             except PrefixlockError as err:
                 path = scenario.step_path(index)
-                raise SpecErrors([SpecError(step.location, path, str(err))]) from err
+                message = f"{err} ({scenario.bundle_note})"
+                raise SpecErrors([SpecError(step.location, path, message)]) from err
             if result is not None:
                 kind, event, request = result
                 made += 1

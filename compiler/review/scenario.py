@@ -64,6 +64,7 @@ from .steps import (
     Step,
     ToolResultsStep,
     UserStep,
+    bundle_note,
 )
 from .walk import Walk
 
@@ -122,7 +123,8 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
     root = _bundle_root(path, value)
     if bundle is None:
         bundle = _build(root, doc, "$.bundle" if "bundle" in value else "$", errors)
-    loader = _Loader(doc, value, bundle, errors, invalid)
+    note = bundle_note(root, bundle) if bundle is not None else ""
+    loader = _Loader(doc, value, bundle, errors, invalid, note)
     steps = loader.steps()
     if errors:
         raise SpecErrors(errors)
@@ -180,8 +182,10 @@ class _Loader:
         bundle: Bundle | None,
         errors: list[SpecError],
         invalid: list[str],
+        note: str,
     ) -> None:
         self.doc = doc
+        self.note = note  # names the bundle in the errors that depend on it
         self.value = value
         self.bundle = bundle
         self.errors = errors
@@ -282,7 +286,8 @@ class _Loader:
         names = [m.name for m in self.bundle.modes]
         if request.mode not in names:
             path = f"{given}.mode" if "mode" in body else "$.base.mode"
-            self.fail(path, f"unknown mode {request.mode!r} ({hint(request.mode, names, 'modes')})")
+            why = hint(request.mode, names, "modes")
+            self.fail(path, f"unknown mode {request.mode!r} ({why}) ({self.note})")
 
     def check_tools(self, path: str, calls: Iterable[ToolCall]) -> None:
         if self.bundle is None:
@@ -291,7 +296,8 @@ class _Loader:
         for j, call in enumerate(calls):
             if call.name not in names:
                 why = hint(call.name, names, "tools")
-                self.fail(f"{path}.tool_calls[{j}].name", f"unknown tool {call.name!r} ({why})")
+                message = f"unknown tool {call.name!r} ({why}) ({self.note})"
+                self.fail(f"{path}.tool_calls[{j}].name", message)
 
 
 def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:

@@ -305,9 +305,11 @@ def verify_scenario(
     previous: dict[str, bytes] = {}
     contexts: set[str] = set()
     events: dict[str, int] = {}  # event -> the number of its first (original) call
+    steps: dict[int, int] = {}  # call number -> the index of the step that made it
     calls = 0
     for call in iter_replay(scenario):
         calls += 1
+        steps[call.index] = call.step
         if call.kind == "retry":
             retry_of = events.get(call.event)
         else:
@@ -385,7 +387,17 @@ def verify_scenario(
                 cost_vs_bound=bounds[name].ratio(simulated.cost),
             )
         )
-    return rows, failures
+    return rows, [_located(failure, scenario, steps) for failure in failures]
+
+
+def _located(failure: Failure, scenario: Scenario, steps: Mapping[int, int]) -> Failure:
+    """``failure`` naming the step that made its call and the bundle it ran against."""
+    step = steps.get(failure.call) if failure.call is not None else None
+    return attrs.evolve(
+        failure,
+        step=failure.step if step is None else scenario.step_location(step),
+        bundle=scenario.bundle_note,
+    )
 
 
 def _model(calls: Sequence[Call], provider: str) -> str | None:
@@ -441,6 +453,7 @@ def verify(
                             scenario.file,
                             "hash seed",
                             f"the subprocess replay failed ({code}): {stderr}",
+                            bundle=scenario.bundle_note,
                         )
                     )
                 else:
