@@ -40,7 +40,14 @@ from ..core.model import ProviderSettings, ToolSpec
 from ..core.resources import example_dir
 from .bundle import Bundle, BundlePart, Mode
 from .loader import LoadedDocument, load_yaml_file, read_text_file
-from .outputs import LOCK_FILE, MANIFEST, check_outputs, write_lock, write_outputs
+from .outputs import (
+    LOCK_FILE,
+    MANIFEST,
+    check_outputs,
+    diff_outputs,
+    write_lock,
+    write_outputs,
+)
 from .templates import CompiledTemplate, compile_template
 from .validate import validate_document
 from .variables import CONVERSATION_VARIABLES, TURN_VARIABLES
@@ -50,6 +57,7 @@ __all__ = [
     "MANIFEST",
     "build_bundle",
     "check_outputs",
+    "diff_outputs",
     "find_example_root",
     "write_lock",
     "write_outputs",
