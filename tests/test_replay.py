@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -454,4 +455,33 @@ def test_a_step_the_conversation_refuses_names_its_line_path_and_bundle(
         "bytes, over the limit of 4194304 bytes (Limits.max_tool_output_bytes) "
         f"(bundle: {REPO}, sha256:{digest[7:19]})",
         "prefixlock replay: 1 error",
+    ]
+
+
+@pytest.mark.parametrize("command", ["replay", "verify"])
+def test_a_call_the_provider_cannot_express_names_its_step_and_bundle(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The minimal spec root has no gemini settings: the first call fails to serialize,
+    at the step that made it, and the error says which bundle lacks them."""
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: t\nconversation: c\nbundle: root\nsteps:\n"
+        "  - user: {event: u1, query: q}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user: {event: u2, query: again}\n",
+        encoding="utf-8",
+    )
+    digest = build_bundle(root).digest
+    args = {
+        "replay": ["--digests", str(tmp_path / "d")],
+        "verify": ["--no-hash-seed"],
+    }[command]
+    assert main([command, str(path), "--provider", "gemini", *args]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:5:5: $.steps[0].user: call 1: gemini: the request has no settings for "
+        f"provider 'gemini' (bundle: {root}, sha256:{digest[7:19]})",
+        f"prefixlock {command}: 1 error",
     ]

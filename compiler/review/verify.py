@@ -49,6 +49,7 @@ from .replay import (
     provider_names,
     replay_bodies,
     replay_digests,
+    serialize_at,
     serialize_calls,
     sparse_restarts,
 )
@@ -329,7 +330,7 @@ def verify_scenario(
                 checker.retries[call.index] = retry_of
             elif call.event in retried:
                 checker.keep.add(call.index)
-            body = provider.serialize(call.request)
+            body = serialize_at(scenario, call, provider)
             checker.add(body, call.request.epoch)
             digests[name].append(hashlib.sha256(body).hexdigest())
             totals[name] += len(body)
