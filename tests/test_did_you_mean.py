@@ -3,6 +3,7 @@ gets a "did you mean" when a known name is close (difflib), else the list of kno
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,35 @@ def test_an_unknown_replay_provider(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == (
         "prefixlock replay: unknown provider 'bedrock' (did you mean 'bedrock-converse'?)\n"
     )
+
+
+def test_an_unknown_subagent_tool_in_the_spec(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    (root / "rules" / "subagents.yaml").write_text(
+        "subagents:\n  - name: x\n    description: d\n    tools: [read_file, edit_fiel]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(SpecErrors) as info:
+        build_bundle(root)
+    assert [str(e) for e in info.value.errors] == [
+        "rules/subagents.yaml:4:24: $.subagents[0].tools[1]: unknown tool 'edit_fiel' "
+        "(did you mean 'edit_file'?)"
+    ]
+
+
+def test_an_unknown_subagent_tool_in_a_scenario(tmp_path: Path) -> None:
+    errors = _scenario_errors(
+        tmp_path,
+        "  - user: {event: u1, query: q}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user:\n"
+        "      event: u2\n"
+        "      query: q\n"
+        "      context: {subagents: [{name: x, description: d, tools: [grep_serch]}]}\n",
+    )
+    assert errors == [
+        "s.yaml:10:63: $.steps[2].user.context.subagents[0].tools[0]: unknown tool "
+        "'grep_serch' (did you mean 'grep_search'?) "
+        f"(bundle: {REPO}, sha256:{build_bundle(REPO).digest[7:19]})"
+    ]

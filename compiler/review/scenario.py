@@ -278,6 +278,7 @@ class _Loader:
             return None
         if kind == "user":
             self.check_mode(request, given, body)
+            self.check_subagent_tools(given, body)
         return request
 
     def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
@@ -288,6 +289,22 @@ class _Loader:
             path = f"{given}.mode" if "mode" in body else "$.base.mode"
             why = hint(request.mode, names, "modes")
             self.fail(path, f"unknown mode {request.mode!r} ({why}) ({self.note})")
+
+    def check_subagent_tools(self, given: str, body: Mapping[str, Any]) -> None:
+        """A subagent's ``tools`` sent in the context must name tools of the bundle."""
+        if self.bundle is None:
+            return
+        names = [tool.name for tool in self.bundle.tools]
+        for where, context in ((given, body.get("context")), ("$.base", self.base.get("context"))):
+            if not isinstance(context, Mapping) or "subagents" not in context:
+                continue
+            for i, subagent in enumerate(context["subagents"]):
+                for j, name in enumerate(subagent.get("tools", ())):
+                    if name not in names:
+                        why = hint(name, names, "tools")
+                        path = f"{where}.context.subagents[{i}].tools[{j}]"
+                        self.fail(path, f"unknown tool {name!r} ({why}) ({self.note})")
+            return  # a step's subagents replace the base's
 
     def check_tools(self, path: str, calls: Iterable[ToolCall]) -> None:
         if self.bundle is None:
