@@ -152,3 +152,34 @@ def test_an_unknown_subagent_tool_in_a_scenario(tmp_path: Path) -> None:
         "'grep_serch' (did you mean 'grep_search'?) "
         f"(bundle: {REPO}, sha256:{build_bundle(REPO).digest[7:19]})"
     ]
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        (
+            "{{ mode.remindr }}\n{{ query }}\n",
+            "prompt/mini/agent/runtime.md.j2:1: undefined value: 'dict object' has no "
+            "attribute 'remindr' (did you mean 'reminder'?)",
+        ),
+        (
+            "{{ mode.reminder }}\n{{ qeury }}\n",
+            "prompt/mini/agent/runtime.md.j2:2: runtime template uses unknown variable "
+            "'qeury' (did you mean 'query'? runtime templates may use only: action_context, "
+            "mode, open_files, query, selected_context, timestamp)",
+        ),
+    ],
+)
+def test_a_misspelt_template_name_fails_the_build_with_a_hint(
+    template: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    (root / "prompt" / "mini" / "agent" / "runtime.md.j2").write_text(template, "utf-8")
+    monkeypatch.chdir(root)
+    assert main(["build", "--check"]) == 2
+    assert capsys.readouterr().err.splitlines() == [message, "prefixlock build: 1 error"]
