@@ -450,9 +450,9 @@ def test_build_renders_every_template_once_with_a_sample(
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         f"prompt/cursor/ask/runtime.md.j2:{number}: undefined value: "
-        "'dict object' has no attribute 'remindr'",
+        "'dict object' has no attribute 'remindr' (did you mean 'reminder'?)",
         f"prompt/cursor/context.md.j2:{context_line}: undefined value: "
-        "'dict object' has no attribute 'brnch'",
+        "'dict object' has no attribute 'brnch' (did you mean 'branch'?)",
         "prefixlock build: 2 errors",
     ]
 
