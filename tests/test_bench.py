@@ -33,6 +33,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     report = json.loads(out)
     assert out == canonical.dumps_pretty(report)  # canonical JSON
     assert isinstance(report, dict)
+    assert report["format"] == "prefixlock.bench/1"
     return report
 
 

@@ -199,7 +199,8 @@ BROKEN: list[tuple[str, Mutation, list[str]]] = [
         edit("prompt/mini/ask/runtime.md.j2", "{{ query }}", "{{ user }}"),
         [
             f"{at('prompt/mini/ask/runtime.md.j2', 3)}: runtime template uses unknown"
-            f" variable 'user' (runtime templates may use only: {RUNTIME_MAY_USE})"
+            f" variable 'user' (did you mean 'query'? runtime templates may use only:"
+            f" {RUNTIME_MAY_USE})"
         ],
     ),
     (

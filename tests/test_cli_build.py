@@ -517,8 +517,81 @@ def test_build_renders_every_template_once_with_a_sample(
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         f"prompt/cursor/ask/runtime.md.j2:{number}: undefined value: "
-        "'dict object' has no attribute 'remindr'",
+        "'dict object' has no attribute 'remindr' (did you mean 'reminder'?)",
         f"prompt/cursor/context.md.j2:{context_line}: undefined value: "
-        "'dict object' has no attribute 'brnch'",
+        "'dict object' has no attribute 'brnch' (did you mean 'branch'?)",
         "prefixlock build: 2 errors",
     ]
+
+
+# --- build --check --diff ----------------------------------------------------------------
+
+
+def test_check_diff_prints_the_lock_and_part_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    assert main(["build", "--root", str(root)]) == 0
+    old = build_bundle(root)
+    break_tool_description(root)
+    new = build_bundle(root)
+    capsys.readouterr()
+    code, out, err = run(capsys, "build", "--root", str(root), "--check", "--diff")
+    assert code == 1
+    assert err.splitlines() == [
+        "prefixlock.lock differs: tools.json changed",
+        "prefixlock build --check: out of date; run `prefixlock build` to update",
+    ]
+    lock, tools = str(root / LOCK_FILE), str(root / "build" / "tools.json")
+    old_tools, new_tools = old.part("tools.json"), new.part("tools.json")
+    assert out.splitlines()[:7] == [
+        f"--- {lock}",
+        f"+++ {lock}",
+        "@@ -1,6 +1,6 @@",
+        " {",
+        '   "agent": "mini",',
+        f'-  "digest": "{old.digest}",',
+        f'+  "digest": "{new.digest}",',
+    ]
+    assert f'-      "sha256": "{old_tools.sha256}",' in out.splitlines()
+    assert f'+      "size": {new_tools.size}' in out.splitlines()
+    part = out[out.index(f"--- {tools}") :].splitlines()
+    assert part[1] == f"+++ {tools}"
+    assert [line for line in part if line[:1] in "+-" and line[:3] not in ("---", "+++")] == [
+        '-    "description": "Read a file.",',
+        '+    "description": "Read one file.",',
+    ]
+    assert "manifest.json" not in out  # the lock file's twin
+
+
+def test_check_diff_without_an_earlier_build_shows_the_lock_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    assert main(["build", "--root", str(root), "--out", str(tmp_path / "elsewhere")]) == 0
+    break_tool_description(root)
+    capsys.readouterr()
+    code, out, _ = run(capsys, "build", "--root", str(root), "--check", "--diff")
+    assert code == 1
+    assert [line for line in out.splitlines() if line.startswith("---")] == [
+        f"--- {root / LOCK_FILE}"
+    ]
+
+
+def test_check_diff_of_an_up_to_date_root_prints_no_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = spec_root(tmp_path)
+    assert main(["build", "--root", str(root)]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "build", "--root", str(root), "--check", "--diff")
+    assert (code, err) == (0, "")
+    assert out.startswith("up to date: ")
+
+
+def test_diff_without_check_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "build", "--root", str(spec_root(tmp_path)), "--diff")
+    assert (code, out) == (2, "")
+    assert err == "prefixlock build: --diff goes with --check (a build writes; it shows no diff)\n"

@@ -84,6 +84,7 @@ def _soak(url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     args = ["bench", "--soak", "--store", url, "--workers", "3", "--conversations", "3"]
     assert main([*args, "--events", "40", "--json"]) == 0
     report: dict[str, object] = json.loads(capsys.readouterr().out)
+    assert report["format"] == "prefixlock.bench-soak/1"
     assert report["store"] == redact_url(url)
     assert report["events"] == 3 * 40
     assert (report["lost"], report["duplicated"], report["errors_surfaced"]) == (0, 0, 0)
@@ -137,6 +138,7 @@ def test_store_bench_compares_history_lengths_next_to_sqlite(
     captured = capsys.readouterr()
     assert "hunter2" not in captured.out + captured.err
     report = json.loads(captured.out)
+    assert report["format"] == "prefixlock.bench-store/1"
     assert report["lengths"] == [40, 60]
     assert [s["store"] for s in report["stores"]] == ["temporary SQLite file", redact_url(url)]
     for store in report["stores"]:

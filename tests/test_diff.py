@@ -229,6 +229,7 @@ def test_json_of_two_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     code, lines = run(capsys, str(one), str(two), "--json", "--root", str(tmp_path), "--strict")
     assert code == 1
     assert json.loads(lines[0], object_pairs_hook=no_duplicates) == {
+        "format": "prefixlock.diff/1",
         "changed_parts": None,
         "stale_golden": [],
         "old_stale_golden": [],

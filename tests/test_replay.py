@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import attrs
 import prefixlock.providers as providers
 import prefixlock.review.replay as replay_module
 import pytest
+from conv_helpers import REPO
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.atomic import umask
@@ -33,6 +35,7 @@ from prefixlock.review.replay import (
 )
 from prefixlock.review.scenario import AssistantStep, Scenario, load_scenario
 from prefixlock.runtime.conversation import Conversation
+from prefixlock.spec.build import build_bundle
 from prefixlock.store.sqlite import SQLiteStore
 
 SCENARIO = """\
@@ -215,7 +218,10 @@ def test_an_operation_the_history_refuses_is_located_at_its_step(scenario: Scena
     (error,) = info.value.errors
     assert error.path == "$.steps[2].assistant"
     assert error.location == scenario.steps[3].location
-    assert error.message == "assistant output without a pending model call"
+    root, digest = scenario.bundle_root, scenario.bundle.digest
+    assert error.message == (
+        f"assistant output without a pending model call (bundle: {root}, sha256:{digest[7:19]})"
+    )
 
 
 # --------------------------------------------------------------------------- writing
@@ -432,3 +438,59 @@ def test_divergence_lets_only_the_last_wire_message_gain_blocks() -> None:
     )
     assert divergence(name, old, body(["ctx", "q"], ["a"], [])) == "$.messages[2].content[0]"
     assert (history_length(name, old), history_blocks(name, old)) == (3, 4)
+
+
+def test_a_step_the_conversation_refuses_names_its_line_path_and_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool output past the size limit passes the loader and is refused at replay: the
+    error names the step's ``file:line:col``, its ``$.steps[N]`` and the bundle."""
+    path = tmp_path / "case" / "scenario.yaml"
+    path.parent.mkdir()
+    big = "x" * (4 * 1024 * 1024 + 1)
+    path.write_text(
+        f"name: big\nconversation: c\nbundle: {REPO}\nsteps:\n"
+        "  - user: {event: u1, query: q}\n"
+        "  - assistant: {tool_calls: [{id: c1, name: read_file, arguments: {path: a}}]}\n"
+        f"  - tool_results: [{{call_id: c1, output: {big}}}]\n",
+        encoding="utf-8",
+    )
+    digest = build_bundle(REPO).digest
+    assert (
+        main(["replay", str(path), "--provider", "gemini", "--digests", str(tmp_path / "d")]) == 2
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:7:5: $.steps[2].tool_results: tool result for call 'c1': output is 4194305 "
+        "bytes, over the limit of 4194304 bytes (Limits.max_tool_output_bytes) "
+        f"(bundle: {REPO}, sha256:{digest[7:19]})",
+        "prefixlock replay: 1 error",
+    ]
+
+
+@pytest.mark.parametrize("command", ["replay", "verify"])
+def test_a_call_the_provider_cannot_express_names_its_step_and_bundle(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The minimal spec root has no gemini settings: the first call fails to serialize,
+    at the step that made it, and the error says which bundle lacks them."""
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: t\nconversation: c\nbundle: root\nsteps:\n"
+        "  - user: {event: u1, query: q}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user: {event: u2, query: again}\n",
+        encoding="utf-8",
+    )
+    digest = build_bundle(root).digest
+    args = {
+        "replay": ["--digests", str(tmp_path / "d")],
+        "verify": ["--no-hash-seed"],
+    }[command]
+    assert main([command, str(path), "--provider", "gemini", *args]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:5:5: $.steps[0].user: call 1: gemini: the request has no settings for "
+        f"provider 'gemini' (bundle: {root}, sha256:{digest[7:19]})",
+        f"prefixlock {command}: 1 error",
+    ]

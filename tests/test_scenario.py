@@ -23,7 +23,7 @@ from prefixlock.review.scenario import (
 )
 from prefixlock.runtime.request import RequestKind
 from prefixlock.runtime.tools import ToolCall, ToolResult
-from prefixlock.spec.build import find_example_root
+from prefixlock.spec.build import build_bundle, find_example_root
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,6 +31,12 @@ HEAD = """\
 name: test
 conversation: conv-1
 """
+
+
+def note() -> str:
+    """How an error names the bundle a scenario without ``bundle:`` ran against."""
+    root = find_example_root()
+    return f"(bundle: {root}, sha256:{build_bundle(root).digest[7:19]})"
 
 
 @pytest.fixture
@@ -427,8 +433,7 @@ def test_unknown_keys(here: Path) -> None:
         "action_context, compact, context, event, mode, open_files, query, "
         "selected_context, timestamp)",
         "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' (expected one of: text, tool_calls)",
-        "s.yaml:8:5: $.steps[2]: unknown key 'usr' (expected one of: assistant, background, "
-        "compact, injected, restart, retry, tool_results, user)",
+        "s.yaml:8:5: $.steps[2]: unknown key 'usr' (did you mean 'user'?)",
     ]
 
 
@@ -491,10 +496,11 @@ def test_unknown_modes_and_tools(here: Path) -> None:
     )
     problems = errors(text)
     assert problems[:3] == [
-        "s.yaml:3:14: $.base.mode: unknown mode 'yolo' (modes: agent, ask, debug, plan)",
-        "s.yaml:5:39: $.steps[0].user.mode: unknown mode 'review' (modes: agent, ask, debug, plan)",
+        f"s.yaml:3:14: $.base.mode: unknown mode 'yolo' (modes: agent, ask, debug, plan) {note()}",
+        "s.yaml:5:39: $.steps[0].user.mode: unknown mode 'review' "
+        f"(modes: agent, ask, debug, plan) {note()}",
         "s.yaml:6:45: $.steps[1].assistant.tool_calls[0].name: unknown tool 'reed_file' "
-        "(did you mean 'read_file'?)",
+        f"(did you mean 'read_file'?) {note()}",
     ]
     assert problems[3].startswith(
         "s.yaml:6:72: $.steps[1].assistant.tool_calls[1].name: unknown tool 'teleport' "
@@ -514,7 +520,8 @@ def test_all_errors_of_a_file_are_reported_together_sorted(here: Path) -> None:
     )
     assert errors(text) == [
         "s.yaml:4:5: $.steps[0].assistant: assistant step before any user turn",
-        "s.yaml:5:39: $.steps[1].user.mode: unknown mode 'nope' (modes: agent, ask, debug, plan)",
+        "s.yaml:5:39: $.steps[1].user.mode: unknown mode 'nope' "
+        f"(modes: agent, ask, debug, plan) {note()}",
         "s.yaml:7:5: $.steps[3].tool_results: tool results must answer every pending call; "
         "missing: c1",
         "s.yaml:7:30: $.steps[3].tool_results[0].call_id: tool result for unknown call id "

@@ -193,8 +193,7 @@ def test_the_examples_in_docs_specs_md_pass(section: str) -> None:
 def test_unknown_key_is_located_at_the_key() -> None:
     text = "rules:\n  - name: a\n    kind: always\n    body: x\n    glob: '*.py'\n"
     assert problems(text, "rules", "rules/rules.yaml") == [
-        "rules/rules.yaml:5:5: $.rules[0]: unknown key 'glob' "
-        "(expected one of: body, description, globs, kind, name)"
+        "rules/rules.yaml:5:5: $.rules[0]: unknown key 'glob' (did you mean 'globs'?)"
     ]
 
 
@@ -470,7 +469,8 @@ tools:
 """
     assert problems(text, "tools", "rules/tools.yaml") == [
         "rules/tools.yaml:7:22: $.tools[0].parameters.properties.path.type: invalid JSON Schema: "
-        "expected one of array, boolean, integer, null, number, object, string; got 'strng'",
+        "expected one of array, boolean, integer, null, number, object, string; got 'strng' "
+        "(did you mean 'string'?)",
         "rules/tools.yaml:8:40: $.tools[0].parameters.properties.line.minimum: "
         "invalid JSON Schema: expected a number, got a string",
         "rules/tools.yaml:9:39: $.tools[0].parameters.properties.tags.minItems: "
@@ -492,10 +492,11 @@ def test_free_form_objects_take_any_keys() -> None:
 
 
 def test_provider_names_are_restricted() -> None:
-    text = "providers:\n  openai: {model: gpt, max_tokens: 1}\n"
+    text = "providers:\n  openai: {model: gpt, max_tokens: 1}\n  gpt: {model: g, max_tokens: 1}\n"
     assert problems(text, "providers", "rules/providers.yaml") == [
-        "rules/providers.yaml:2:3: $.providers: unknown key 'openai' (expected one of: "
-        "anthropic, bedrock-converse, gemini, openai-chat, openai-responses)"
+        "rules/providers.yaml:2:3: $.providers: unknown key 'openai' (did you mean 'openai-chat'?)",
+        "rules/providers.yaml:3:3: $.providers: unknown key 'gpt' (expected one of: "
+        "anthropic, bedrock-converse, gemini, openai-chat, openai-responses)",
     ]
 
 

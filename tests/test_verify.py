@@ -28,6 +28,7 @@ from prefixlock.review.verify import (
     verify,
     verify_scenario,
 )
+from prefixlock.spec.build import build_bundle, find_example_root
 from prefixlock.spec.loader import load_yaml_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -367,7 +368,7 @@ def test_json_output_shape(scenario_file: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert out == canonical.dumps(json.loads(out)) + "\n"  # canonical JSON
     report = json.loads(out)
-    assert sorted(report) == ["failures", "ok", "results", "tokenizer"]
+    assert sorted(report) == ["failures", "format", "ok", "results", "tokenizer"]
     assert (report["ok"], report["failures"], report["tokenizer"]) == (True, [], "estimate")
     [row] = report["results"]
     assert sorted(row) == [
@@ -449,6 +450,12 @@ def test_bytes_that_differ_under_another_hash_seed_are_reported(
     )
     assert failure.message.startswith("replay in a subprocess under PYTHONHASHSEED=")
     assert failure.source == f"{scenario_file}:7"  # the rule's line in the scenario
+    assert failure.step == f"{scenario_file}:11:5 $.steps[0].user"  # the call's step
+    root = find_example_root()
+    note = f"bundle: {root}, sha256:{build_bundle(root).digest[7:19]}"
+    assert failure.bundle == note
+    assert failure.lines()[-2:] == [f"  step: {scenario_file}:11:5 $.steps[0].user", f"  {note}"]
+    assert failure.to_json()["step"] == failure.step
     assert rows[0].prefix_stable  # the in-process replay itself is stable
 
 

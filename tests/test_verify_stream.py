@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import queue
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import IO
 
+from conv_helpers import REPO
 from prefixlock.bench.scenarios import long_scenario, write_long_scenario
 from prefixlock.cli.commands import main
 from prefixlock.review.replay import (
@@ -64,3 +72,94 @@ def test_generated_turn_times_never_go_back() -> None:
     stamps = [s["user"]["timestamp"] for s in long_scenario(3000)["steps"] if "user" in s]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
     assert stamps[-1].startswith("2026-03-20T")
+
+
+# --- the CLI streams its table -------------------------------------------------------
+
+#: Runs ``prefixlock`` with every scenario after the first held until the file
+#: ``argv[1]`` exists: the first case's rows can only be read before the end if they are
+#: printed when that case is done.
+GATED = """
+import pathlib, sys, time
+import prefixlock.review.verify as verify
+gate, done = pathlib.Path(sys.argv[1]), []
+original = verify.verify_scenario
+def gated(*args, **kwargs):
+    while done and not gate.exists():
+        time.sleep(0.02)
+    done.append(1)
+    return original(*args, **kwargs)
+verify.verify_scenario = gated
+from prefixlock.cli.commands import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+CASES = [REPO / "golden" / "context-revert", REPO / "golden" / "mcp-order"]
+VERIFY = ["verify", *map(str, CASES), "--no-hash-seed", "--provider", "gemini"]
+
+
+def _lines(stream: IO[bytes]) -> queue.Queue[str | None]:
+    """The lines of ``stream`` as they arrive (None at its end), read by a thread."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line.decode("utf-8").rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def test_verify_prints_each_row_when_its_case_is_done(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    process = subprocess.Popen(
+        [sys.executable, "-c", GATED, str(gate), *VERIFY],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        lines = _lines(process.stdout)
+        header = lines.get(timeout=120)
+        assert header is not None and header.split()[:3] == ["scenario", "provider", "calls"]
+        first = lines.get(timeout=120)  # the second case is still held: this is streamed
+        assert first is not None
+        assert first.split()[:5] == ["context-revert", "gemini", "4", "3", "yes"]
+        assert process.poll() is None
+        gate.touch()
+        rest = []
+        while (line := lines.get(timeout=120)) is not None:
+            rest.append(line)
+        assert process.wait(timeout=120) == 0
+        assert rest[0].split()[:2] == ["mcp-order", "gemini"]
+        assert rest[-1] == "2 scenario(s) x 1 provider(s): every invariant holds"
+        assert process.stderr.read() == b""  # not a terminal: no progress line
+    finally:
+        process.kill()  # a failed assertion must not leave the held child running
+        process.wait()
+
+
+def test_verify_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prefixlock", *VERIFY], stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == 0
+    assert seen == (
+        b"\r\x1b[K[1/2] verifying context-revert...\r\x1b[K"
+        b"\r\x1b[K[2/2] verifying mcp-order...\r\x1b[K\r\x1b[K"
+    )
+    assert b"\x1b" not in out and out.decode().splitlines()[1].startswith("context-revert")

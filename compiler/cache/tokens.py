@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import attrs
 
 from ..core.errors import UnknownNameError, UsageError
+from ..core.names import hint
 
 __all__ = ["NAMES", "ByteEstimate", "Tiktoken", "Tokenizer", "get_tokenizer"]
 
@@ -88,4 +89,4 @@ def get_tokenizer(name: str = "estimate") -> Tokenizer:
             ) from None
         encoding_name = "o200k_base"
         return Tiktoken(module.get_encoding(encoding_name), encoding_name)
-    raise UnknownNameError(f"unknown tokenizer {name!r} (known: {', '.join(NAMES)})")
+    raise UnknownNameError(f"unknown tokenizer {name!r} ({hint(name, NAMES, 'known')})")

@@ -17,8 +17,7 @@ from ..bench.fleet import (
 )
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
-from ..core import canonical
-from .console import FINDING, OK, Command, err, out
+from .console import FINDING, OK, Command, err, out, out_json
 
 __all__ = ["COMMANDS"]
 
@@ -107,7 +106,7 @@ def _run_soak(args: argparse.Namespace) -> int:
     )
     report = soak(args.store, config, progress=lambda text: err(text))
     if args.json:
-        out(canonical.dumps_pretty(report).rstrip("\n"))
+        out_json("bench-soak", report, pretty=True)
     else:
         out(format_soak(report))
     return OK if soak_ok(report) else FINDING
@@ -122,7 +121,7 @@ def _run_bench(args: argparse.Namespace) -> int:
             args.store, args.calls or STORE_CALLS, args.seed, progress=lambda text: err(text)
         )
         if args.json:
-            out(canonical.dumps_pretty(store_report).rstrip("\n"))
+            out_json("bench-store", store_report, pretty=True)
         else:
             out(format_store_bench(store_report))
         return OK
@@ -133,7 +132,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         progress=lambda text: err(text),
     )
     if args.json:
-        out(canonical.dumps_pretty(report).rstrip("\n"))
+        out_json("bench", report, pretty=True)
     else:
         out(format_report(report))
     return OK

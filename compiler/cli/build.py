@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from ..core.errors import SpecErrors
+from ..core.errors import SpecErrors, UsageError
 from ..review.golden import update_golden
 from ..runtime.context import check_templates
-from ..spec.build import LOCK_FILE, MANIFEST, build_bundle, check_outputs, write_outputs
+from ..spec.build import (
+    LOCK_FILE,
+    MANIFEST,
+    build_bundle,
+    check_outputs,
+    diff_outputs,
+    write_outputs,
+)
 from ..spec.bundle import Bundle
 from ..spec.scaffold import GOLDEN, SCHEMAS_FOLDER, init_project, write_schemas
 from ..spec.validate import SCHEMA_NAMES
-from .console import FINDING, OK, Command, err, out
+from .console import FINDING, OK, Command, err, out, safe
 
 __all__ = ["COMMANDS"]
 
@@ -40,10 +48,19 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
             " output folder) differs from what would be built"
         ),
     )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="with --check: print what a build would change as a unified diff: the lock "
+        "file, and each changed part of the output folder (--out, else ROOT/build when it "
+        "holds an earlier build), JSON parts indented",
+    )
 
 
 def _run_build(args: argparse.Namespace) -> int:
     root: Path = args.root
+    if args.diff and not args.check:
+        raise UsageError("--diff goes with --check (a build writes; it shows no diff)")
     bundle = build_bundle(root)
     rendered = check_templates(bundle)  # a sample turn through every template
     if rendered:
@@ -52,6 +69,8 @@ def _run_build(args: argparse.Namespace) -> int:
         # Without an explicit --out only the committed lock file is compared: the output
         # folder is a local, ignored artefact that CI and pre-commit never see.
         problems = check_outputs(bundle, root, args.out)
+        if problems and args.diff:
+            sys.stdout.write(safe(diff_outputs(bundle, root, args.out)))
         if problems:
             for problem in problems:
                 err(problem)

@@ -14,11 +14,13 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import NoReturn
 
-from ..core.errors import PrefixlockError, SpecErrors
+from ..core.errors import Location, PrefixlockError, SpecError, SpecErrors
+from ..core.names import hint
 from ..core.resources import PACKAGE
 from . import bench, build, review, store
-from .console import BAD_INPUT, Command, err
+from .console import BAD_INPUT, Command, err, error_json
 
 __all__ = ["COMMANDS", "Command", "main"]
 
@@ -28,6 +30,8 @@ COMMANDS: tuple[Command, ...] = (
     *review.COMMANDS,
     *bench.COMMANDS,
 )
+
+_NAMES = tuple(command.name for command in COMMANDS)
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE).
 CLOSED_PIPE = 141
@@ -46,7 +50,7 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="prefixlock",
         description="Compile coding-agent prompt specs into a byte-exact, append-only history.",
     )
@@ -61,9 +65,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    as_json = bool(getattr(args, "json", False))
     try:
         code: int = args.run(args)
     except SpecErrors as error:
+        if as_json:
+            error_json(args.command, error.errors)
+            return BAD_INPUT
         for problem in error.errors:
             err(str(problem))
         count = len(error.errors)
@@ -72,18 +80,59 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # our reader went away: not bad input (see main)
     except (PrefixlockError, OSError) as error:
-        err(f"prefixlock {args.command}: {error}")
+        if as_json:
+            error_json(args.command, [_problem(error)])
+        else:
+            err(f"prefixlock {args.command}: {error}")
         return BAD_INPUT
     return code
+
+
+def _problem(error: Exception) -> SpecError | str:
+    """An error as :func:`error_json` reports it: an OS error names its file."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return SpecError(Location(str(error.filename)), "", error.strerror or str(error))
+    return str(error)
+
+
+class _UsageError(Exception):
+    """An argparse usage error, held back so that ``--json`` can report it as JSON."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``prefixlock``; returns the exit code."""
     parser = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and not given[0].startswith("-") and given[0] not in _NAMES:
+        # argparse's own message lists every command, unranked
+        message = f"unknown command {given[0]!r} ({hint(given[0], _NAMES, 'commands')})"
+        if "--json" in given:
+            error_json(None, [message])
+        else:
+            parser.print_usage(sys.stderr)
+            err(f"prefixlock: error: {message}")
+        return BAD_INPUT
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:  # usage errors (2), --help and --version (0)
+        args = parser.parse_args(given)
+    except SystemExit as exit_:  # --help and --version (0)
         return exit_.code if isinstance(exit_.code, int) else BAD_INPUT
+    except _UsageError as usage:
+        if "--json" in given:
+            error_json(None if given[0].startswith("-") else given[0], [usage.message])
+        else:
+            usage.parser.print_usage(sys.stderr)
+            err(f"{usage.parser.prog}: error: {usage.message}")
+        return BAD_INPUT
     try:
         code = _run(args)
         sys.stdout.flush()

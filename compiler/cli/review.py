@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..cache.tokens import NAMES as TOKENIZERS
@@ -13,12 +14,13 @@ from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
 from ..review.diff.formats import github, markdown
 from ..review.golden import check_golden, pretty_body, update_golden
+from ..review.invariants import Failure
 from ..review.page import report_page
 from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
 from ..review.scenario import load_scenario
-from ..review.verify import verify
-from .console import FINDING, OK, Command, err, out
+from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
+from .console import FINDING, OK, Command, choice, err, out, out_json, safe
 
 __all__ = ["COMMANDS"]
 
@@ -82,9 +84,11 @@ def _verify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tokenizer",
-        choices=TOKENIZERS,
+        type=choice("tokenizer", TOKENIZERS),
         default="estimate",
-        help="token counts of the cache simulation (default: UTF-8 bytes / 4)",
+        metavar="NAME",
+        help=f"token counts of the cache simulation: {', '.join(TOKENIZERS)} (default: "
+        "estimate, UTF-8 bytes / 4)",
     )
     parser.add_argument(
         "--no-hash-seed",
@@ -93,22 +97,58 @@ def _verify_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Stream(Listener):
+    """Prints the verify table a row at a time as each scenario is done; on a terminal,
+    a progress line on stderr while one runs (never in a pipe or a CI log)."""
+
+    def __init__(self) -> None:
+        self.widths: list[int] = []
+        self.progress = sys.stderr.isatty()
+
+    def started(self, labels: Sequence[str], names: Sequence[str]) -> None:
+        self.widths = table_widths(labels, names)
+        out(table_line(HEADER, self.widths))
+        sys.stdout.flush()
+
+    def case_started(self, index: int, count: int, label: str) -> None:
+        if self.progress:
+            # \r and erase-line by hand: err() escapes control characters
+            sys.stderr.write(f"\r\x1b[K[{index + 1}/{count}] verifying {safe(label)}...")
+            sys.stderr.flush()
+
+    def case_done(self, rows: Sequence[Row], failures: Sequence[Failure]) -> None:
+        self.clear()
+        for row in rows:
+            out(row_line(row, self.widths))
+        sys.stdout.flush()
+
+    def clear(self) -> None:
+        if self.progress:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
 def _run_verify(args: argparse.Namespace) -> int:
-    report = verify(
-        args.paths,
-        args.provider or ["all"],
-        hash_seed=not args.no_hash_seed,
-        tokenizer=args.tokenizer,
-    )
+    stream = None if args.json else _Stream()
+    try:
+        report = verify(
+            args.paths,
+            args.provider or ["all"],
+            hash_seed=not args.no_hash_seed,
+            tokenizer=args.tokenizer,
+            listener=stream,
+        )
+    finally:
+        if stream is not None:
+            stream.clear()
     if args.json:
-        out(canonical.dumps(report.to_json()))
+        out_json("verify", report.to_json())
         return OK if report.ok else FINDING
+    if report.failures:
+        out()
     for failure in report.failures:
         for line in failure.lines():
             out(line)
-    if report.failures:
-        out()
-    out(report.table())
     cases = len({row.file for row in report.rows})
     names = len({row.provider for row in report.rows})
     if report.ok:
@@ -140,7 +180,7 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("new", metavar="NEW", help="the same kinds as OLD (files with files)")
     parser.add_argument(
         "--provider",
-        choices=PROVIDERS,
+        type=choice("provider", PROVIDERS),
         metavar="NAME",
         help="the bodies' wire format (default: from the folder name or the body's shape)",
     )
@@ -184,7 +224,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
     if args.json or args.format == "json":
-        out(canonical.dumps(report.to_json()))
+        out_json("diff", report.to_json())
     elif args.format in ("markdown", "github"):
         lines = (
             markdown(report) if args.format == "markdown" else github(report, strict=args.strict)
@@ -265,7 +305,7 @@ def _render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
         default="anthropic",
-        choices=PROVIDERS,
+        type=choice("provider", PROVIDERS),
         metavar="NAME",
         help="wire format (default: anthropic)",
     )
@@ -274,7 +314,7 @@ def _render_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("body", "raw", "messages"),
+        type=choice("format", ("body", "raw", "messages")),
         default="body",
         help="body: the request body, indented, wire key order kept (default); raw: the "
         "exact bytes POSTed; messages: each canonical message's text",

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core import canonical
 from ..core.errors import InputError, UsageError
 from ..review.cacheuse import DEFAULT_SLACK, cache_use
 from ..review.inspection import inspect_json, inspect_text
@@ -14,7 +13,7 @@ from ..review.tables import align
 from ..store.contract import DurableStore, Head, head_problems
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
-from .console import FINDING, OK, Command, err, out, safe
+from .console import FINDING, OK, Command, err, out, out_json, safe
 
 __all__ = ["COMMANDS"]
 
@@ -57,7 +56,7 @@ def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
     report = cache_use(store, args.conversation, slack=args.slack)
     if args.json:
-        out(canonical.dumps_pretty(report.to_json()).rstrip("\n"))
+        out_json("inspect-cache", report.to_json(), pretty=True)
     else:
         for line in align(report.rows()):
             out(line.rstrip())
@@ -69,13 +68,16 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
 def _run_inspect(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         if args.conversation is None:
+            if args.json:
+                out_json("inspect-list", {"conversations": list(store.conversations())})
+                return OK
             for conversation in store.conversations():
                 out(conversation)
             return OK
         if args.cache:
             return _run_cache(store, args)
         if args.json:
-            out(canonical.dumps_pretty(inspect_json(store, args.conversation)).rstrip("\n"))
+            out_json("inspect", inspect_json(store, args.conversation), pretty=True)
         else:
             sys.stdout.write(safe(inspect_text(store, args.conversation)))
     return OK

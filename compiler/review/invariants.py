@@ -69,6 +69,10 @@ class Failure:
     old: str | None = None
     new: str | None = None
     source: str | None = None
+    #: the scenario step that made the call (``s.yaml:12:5 $.steps[3].user``)
+    step: str | None = None
+    #: the bundle the scenario ran against (``bundle: /spec/root, sha256:...``)
+    bundle: str | None = None
 
     def lines(self) -> list[str]:
         where = " · ".join(
@@ -89,6 +93,10 @@ class Failure:
             out.append(f"  new: {self.new}")
         if self.source is not None:
             out.append(f"  source: {self.source}")
+        if self.step is not None:
+            out.append(f"  step: {self.step}")
+        if self.bundle is not None:
+            out.append(f"  {self.bundle}")
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -62,6 +62,7 @@ __all__ = [
     "replay",
     "replay_bodies",
     "replay_digests",
+    "serialize_at",
     "serialize_calls",
     "sparse_restarts",
     "write_bodies",
@@ -197,7 +198,8 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 raise
             except PrefixlockError as err:
                 path = scenario.step_path(index)
-                raise SpecErrors([SpecError(step.location, path, str(err))]) from err
+                message = f"{err} ({scenario.bundle_note})"
+                raise SpecErrors([SpecError(step.location, path, message)]) from err
             if result is not None:
                 kind, event, request = result
                 made += 1
@@ -236,6 +238,18 @@ def _run(
     return None
 
 
+def serialize_at(scenario: Scenario, call: Call, provider: registry.Provider) -> bytes:
+    """``call``'s body; a request the provider cannot express is a :class:`SpecErrors`
+    at the step that made the call, naming the bundle (its settings, its tools)."""
+    try:
+        return provider.serialize(call.request)
+    except PrefixlockError as err:
+        message = f"call {call.index}: {err} ({scenario.bundle_note})"
+        step = scenario.steps[call.step]
+        error = SpecError(step.location, scenario.step_path(call.step), message)
+        raise SpecErrors([error]) from err
+
+
 def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str, list[bytes]]:
     """Provider name -> the body of every call, from one provider instance each."""
     out: dict[str, list[bytes]] = {}
@@ -249,7 +263,12 @@ def replay_bodies(
     scenario: Scenario, providers: Sequence[str], **kw: Any
 ) -> dict[str, list[bytes]]:
     """Provider name -> the exact body of every model call (``kw``: of :func:`replay`)."""
-    return serialize_calls(replay(scenario, **kw), providers)
+    calls = replay(scenario, **kw)
+    out: dict[str, list[bytes]] = {}
+    for name in providers:
+        provider = registry.get(name)
+        out[name] = [serialize_at(scenario, call, provider) for call in calls]
+    return out
 
 
 def replay_digests(
@@ -264,7 +283,7 @@ def replay_digests(
     out: dict[str, list[str]] = {name: [] for name in providers}
     for call in iter_replay(scenario, restart=restart):
         for name, provider in live.items():
-            out[name].append(hashlib.sha256(provider.serialize(call.request)).hexdigest())
+            out[name].append(hashlib.sha256(serialize_at(scenario, call, provider)).hexdigest())
     return out
 
 

@@ -39,13 +39,13 @@ them together, sorted, each at ``file:line:col`` with its ``$.path``:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
+from ..core.names import hint
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.build import build_bundle, find_example_root
@@ -64,6 +64,7 @@ from .steps import (
     Step,
     ToolResultsStep,
     UserStep,
+    bundle_note,
 )
 from .walk import Walk
 
@@ -122,7 +123,8 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
     root = _bundle_root(path, value)
     if bundle is None:
         bundle = _build(root, doc, "$.bundle" if "bundle" in value else "$", errors)
-    loader = _Loader(doc, value, bundle, errors, invalid)
+    note = bundle_note(root, bundle) if bundle is not None else ""
+    loader = _Loader(doc, value, bundle, errors, invalid, note)
     steps = loader.steps()
     if errors:
         raise SpecErrors(errors)
@@ -180,8 +182,10 @@ class _Loader:
         bundle: Bundle | None,
         errors: list[SpecError],
         invalid: list[str],
+        note: str,
     ) -> None:
         self.doc = doc
+        self.note = note  # names the bundle in the errors that depend on it
         self.value = value
         self.bundle = bundle
         self.errors = errors
@@ -274,6 +278,7 @@ class _Loader:
             return None
         if kind == "user":
             self.check_mode(request, given, body)
+            self.check_subagent_tools(given, body)
         return request
 
     def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
@@ -282,7 +287,24 @@ class _Loader:
         names = [m.name for m in self.bundle.modes]
         if request.mode not in names:
             path = f"{given}.mode" if "mode" in body else "$.base.mode"
-            self.fail(path, f"unknown mode {request.mode!r} (modes: {', '.join(names)})")
+            why = hint(request.mode, names, "modes")
+            self.fail(path, f"unknown mode {request.mode!r} ({why}) ({self.note})")
+
+    def check_subagent_tools(self, given: str, body: Mapping[str, Any]) -> None:
+        """A subagent's ``tools`` sent in the context must name tools of the bundle."""
+        if self.bundle is None:
+            return
+        names = [tool.name for tool in self.bundle.tools]
+        for where, context in ((given, body.get("context")), ("$.base", self.base.get("context"))):
+            if not isinstance(context, Mapping) or "subagents" not in context:
+                continue
+            for i, subagent in enumerate(context["subagents"]):
+                for j, name in enumerate(subagent.get("tools", ())):
+                    if name not in names:
+                        why = hint(name, names, "tools")
+                        path = f"{where}.context.subagents[{i}].tools[{j}]"
+                        self.fail(path, f"unknown tool {name!r} ({why}) ({self.note})")
+            return  # a step's subagents replace the base's
 
     def check_tools(self, path: str, calls: Iterable[ToolCall]) -> None:
         if self.bundle is None:
@@ -290,9 +312,9 @@ class _Loader:
         names = [tool.name for tool in self.bundle.tools]
         for j, call in enumerate(calls):
             if call.name not in names:
-                close = difflib.get_close_matches(call.name, names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else "tools: " + ", ".join(names)
-                self.fail(f"{path}.tool_calls[{j}].name", f"unknown tool {call.name!r} ({hint})")
+                why = hint(call.name, names, "tools")
+                message = f"unknown tool {call.name!r} ({why}) ({self.note})"
+                self.fail(f"{path}.tool_calls[{j}].name", message)
 
 
 def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "Step",
     "ToolResultsStep",
     "UserStep",
+    "bundle_note",
 ]
 
 #: The step kinds, in the order the format lists them.
@@ -145,6 +146,16 @@ class Scenario:
     bundle: Bundle
     steps: tuple[Step, ...]
 
+    @property
+    def bundle_note(self) -> str:
+        """``bundle: /spec/root, sha256:0123456789ab``: which bundle the scenario ran
+        against, for its error messages (:func:`bundle_note`)."""
+        return bundle_note(self.bundle_root, self.bundle)
+
+    def step_location(self, index: int) -> str:
+        """``scenario.yaml:12:5 $.steps[3].user``: where step ``index`` is written."""
+        return f"{self.steps[index].location} {self.step_path(index)}"
+
     def step_path(self, index: int) -> str:
         """``$.steps[3].user``: the JSON path of step ``index``'s content."""
         return f"$.steps[{index}].{self.steps[index].kind}"
@@ -155,3 +166,9 @@ class Scenario:
             if isinstance(step, UserStep | BackgroundStep) and step.event == event:
                 return index
         raise KeyError(event)
+
+
+def bundle_note(root: Path, bundle: Bundle) -> str:
+    """``bundle: /spec/root, sha256:0123456789ab``: a bundle as error messages name it
+    (a scenario without ``bundle:`` uses the spec root above it, else the example)."""
+    return f"bundle: {root}, {bundle.digest[: len('sha256:') + 12]}"

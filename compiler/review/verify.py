@@ -53,17 +53,22 @@ from .replay import (
     provider_names,
     replay_bodies,
     replay_digests,
+    serialize_at,
     serialize_calls,
     sparse_restarts,
 )
 from .scenario import RetryStep, Scenario, golden_scenarios, load_scenario, scenario_files
 from .sources import SourceIndex
-from .tables import align
 
 __all__ = [
+    "HEADER",
+    "Listener",
     "Report",
     "Row",
+    "row_line",
     "scenario_label",
+    "table_line",
+    "table_widths",
     "verify",
     "verify_scenario",
 ]
@@ -118,34 +123,77 @@ class Report:
         }
 
     def table(self) -> str:
-        header = (
-            "scenario",
-            "provider",
-            "calls",
-            "contexts",
-            "prefix-stable",
-            "bytes reused",
-            "cached tokens",
-            "cost vs uncached",
-            "vs perfect cache",
-            "vs naive",
-        )
-        body = [
-            (
-                row.scenario,
-                row.provider,
-                str(row.calls),
-                str(row.context_messages),
-                "yes" if row.prefix_stable else "NO",
-                f"{row.bytes_reused:.1%}",
-                f"{row.cached_share:.1%}",
-                f"{row.cost_ratio:.1%}",
-                f"{row.cost_vs_bound:.2f}x",
-                f"{row.cost_vs_naive:.2f}x",
-            )
-            for row in self.rows
-        ]
-        return "\n".join(align((header, *body)))
+        labels = [row.scenario for row in self.rows]
+        names = [row.provider for row in self.rows]
+        widths = table_widths(labels, names)
+        return "\n".join(table_line(cells, widths) for cells in (HEADER, *map(_cells, self.rows)))
+
+
+#: The columns of the verify table.
+HEADER = (
+    "scenario",
+    "provider",
+    "calls",
+    "contexts",
+    "prefix-stable",
+    "bytes reused",
+    "cached tokens",
+    "cost vs uncached",
+    "vs perfect cache",
+    "vs naive",
+)
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    return (
+        row.scenario,
+        row.provider,
+        str(row.calls),
+        str(row.context_messages),
+        "yes" if row.prefix_stable else "NO",
+        f"{row.bytes_reused:.1%}",
+        f"{row.cached_share:.1%}",
+        f"{row.cost_ratio:.1%}",
+        f"{row.cost_vs_bound:.2f}x",
+        f"{row.cost_vs_naive:.2f}x",
+    )
+
+
+def table_widths(labels: Sequence[str], names: Sequence[str]) -> list[int]:
+    """Column widths known before any row is done (so rows can be printed as they come):
+    the names' from every scenario label and provider, the figures' from the header,
+    which is wider than any figure of a plausible run."""
+    widths = [len(title) for title in HEADER]
+    widths[0] = max([widths[0], *map(len, labels)])
+    widths[1] = max([widths[1], *map(len, names)])
+    return widths
+
+
+def table_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """One line of the table (the header or a row's cells): names left-aligned, figures
+    right-aligned, two spaces apart, no trailing spaces."""
+    names = [c.ljust(w) for c, w in zip(cells[:2], widths[:2], strict=True)]
+    figures = [c.rjust(w) for c, w in zip(cells[2:], widths[2:], strict=True)]
+    return "  ".join(names + figures).rstrip()
+
+
+def row_line(row: Row, widths: Sequence[int]) -> str:
+    """A row of the table."""
+    return table_line(_cells(row), widths)
+
+
+class Listener:
+    """What :func:`verify` tells as it goes (the CLI streams its table from it); every
+    method does nothing here."""
+
+    def started(self, labels: Sequence[str], names: Sequence[str]) -> None:
+        """Every scenario loaded: their labels, in order, and the providers."""
+
+    def case_started(self, index: int, count: int, label: str) -> None:
+        """Scenario ``index`` (0-based) of ``count`` is being verified."""
+
+    def case_done(self, rows: Sequence[Row], failures: Sequence[Failure]) -> None:
+        """A scenario's rows (one per provider) and failures."""
 
 
 # --- scenarios -------------------------------------------------------------------------
@@ -269,9 +317,11 @@ def verify_scenario(
     previous: dict[str, bytes] = {}
     contexts: set[str] = set()
     events: dict[str, int] = {}  # event -> the number of its first (original) call
+    steps: dict[int, int] = {}  # call number -> the index of the step that made it
     calls = 0
     for call in iter_replay(scenario):
         calls += 1
+        steps[call.index] = call.step
         if call.kind == "retry":
             retry_of = events.get(call.event)
         else:
@@ -293,7 +343,7 @@ def verify_scenario(
                 checker.retries[call.index] = retry_of
             elif call.event in retried:
                 checker.keep.add(call.index)
-            body = provider.serialize(call.request)
+            body = serialize_at(scenario, call, provider)
             checker.add(body, call.request.epoch)
             digests[name].append(hashlib.sha256(body).hexdigest())
             totals[name] += len(body)
@@ -354,7 +404,17 @@ def verify_scenario(
                 cost_vs_naive=float(simulated.cost / naive_cost) if naive_cost else 1.0,
             )
         )
-    return rows, failures
+    return rows, [_located(failure, scenario, steps) for failure in failures]
+
+
+def _located(failure: Failure, scenario: Scenario, steps: Mapping[int, int]) -> Failure:
+    """``failure`` naming the step that made its call and the bundle it ran against."""
+    step = steps.get(failure.call) if failure.call is not None else None
+    return attrs.evolve(
+        failure,
+        step=failure.step if step is None else scenario.step_location(step),
+        bundle=scenario.bundle_note,
+    )
 
 
 def _model(calls: Sequence[Call], provider: str) -> str | None:
@@ -372,8 +432,10 @@ def verify(
     *,
     hash_seed: bool = True,
     tokenizer: str = "estimate",
+    listener: Listener | None = None,
 ) -> Report:
-    """Verify scenario files (or folders of them; none: the golden suite).
+    """Verify scenario files (or folders of them; none: the golden suite); ``listener``
+    hears of each scenario as it starts and ends.
 
     Raises :class:`PrefixlockError` (:class:`SpecErrors` for a bad scenario) for input
     errors; invariant failures are in the report.
@@ -384,6 +446,8 @@ def verify(
     if not files:
         raise UsageError("no scenarios: golden/*/scenario.yaml is empty; pass PATH")
     scenarios = [load_scenario(path) for path in files]
+    tell = listener if listener is not None else Listener()
+    tell.started([scenario_label(s.path) for s in scenarios], names)
     rows: list[Row] = []
     failures: list[Failure] = []
     with (
@@ -395,15 +459,18 @@ def verify(
             for i, path in enumerate(files)
         ]
         for i, (scenario, job) in enumerate(zip(scenarios, jobs, strict=True)):
+            tell.case_started(i, len(scenarios), scenario_label(scenario.path))
             elsewhere: _Elsewhere | None = None
+            failed: list[Failure] = []
             if job is not None:
                 code, stderr = job.result()
                 if code != 0:
-                    failures.append(
+                    failed.append(
                         Failure(
                             scenario.file,
                             "hash seed",
                             f"the subprocess replay failed ({code}): {stderr}",
+                            bundle=scenario.bundle_note,
                         )
                     )
                 else:
@@ -415,6 +482,8 @@ def verify(
             found_rows, found = verify_scenario(
                 scenario, names, elsewhere=elsewhere, tokenizer=tokenizer
             )
+            failed += found
+            tell.case_done(found_rows, failed)
             rows += found_rows
-            failures += found
+            failures += failed
     return Report(tuple(rows), tuple(failures), get_tokenizer(tokenizer).name)

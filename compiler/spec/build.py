@@ -37,6 +37,7 @@ from ..core import canonical
 from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
 from ..core.model import ProviderSettings, ToolSpec
+from ..core.names import hint
 from ..core.resources import example_dir
 from .bundle import Bundle, BundlePart, Mode
 from .loader import LoadedDocument, load_yaml_file, read_text_file
@@ -44,6 +45,7 @@ from .outputs import (
     LOCK_FILE,
     MANIFEST,
     check_outputs,
+    diff_outputs,
     locked_digest,
     write_lock,
     write_outputs,
@@ -57,6 +59,7 @@ __all__ = [
     "MANIFEST",
     "build_bundle",
     "check_outputs",
+    "diff_outputs",
     "find_example_root",
     "locked_digest",
     "write_lock",
@@ -225,8 +228,11 @@ def build_bundle(root: Path | str) -> Bundle:
     b.add(_stray_files(root, used))
     if b.errors:
         raise SpecErrors(b.errors)
-
     assert agent_doc is not None and tools_doc is not None and providers_doc is not None
+    b.add(_subagent_tools(defaults_docs, [tool["name"] for tool in tools_doc.value["tools"]]))
+    if b.errors:
+        raise SpecErrors(b.errors)
+
     assert instructions is not None and context_template is not None
     agent = agent_doc.value
     modes = []
@@ -269,6 +275,23 @@ def build_bundle(root: Path | str) -> Bundle:
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
     )
+
+
+def _subagent_tools(
+    docs: Sequence[tuple[LoadedDocument | None, str]], names: Sequence[str]
+) -> list[SpecError]:
+    """A subagent's ``tools`` must name tools of ``rules/tools.yaml``."""
+    found: list[SpecError] = []
+    for doc, key in docs:
+        if doc is None or key != "subagents":
+            continue
+        for i, subagent in enumerate(doc.value["subagents"]):
+            for j, name in enumerate(subagent.get("tools", ())):
+                if name not in names:
+                    path = json_path(("subagents", i, "tools", j))
+                    message = f"unknown tool {name!r} ({hint(name, names, 'tools')})"
+                    found.append(SpecError(doc.location(path), path, message))
+    return found
 
 
 #: Files in a spec folder that are never spec files (documentation, editor metadata).

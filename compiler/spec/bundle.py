@@ -15,6 +15,7 @@ import attrs
 from ..core import canonical
 from ..core.errors import UnknownNameError
 from ..core.model import ProviderSettings, ToolSpec
+from ..core.names import hint
 from .templates import CompiledTemplate
 
 __all__ = ["Bundle", "BundlePart", "Mode"]
@@ -76,8 +77,8 @@ class Bundle:
         for mode in self.modes:
             if mode.name == name:
                 return mode
-        names = ", ".join(m.name for m in self.modes)
-        raise UnknownNameError(f"unknown mode {name!r} (modes: {names})")
+        known = [m.name for m in self.modes]
+        raise UnknownNameError(f"unknown mode {name!r} ({hint(name, known, 'modes')})")
 
     def tool_prefix_json(self) -> str:
         """The tool prefix: canonical JSON of the tools in order (the ``tools.json`` part)."""

@@ -8,6 +8,8 @@ A build swaps a complete new output folder in and replaces the lock file with
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import os
 import shutil
 from pathlib import Path
@@ -21,6 +23,7 @@ __all__ = [
     "LOCK_FILE",
     "MANIFEST",
     "check_outputs",
+    "diff_outputs",
     "locked_digest",
     "write_lock",
     "write_outputs",
@@ -161,3 +164,53 @@ def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
         elif (out / name).read_bytes() != expected[name]:
             problems.append(f"{name} differs")
     return problems
+
+
+def _readable(name: str, data: bytes | None) -> list[str]:
+    """A file's lines for a diff: JSON parts pretty-printed (a part is one long line),
+    other text as it is; an absent file has none."""
+    if data is None:
+        return []
+    if name.endswith(".json"):
+        with contextlib.suppress(ValueError, CanonicalJSONError):  # else shown as it is
+            data = canonical.dumps_pretty(canonical.loads(data)).encode("utf-8")
+    return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+
+def _unified(name: str, old: bytes | None, new: bytes | None, shown: str) -> list[str]:
+    lines = difflib.unified_diff(
+        _readable(name, old),
+        _readable(name, new),
+        fromfile=shown if old is not None else "/dev/null",
+        tofile=shown if new is not None else "/dev/null",
+    )
+    # a last line without a newline still ends its diff line
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
+
+
+def diff_outputs(bundle: Bundle, root: Path, out: Path | None) -> str:
+    """What a build would change, as a unified diff (empty if nothing): the lock file,
+    then each part that differs in the output folder (``out``, else ``<root>/build``
+    when it holds an earlier build; its manifest is the lock's twin, not repeated),
+    JSON parts pretty-printed."""
+    root = Path(root)
+    chunks: list[str] = []
+    lock = root / LOCK_FILE
+    old_lock = lock.read_bytes() if lock.is_file() else None
+    if old_lock != bundle.manifest_bytes():
+        chunks += _unified(LOCK_FILE, old_lock, bundle.manifest_bytes(), str(lock))
+    folder = Path(out) if out is not None else root / "build"
+    if not (folder / MANIFEST).is_file():
+        return "".join(chunks)
+    expected = _outputs(bundle)
+    present = {
+        path.relative_to(folder).as_posix()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+    for name in sorted((expected.keys() | present) - {MANIFEST}):  # the manifest: the lock
+        old = (folder / name).read_bytes() if name in present else None
+        new = expected.get(name)
+        if old != new:
+            chunks += _unified(name, old, new, str(folder / name))
+    return "".join(chunks)

@@ -56,6 +56,7 @@ import jinja2.sandbox
 
 from ..core import canonical
 from ..core.errors import Location, SpecError, SpecErrors
+from ..core.names import closest
 
 __all__ = ["CompiledTemplate", "compile_template"]
 
@@ -245,9 +246,26 @@ def _stub_test(value: Any) -> bool:
     return bool(value)
 
 
+class _Undefined(jinja2.StrictUndefined):
+    """StrictUndefined whose message names the closest key of a mapping, so that
+    ``{{ mode.remindr }}`` says ``did you mean 'reminder'?``."""
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self) -> str:
+        message: str = super()._undefined_message
+        obj, name = self._undefined_obj, self._undefined_name
+        if not self._undefined_hint and isinstance(name, str) and isinstance(obj, Mapping):
+            close = closest(name, [key for key in obj if isinstance(key, str)])
+            if close is not None:
+                return f"{message} (did you mean {close!r}?)"
+        return message
+
+
 def _environment() -> _Sandbox:
     env = _Sandbox(
-        undefined=jinja2.StrictUndefined,
+        undefined=_Undefined,
         keep_trailing_newline=True,
         newline_sequence="\n",
         autoescape=False,
@@ -378,9 +396,11 @@ def compile_template(
         for node in ast.find_all(jinja2.nodes.Name):
             if node.ctx == "load" and node.name in bad:
                 kind = forbidden_kind if node.name in forbidden else "unknown"
+                close = closest(node.name, allowed) if kind == "unknown" else None
+                guess = f"did you mean {close!r}? " if close else ""
                 message = (
                     f"{template_kind} template uses {kind} variable {node.name!r}"
-                    f" ({plural} may use only: {may_use})"
+                    f" ({guess}{plural} may use only: {may_use})"
                 )
                 errors.append(SpecError(Location(name, node.lineno), "", message))
     if errors:

@@ -46,6 +46,7 @@ from referencing.jsonschema import DRAFT202012
 from ..core import canonical
 from ..core.errors import Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path, type_name
+from ..core.names import closest, hint
 from ..core.resources import schema_file
 from .loader import LoadedDocument
 
@@ -297,13 +298,16 @@ def _convert(
     if keyword == "additionalProperties" and isinstance(instance, Mapping):
         properties = subschema.get("properties", {})
         patterns = subschema.get("patternProperties", {})
-        expected = ", ".join(sorted(properties))
-        hint = f" (expected one of: {expected})" if expected else " (no keys are allowed here)"
         for key in sorted(instance):
             if key in properties or any(re.search(p, key) for p in patterns):
                 continue
+            why = (
+                f" ({hint(key, sorted(properties))})"
+                if properties
+                else " (no keys are allowed here)"
+            )
             yield SpecError(
-                locate.key(json_path((*parts, key))), path, f"{lead}unknown key {key!r}{hint}"
+                locate.key(json_path((*parts, key))), path, f"{lead}unknown key {key!r}{why}"
             )
         return
     if keyword == "required" and isinstance(instance, Mapping):
@@ -331,7 +335,10 @@ def _describe(error: ValidationError, subschema: Mapping[str, Any]) -> str:
         words = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
         return f"expected {words}, got {type_name(instance)}"
     if keyword == "enum":
-        return f"expected one of {', '.join(_bare(v) for v in expected)}; got {got}"
+        listed = f"expected one of {', '.join(_bare(v) for v in expected)}; got {got}"
+        names = [v for v in expected if isinstance(v, str)]
+        close = closest(instance, names) if isinstance(instance, str) else None
+        return listed if close is None else f"{listed} (did you mean {close!r}?)"
     if keyword == "const":
         return f"expected {_show(expected)}, got {got}"
     if keyword == "pattern":
