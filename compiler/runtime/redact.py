@@ -87,6 +87,7 @@ _PATTERNS = (
 _ASSIGNED_NAME = r"[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key)[A-Za-z0-9_-]*"
 _ASSIGNMENT = re.compile(
     rf"""(?ix)
+    (?<![A-Za-z0-9_.-])  # a name starts where its run does: linear, not quadratic
     (?P<name>["']?{_ASSIGNED_NAME}["']?)
     (?P<sep>\s*[:=]\s*)
     (?:
