@@ -19,7 +19,7 @@ from prefixlock.core.model import ModelRequest
 from prefixlock.core.output import ModelOutput
 from prefixlock.providers.readers import reader
 from prefixlock.store.contract import MemoryStore
-from stub_server import Reply, StubServer
+from stub_server import Reply, StubServer, stub_server
 
 DATA = Path(__file__).parent / "data" / "responses"
 #: The two turns of every provider's tool loop: tool calls, then a final answer.
@@ -279,3 +279,65 @@ def openai_sender(cast_to: type[pydantic.BaseModel], event: Any, parsed: list[An
         return events.raw
 
     return send
+
+
+def openai_sdk_tool_loop(
+    name: str,
+    tmp_path: Path,
+    *,
+    stream: bool,
+    path: str,
+    turns: Sequence[str],
+    cast_to: type[pydantic.BaseModel],
+    event: Any,
+) -> list[bytes]:
+    """The tool loop twice through the official OpenAI client (once straight, once with a
+    restart from SQLite after the first call) against the stand-in; checks what both
+    OpenAI APIs share and returns the straight run's request bodies.
+
+    Checked: both runs read the fixtures' outputs and send the same bytes; every request
+    goes to ``path`` with the SDK's accept header and bearer key; the SDK parsed every
+    reply into its own types field for field."""
+    parsed: list[Any] = []
+    send = openai_sender(cast_to, event, parsed)
+    sse = "text/event-stream"
+    with stub_server() as stub:
+        plain = tool_loop(
+            name,
+            stub,
+            tmp_path / "a.db",
+            send,
+            stream=stream,
+            restart_after=None,
+            content_type=sse,
+            turns=turns,
+        )
+        straight = [s.body for s in stub.seen]
+        restarted = tool_loop(
+            name,
+            stub,
+            tmp_path / "b.db",
+            send,
+            stream=stream,
+            restart_after=0,
+            content_type=sse,
+            turns=turns,
+        )
+        after = [s.body for s in stub.seen[len(straight) :]]
+        seen = list(stub.seen)
+    parse = providers.get(name).parse_response
+    assert plain == restarted == [parse(fixture(name, f"{t}.json")) for t in turns]
+    assert len(straight) == 2
+    assert after == straight
+    assert [s.path for s in seen] == [path] * 4
+    accept = "text/event-stream" if stream else "application/json"
+    assert {s.headers["accept"] for s in seen} == {accept}
+    assert {s.headers["authorization"] for s in seen} == {"Bearer test-key"}  # the SDK's auth
+    for got, turn in zip(parsed, [*turns, *turns], strict=True):
+        if stream:
+            events = [e.model_dump(mode="json", exclude_unset=True) for e in got]
+            assert events == list(sse_data(fixture(name, f"{turn}.sse")))
+        else:
+            sdk = got.model_dump(mode="json", exclude_unset=True)
+            assert sdk == json.loads(fixture(name, f"{turn}.json"))
+    return straight
