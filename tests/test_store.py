@@ -5,6 +5,7 @@ No mocks: real SQLite files under tmp_path, real subprocesses (tests/helpers_sto
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import sqlite3
@@ -13,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers_store import (
@@ -25,6 +27,7 @@ from helpers_store import (
 )
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError, CheckpointRaceError
+from prefixlock.runtime.history import History
 from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.records import decode_chain
 from prefixlock.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
@@ -312,6 +315,80 @@ def test_sqlite_flip_with_a_forged_digest_is_caught_by_the_chain(tmp_path: Path)
             decode_chain(stored.root, stored.records, "c")
         (problem,) = s.integrity_check()
         assert problem.startswith("conversation 'c' record 2:")
+
+
+def test_hydration_forged_middle_record_names_its_message(tmp_path: Path) -> None:
+    """The chain vouches for record 2 (its digest is record 3's prev), so its messages
+    are not hashed on the way; the break at record 3 is explained by record 2 itself."""
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as s:
+        fill(s, "c", 4)
+    conn = raw(path)
+    (body,) = conn.execute("SELECT body FROM records WHERE seq = 2").fetchone()
+    forged = body.replace(b"hello 2", b"hellO 2")
+    conn.execute(
+        "UPDATE records SET body = ?, digest = ? WHERE seq = 2",
+        (forged, canonical.sha256_hex(forged)),
+    )
+    conn.close()
+    with SQLiteStore(path) as s:
+        stored = s.load("c")
+        assert stored is not None
+        history_error = "conversation 'c' record 2: message event:e2: content digest mismatch"
+        with pytest.raises(CheckpointError, match=history_error):
+            History.hydrate(stored)
+
+
+def test_hydration_forged_last_record_is_caught_by_its_own_digests(tmp_path: Path) -> None:
+    """The last record has no next record to vouch for it, and a store may derive its
+    head from the records (MemoryStore does): its messages are hashed."""
+    store = MemoryStore()
+    records = fill(store, "c", 3)
+    store._records["c"][2] = ("e3", records[2].replace(b"hello 3", b"hellO 3"))
+    stored = store.load("c")
+    assert stored is not None
+    with pytest.raises(CheckpointError, match="record 3: message event:e3: content digest"):
+        History.hydrate(stored)
+
+
+def test_hydration_hashes_each_stored_byte_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each record is hashed once, by the store (its row digest: the chain's link);
+    hydration hashes message contents again only in the last record."""
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as s:
+        records = fill(s, "c", 6)
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"") -> Any:
+        hashed.append(len(data))
+        hasher = real(data)
+        update = hasher.update
+
+        class Counting:
+            def update(self, more: Any) -> None:
+                hashed.append(len(more))
+                update(more)
+
+            def hexdigest(self) -> str:
+                return hasher.hexdigest()
+
+        return Counting()
+
+    with SQLiteStore(path) as s:
+        stored = s.load("c")
+        assert stored is not None
+        monkeypatch.setattr(hashlib, "sha256", counting)
+        history = History.hydrate(stored)
+    assert history.seq == 6
+    # The root (the chain's start), the conversation id (the cache key) and the last
+    # record's message; the store already hashed every record while loading. Hashing
+    # every message again would be more than the records but the first.
+    assert hashed[0] == len(stored.root)
+    assert 0 < sum(hashed[1:]) < len(records[-1])
+    assert sum(len(r) for r in records[1:]) > len(records[-1]) * 4
 
 
 def test_sqlite_deleted_tail_row_is_truncation(tmp_path: Path) -> None:

@@ -136,11 +136,13 @@ def part_from_json(data: Mapping[str, Any]) -> Part:
     cls = _PART_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise CheckpointError(f"unknown part type {kind!r}")
-    extra = data.keys() - _FIELD_NAMES[cls]
-    if extra:
+    if not data.keys() <= _FIELD_NAMES[cls]:
+        extra = data.keys() - _FIELD_NAMES[cls]
         raise CheckpointError(f"unknown field(s) {sorted(extra)} in {kind} part")
+    fields = dict(data)  # hydration builds every part through here: a C copy, no loop
+    del fields["type"]
     try:
-        part: Part = cls(**{k: v for k, v in data.items() if k != "type"})
+        part: Part = cls(**fields)
     except TypeError as err:
         raise CheckpointError(f"bad {kind} part: {err}") from None
     return part

@@ -49,7 +49,7 @@ from ..core.model import ModelRequest
 from ..core.output import ModelOutput, Usage
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
-from ..store.records import Record, RecordType, Root, decode_record
+from ..store.records import Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
@@ -404,13 +404,16 @@ class Conversation:
                     "another history"
                 )
             return 0
-        prev = h.head
-        for seq, (data, digest) in enumerate(
-            zip(caught.records, caught.digests, strict=True), start=h.seq + 1
-        ):
-            record = decode_record(data, self.id, seq, prev)
-            prev = digest
-            h.apply(record, prev)
+        chain = read_chain(
+            caught.records,
+            self.id,
+            h.head,
+            first=h.seq + 1,
+            digests=caught.digests,
+            head=caught.head.digest,
+        )
+        for record, digest in chain:
+            h.apply(record, digest)
         return len(caught.records)
 
     def _with_race_retry(self, operation: Callable[[], T]) -> T:

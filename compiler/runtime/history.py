@@ -21,7 +21,7 @@ from ..core.errors import CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
 from ..core.model import CacheHint, CachePosition, MessageView, ModelRequest
 from ..store.contract import StoredConversation
-from ..store.records import Record, RecordType, Root, decode_record
+from ..store.records import Record, RecordType, Root, read_chain
 
 
 @attrs.frozen
@@ -72,18 +72,13 @@ class History:
         else:
             root = Root.decode(stored.root, cid)
         history = cls(root, canonical.sha256_hex(stored.root))
-        # decode_chain's checks, record by record: each record is hashed once, for the
-        # chain and the history's head -- by the store, if it did while loading.
-        digests = stored.digests
-        if digests is None or len(digests) != len(stored.records):
-            digests = tuple(canonical.sha256_hex(data) for data in stored.records)
-        for seq, (data, digest) in enumerate(zip(stored.records, digests, strict=True), 1):
-            history.apply(decode_record(data, cid, seq, history.head), digest)
-        if history.head != stored.head:
-            raise CheckpointError(
-                f"conversation {cid!r}: records end at a different head "
-                "than the store recorded (truncated?)"
-            )
+        # Each record is hashed once, for the chain and the history's head -- by the
+        # store, if it did while loading; the chain ends at the store's head.
+        chain = read_chain(
+            stored.records, cid, history.head, digests=stored.digests, head=stored.head
+        )
+        for record, digest in chain:
+            history.apply(record, digest)
         return history
 
     @property

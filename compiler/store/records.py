@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -188,7 +188,13 @@ def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
 
 
 def decode_record(
-    data: bytes, conversation_id: str, seq: int, prev: str, *, checked: bool = False
+    data: bytes,
+    conversation_id: str,
+    seq: int,
+    prev: str,
+    *,
+    checked: bool = False,
+    chained: bool = False,
 ) -> Record:
     """Decode record ``seq`` and verify it continues the chain after ``prev``.
 
@@ -196,11 +202,67 @@ def decode_record(
     :func:`_decode_record_checked`, which gives the precise error. ``checked`` skips the
     fast path: integrity checks use it, since only the checked path proves that a record
     is in canonical form (the fast path trusts digests a crafted record could recompute).
+    ``chained``: the caller checks these bytes' SHA-256 against the chain (the next
+    record's ``prev``, or the head), as :func:`read_chain` does, so the fast path takes
+    the message digests as stored instead of hashing every message again.
     """
-    record = None if checked else _scan_record(data, conversation_id, seq, prev)
+    record = None if checked else _scan_record(data, conversation_id, seq, prev, chained)
     if record is None:
         record = _decode_record_checked(data, conversation_id, seq, prev)
     return record
+
+
+def read_chain(
+    records: Sequence[bytes],
+    conversation_id: str,
+    prev: str,
+    *,
+    first: int = 1,
+    digests: Sequence[str] | None = None,
+    head: str | None = None,
+) -> Iterator[tuple[Record, str]]:
+    """Decode ``records`` (seq ``first``, ``first + 1``, ... after the digest ``prev``),
+    yielding each record with the ``sha256:`` digest of its bytes (``digests``, when the
+    store already verified them against the bytes, else computed here).
+
+    Every byte is hashed once: each record's digest must be the next record's ``prev``
+    (which is part of the next record's bytes), so the chain vouches for every record but
+    the last, and their messages' content digests are taken as stored
+    (:func:`decode_record` ``chained``). The last record's messages are hashed as usual:
+    a store may derive its head from the records (:class:`~.contract.MemoryStore` does),
+    so the head vouches for nothing. ``head``: the store's head, which the last digest
+    must equal (a mismatch is a :class:`CheckpointError`: a truncated tail). Where the
+    chain breaks, the record before the break is decoded the checked way first, so the
+    error names what changed (``record 2: message event:b1: content digest mismatch``),
+    as if every message had been hashed.
+    """
+    count = len(records)
+    if digests is not None and len(digests) != count:
+        digests = None
+    before = prev
+    for offset, data in enumerate(records):
+        seq = first + offset
+        chained = offset + 1 < count
+        try:
+            record = decode_record(data, conversation_id, seq, prev, chained=chained)
+        except CheckpointError:
+            if offset:
+                _explain(records[offset - 1], conversation_id, seq - 1, before)
+            raise
+        digest = digests[offset] if digests is not None else canonical.sha256_hex(data)
+        yield record, digest
+        before, prev = prev, digest
+    if head is not None and prev != head:
+        raise CheckpointError(
+            f"conversation {conversation_id!r}: records end at a different head "
+            "than the store recorded (truncated?)"
+        )
+
+
+def _explain(data: bytes, conversation_id: str, seq: int, prev: str) -> None:
+    """Decode a record the chain cannot vouch for the checked way: raises its own error
+    (a changed message: its content digest), if it has one."""
+    _decode_record_checked(data, conversation_id, seq, prev)
 
 
 def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
@@ -246,10 +308,16 @@ def decode_chain(
     root = Root.decode(root_data, conversation_id)
     prev = canonical.sha256_hex(root_data)
     out: list[Record] = []
-    for seq, data in enumerate(records, start=1):
-        out.append(decode_record(data, root.conversation_id, seq, prev, checked=checked))
-        prev = canonical.sha256_hex(data)
-    return root, out, prev
+    if checked:
+        for seq, data in enumerate(records, start=1):
+            out.append(decode_record(data, root.conversation_id, seq, prev, checked=True))
+            prev = canonical.sha256_hex(data)
+        return root, out, prev
+    head = prev
+    for record, digest in read_chain(tuple(records), root.conversation_id, prev):
+        out.append(record)
+        head = digest
+    return root, out, head
 
 
 # -- the fast path ------------------------------------------------------------------------
@@ -265,7 +333,12 @@ def decode_chain(
 #   reports where they end, and the stored content digest is checked against SHA-256 of
 #   exactly those bytes (``{"kind":...,"parts":...,"role":...}``), which is what the
 #   writer hashed: a changed byte in a message is a digest mismatch, and no message is
-#   re-encoded;
+#   re-encoded. Inside :func:`read_chain` (hydration, catch-up) that check is left to
+#   the chain instead: the SHA-256 of the whole record is checked against the next
+#   record's ``prev`` or the head, so a changed byte is caught there, and hashing every
+#   message as well would hash every stored byte twice (SHA-256 costs a third of
+#   :func:`json.loads` of the same bytes on our CPUs). A break is explained by decoding
+#   the record before it the checked way, which names the message;
 # * the chain (``prev``), conversation and seq are checked as before.
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
@@ -311,9 +384,11 @@ def _quoted(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _scan_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Record | None:
+def _scan_record(
+    data: bytes, conversation_id: str, seq: int, prev: str, chained: bool = False
+) -> Record | None:
     try:
-        return _scan(data, conversation_id, seq, prev)
+        return _scan(data, conversation_id, seq, prev, chained)
     except (
         _NotFast,
         ValueError,  # invalid UTF-8 or JSON, NaN
@@ -327,7 +402,7 @@ def _scan_record(data: bytes, conversation_id: str, seq: int, prev: str) -> Reco
         return None
 
 
-def _scan(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
+def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool) -> Record:
     text = data.decode("utf-8")
     # For ASCII, a position in the text is the same position in the bytes: hash those.
     view = memoryview(data) if len(text) == len(data) else None
@@ -354,12 +429,13 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
         if match is None:
             raise _NotFast
         role, end = match.groups()
-        stop = match.end(1) + 2
         pos = match.end()
-        hasher = hashlib.sha256(b"{")
-        hasher.update(view[start:stop] if view is not None else text[start:stop].encode())
-        if "sha256:" + hasher.hexdigest() != digest:
-            raise _NotFast
+        if not chained:
+            stop = match.end(1) + 2
+            hasher = hashlib.sha256(b"{")
+            hasher.update(view[start:stop] if view is not None else text[start:stop].encode())
+            if "sha256:" + hasher.hexdigest() != digest:
+                raise _NotFast
         parts = tuple(part_from_json(p) for p in raw_parts if None not in p.values())
         if len(parts) != len(raw_parts):
             raise _NotFast  # a null field: the checked path says what is wrong
