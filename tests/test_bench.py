@@ -60,6 +60,7 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
             "record_bytes",
             "hydrate_ns",
             "json_loads_ns",
+            "json_loads_discarded_ns",
             "store_load_ns",
         ):
             assert run[key].keys() == STATS, key

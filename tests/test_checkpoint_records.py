@@ -10,7 +10,16 @@ import pytest
 from helpers_store import build_chain, fill, make_record, make_root, rich_messages
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError
-from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
+from prefixlock.core.messages import (
+    ImagePart,
+    OpaquePart,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    part_from_json,
+    part_to_json,
+)
 from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
@@ -490,3 +499,32 @@ def test_record_strings_are_canonical_json_strings(text: str) -> None:
     from prefixlock.store.records import _json_string
 
     assert _json_string(text) == canonical.dumpb(text)
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        TextPart("a"),
+        TextPart("a", "sig"),
+        ToolCallPart("c1", "read_file", '{"path":"a"}'),
+        ToolCallPart("c1", "read_file", "{}", "sig"),
+        ToolResultPart("c1", "out"),
+        ToolResultPart("c1", "out", True),
+        OpaquePart("anthropic", '{"type":"thinking"}'),
+        ImagePart("image/png", "iVBO"),
+    ],
+)
+def test_part_from_json_gives_back_every_part_shape(part: Part) -> None:
+    """Every shape a writer produces, on the positional fast constructors or the keyword
+    path, and in any key order (a key order other than the canonical one takes the
+    keyword path)."""
+    value = part_to_json(part)
+    assert part_from_json(value) == part
+    assert part_from_json(dict(reversed(list(value.items())))) == part
+
+
+def test_part_from_json_refuses_a_wrong_type_for_a_known_shape() -> None:
+    with pytest.raises(
+        CheckpointError, match=r"unknown field\(s\) \['call_id', 'output'\] in text part"
+    ):
+        part_from_json({"call_id": "c1", "output": "o", "type": "text"})
