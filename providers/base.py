@@ -118,7 +118,7 @@ class _Chain:
     #: The fragment keys of ``messages`` (None: no :meth:`Provider.fragment_key`), and
     #: the fold's notes after the last of them (None: unknown).
     keys: list[Hashable] | None
-    notes: Mapping[str, Any] | None
+    notes: dict[str, Any] | None
 
 
 @attrs.frozen
@@ -263,20 +263,25 @@ class Provider(Transport):
         chain = self._chains.get(view.lineage()) if view is not None else None
         shared = 0
         keys: list[Hashable] | None = None
-        notes: Mapping[str, Any] | None = None
+        notes: dict[str, Any] | None = None
         if chain is not None:
             shared = chain.messages.shared_with(messages)
             if chain.keys is not None and chain.notes is not None and shared == len(chain.keys):
-                new_notes = dict(chain.notes)
-                keys = chain.keys  # this lineage's own list: extended in place
-                keys.extend(self.fragment_key(messages[i], new_notes) for i in range(shared, count))
-                notes = new_notes
+                # This lineage's own list and notes: extended in place (a copy of the
+                # notes per call would grow with the history). The fold only adds what
+                # later messages read (Gemini: call id -> name, ids unique per
+                # conversation), so a key computed before is never changed by it; a fold
+                # that fails part-way leaves keys longer than the messages, which the
+                # check above refuses next time.
+                keys, notes = chain.keys, chain.notes
+                keys.extend(self.fragment_key(messages[i], notes) for i in range(shared, count))
             if chain.frame is not frame:
                 shared = 0
         if self._keyed and keys is None:
             self._scan, scanned = self._scan.keys_for(messages, self.fragment_key)
             keys = list(scanned)
-            notes = self._scan.notes if len(self._scan.messages) == count else None
+            # A copy: a scan never changes, the chain's notes grow in place.
+            notes = dict(self._scan.notes) if len(self._scan.messages) == count else None
         merge = self.MERGE_SAME_ROLE
         fragment_at = self._merged_fragment if merge else self._plain_fragment
 

@@ -171,6 +171,29 @@ def test_a_call_visits_only_its_new_messages(name: str) -> None:
     assert longest > 20  # long enough that visiting the history would show
 
 
+def test_a_call_extends_its_lineages_fold_notes_without_copying_them() -> None:
+    """Gemini's fragment keys fold the history's call names into notes; a call that
+    extends the previous call's history extends that same dict (a copy per call would
+    grow with the history), and the bodies stay the golden bytes."""
+    provider = providers.get("gemini")
+    previous: ModelRequest | None = None
+    notes: object = None
+    extended = 0
+    for index, request in enumerate(live_requests("long-session")):
+        body = b"".join(provider.fragments(request))
+        assert body == golden_bodies("long-session", "gemini")[index]
+        assert isinstance(request.messages, MessageView)
+        chain = provider._chains[request.messages.lineage()]
+        assert chain.notes is not None
+        before = previous.messages if previous is not None else ()
+        if before and request.messages.shared_with(before) == len(before):
+            assert chain.notes is notes
+            extended += 1
+        notes, previous = chain.notes, request
+    assert extended > 20
+    assert isinstance(notes, dict) and "call_24" in notes  # the last epoch's calls
+
+
 def test_body_fragments_close_with_another_end() -> None:
     body = BodyFragments.of((b'{"a":[', b"1", b",2"), b"]}")
     assert body.size == len(body.join())
