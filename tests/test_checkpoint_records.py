@@ -6,6 +6,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 from helpers_store import build_chain, fill, make_record, make_root, rich_messages
 from prefixlock.core import canonical
@@ -528,3 +529,14 @@ def test_part_from_json_refuses_a_wrong_type_for_a_known_shape() -> None:
         CheckpointError, match=r"unknown field\(s\) \['call_id', 'output'\] in text part"
     ):
         part_from_json({"call_id": "c1", "output": "o", "type": "text"})
+
+
+@pytest.mark.parametrize(
+    "conversation_id", ["c", 'quote"d', "back\\slash", "é✓", "line\nbreak", ""]
+)
+def test_root_bytes_are_the_canonical_encoding_of_the_root(conversation_id: str) -> None:
+    """The root's bytes are spliced around the conversation id from a per-bundle cache:
+    still the canonical encoding, for any id, and they decode to the same root."""
+    root = attrs.evolve(make_root("c"), conversation_id=conversation_id)
+    assert root.encode() == canonical.dumpb(root.to_json())
+    assert Root.decode(root.encode(), conversation_id) == root

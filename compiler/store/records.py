@@ -21,6 +21,7 @@ or a spliced record is an error, never a wrong history. Stores additionally keep
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -51,6 +52,22 @@ class RecordType(StrEnum):
     COMPACT = "compact"  # manual compaction: reset to [summary]
 
 
+@functools.lru_cache(maxsize=32)
+def _root_frame(
+    bundle_digest: str,
+    instructions: str,
+    tools: tuple[ToolSpec, ...],
+    settings: tuple[ProviderSettings, ...],
+) -> tuple[bytes, bytes]:
+    """A root's bytes before and after its conversation id (keys sorted: the id is the
+    second member, after ``bundle_digest``)."""
+    whole = canonical.dumpb(Root("", bundle_digest, instructions, tools, settings).to_json())
+    marker = b',"conversation":'
+    at = whole.index(marker) + len(marker)
+    assert whole[at : at + 2] == b'""'
+    return whole[:at], whole[at + 2 :]
+
+
 @attrs.frozen
 class Root:
     """What a conversation starts with and keeps, even across new bundle deploys."""
@@ -73,7 +90,12 @@ class Root:
         }
 
     def encode(self) -> bytes:
-        return canonical.dumpb(self.to_json())
+        """``canonical.dumpb(self.to_json())``. Everything but the conversation id comes
+        from the bundle and is encoded once per bundle (:func:`_root_frame`):
+        ``Conversation.open`` encodes the root on every open, and the tools' schemas are
+        most of it."""
+        head, tail = _root_frame(self.bundle_digest, self.instructions, self.tools, self.settings)
+        return head + _json_string(self.conversation_id) + tail
 
     @classmethod
     def decode(cls, data: bytes, conversation_id: str | None = None) -> Root:
