@@ -406,6 +406,12 @@ def _quoted(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=256)
+def _record_head(conversation_id: str) -> str:
+    """How every record of the conversation starts (canonical: keys sorted)."""
+    return '{"conversation":' + _quoted(conversation_id) + ',"event_id":'
+
+
 def _scan_record(
     data: bytes, conversation_id: str, seq: int, prev: str, chained: bool = False
 ) -> Record | None:
@@ -428,7 +434,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     text = data.decode("utf-8")
     # For ASCII, a position in the text is the same position in the bytes: hash those.
     view = memoryview(data) if len(text) == len(data) else None
-    head = '{"conversation":' + _quoted(conversation_id) + ',"event_id":'
+    head = _record_head(conversation_id)
     if not text.startswith(head):
         raise _NotFast
     match = _EVENT_ID.match(text, len(head))
@@ -458,9 +464,10 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             hasher.update(view[start:stop] if view is not None else text[start:stop].encode())
             if "sha256:" + hasher.hexdigest() != digest:
                 raise _NotFast
-        parts = tuple(part_from_json(p) for p in raw_parts if None not in p.values())
-        if len(parts) != len(raw_parts):
-            raise _NotFast  # a null field: the checked path says what is wrong
+        for p in raw_parts:
+            if None in p.values():
+                raise _NotFast  # a null field: the checked path says what is wrong
+        parts = tuple([part_from_json(p) for p in raw_parts])
         messages.append(CanonicalMessage(message_id, _KINDS[kind], _ROLES[role], parts, digest))
     tail = ',"prev":' + _quoted(prev)
     if not text.startswith(tail, pos):
