@@ -132,11 +132,11 @@ ONE_HOUR_TTL = "1h"
 #   retention is available for the following models", in a third-party copy of the guide
 #   fetched 2026-03-05 and in Microsoft's Azure OpenAI copy): gpt-5.4, gpt-5.2, gpt-5.1
 #   (and -codex, -codex-mini, -chat), gpt-5, gpt-5-codex, gpt-4.1. Extended retention is
-#   "NOT zero-data-retention eligible (unlike in-memory)" (the third-party copy). The same SDK marks the field
-#   "Deprecated. Use `prompt_cache_options.ttl` instead", an option "Supported for
-#   `gpt-5.6` and later models" whose "`ttl` defaults to `30m`": prefixlock sends no
-#   ``prompt_cache_options`` (GPT-5.6 and later get OPENAI_EXACT_TTL whatever the body
-#   says). prefixlock: ``prompt_cache_retention`` in the settings options, sent as given.
+#   "NOT zero-data-retention eligible (unlike in-memory)" (the third-party copy). The same
+#   SDK marks the field "Deprecated. Use `prompt_cache_options.ttl` instead", an option
+#   "Supported for `gpt-5.6` and later models" whose "`ttl` defaults to `30m`": prefixlock
+#   sends no ``prompt_cache_options`` (GPT-5.6 and later get OPENAI_EXACT_TTL whatever the
+#   body says). prefixlock: ``prompt_cache_retention`` in the settings options, as given.
 # * Gemini: implicit caching has no lifetime setting ("Send requests with a similar
 #   prefix in a short amount of time", Vertex AI context cache overview); an explicit
 #   cache (``cachedContent``, providers/gemini.py) holds the stable root for its own ttl,
