@@ -82,8 +82,29 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
         "record_bytes_flat",
         "hydration_vs_json_loads",
         "handling_vs_durable_floor",
+        "long_session_vs_bound",
+        "long_session_vs_naive",
     ]
     assert report["all_met"] == all(t["met"] for t in report["targets"])
+    # The golden long-session case, for the chosen providers: every figure of its two
+    # targets, and a reason for each provider that misses one.
+    economics = report["long_session"]
+    assert economics["scenario"] == "long-session" and economics["ok"] is True
+    assert list(economics["providers"]) == ["anthropic", "gemini"]
+    for target, key in (
+        ("long_session_vs_bound", "cost_vs_bound"),
+        ("long_session_vs_naive", "cost_vs_naive"),
+    ):
+        [check] = [t for t in report["targets"] if t["name"] == target]
+        values = {name: f[key] for name, f in economics["providers"].items()}
+        assert check["per_provider"] == values
+        assert check["value"] == max(values.values())
+        assert check["met"] == (check["value"] <= check["limit"])
+        assert check["reasons"] == {
+            name: f["reasons"][target]
+            for name, f in economics["providers"].items()
+            if values[name] > check["limit"]
+        }
 
 
 def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,7 +114,9 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ours / json.loads" in out
     assert "handling / durable append" in out
     assert "fragments, µs" in out
-    assert out.count("[met ]") + out.count("[MISS]") == 6
+    assert "golden long-session (31 calls), simulated cost: vs perfect cache / vs naive" in out
+    assert "\n  openai-chat  " in out
+    assert out.count("[met ]") + out.count("[MISS]") == 8
 
 
 def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,7 +188,9 @@ def test_target_flags_follow_the_figures(report: dict[str, Any]) -> None:
     runs = report["runs"]
     short, long = runs[0], runs[-1]
     targets = {t["name"]: t for t in report["targets"]}
-    assert targets == {t["name"]: t for t in bench_report.targets(runs)}
+    derived = bench_report.targets(runs, report["long_session"])
+    assert targets == {t["name"]: t for t in derived}
+    assert len(bench_report.targets(runs)) == len(derived) - 2  # without the golden case
     handling = long["handle_ns"]["median"] / short["handle_ns"]["median"]
     assert targets["handling_flat"]["value"] == pytest.approx(handling, abs=1e-3)
     speedup = min(

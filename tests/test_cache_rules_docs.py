@@ -10,9 +10,11 @@ default estimate (see tests/test_cachesim.py for the block sizes)."""
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
+from prefixlock import providers as registry
 from prefixlock.cache.rules import (
     BEDROCK_MIN_TOKENS,
     CLAUDE_MIN_TOKENS,
@@ -32,6 +34,11 @@ from prefixlock.cache.simulator import (
 )
 from prefixlock.core import canonical
 from prefixlock.core.errors import PrefixlockError
+from prefixlock.review.replay import iter_replay, serialize_at
+from prefixlock.review.scenario import load_scenario
+from prefixlock.review.verify import call_time
+
+REPO = Path(__file__).resolve().parents[1]
 
 SONNET = "claude-sonnet-4-5"
 
@@ -414,3 +421,67 @@ def test_openai_lifetime_by_generation_and_retention(
     sim = Simulation("openai-chat")
     sim.add(_chat_model(2000, model, **extra), at=0.0)
     assert (sim.add(_chat_model(2000, model, **extra), at=gap).cache_read_tokens > 0) is hit
+
+
+@pytest.mark.parametrize(
+    ("body", "lifetime"),
+    [
+        (_anthropic(2000), DEFAULT_TTL),
+        (_anthropic(2000, ttl="1h"), ONE_HOUR_TTL_SECONDS),
+        (_chat_model(2000, "gpt-5", prompt_cache_retention="24h"), 1800.0),
+        (_chat_model(2000, "gpt-5", prompt_cache_retention="in_memory"), 300.0),
+        (_chat_model(2000, "gpt-5.6-sol"), 1800.0),
+    ],
+)
+def test_each_call_carries_the_lifetime_of_its_entries(body: bytes, lifetime: float) -> None:
+    provider = "anthropic" if b'"system"' in body else "openai-chat"
+    assert Simulation(provider).add(body, at=0.0).lifetime == lifetime
+
+
+# --- the floor: an ideal placement of markers under the same lifetimes ------------------
+
+
+def test_the_floor_reads_past_the_lookback_window_and_sends_at_the_base_price() -> None:
+    # The docs' block-5 example: the real cache stops looking 20 blocks back and writes
+    # blocks 1-30 again at 1.25x (block 31, after the breakpoint, goes uncached); an
+    # ideal placement reads blocks 1-4 and pays 1x for the rest.
+    real, floor = _conversation(), Simulation("anthropic", floor=True)
+    for k in range(1, 31):
+        floor.add(_blocks(k, marked=(k,)))
+    body = _blocks(31, changed=5, marked=(30,))
+    ours, ideal = real.add(body), floor.add(body)
+    assert (ours.cache_read_tokens, ideal.cache_read_tokens) == (0, 300 * 4)
+    assert ours.cost == 30 * 300 * Fraction("1.25") + 300
+    assert ideal.cost == 300 * 4 * Fraction("0.1") + 27 * 300
+    assert ideal.lifetime == ours.lifetime == DEFAULT_TTL
+
+
+def test_the_floor_keeps_the_lifetimes_minimum_and_increment() -> None:
+    floor = Simulation("anthropic", floor=True)
+    floor.add(_anthropic(2000), at=0.0)
+    assert floor.add(_anthropic(2000), at=301.0).cache_read_tokens == 0  # expired
+    chat = Simulation("openai-chat", floor=True)
+    chat.add(_chat(1000))
+    assert chat.add(_chat(1000)).cache_read_tokens == 0  # below 1,024 tokens
+    chat.add(_chat(1300))
+    assert chat.add(_chat(1300)).cache_read_tokens == 1280  # 128-token steps
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock-converse", "gemini", "openai-chat"])
+def test_no_call_costs_less_than_its_floor(provider: str) -> None:
+    """On the golden long-session case (expiry, a compaction, context changes): the floor
+    is a lower bound call by call, and for the implicit caches it is the cost itself."""
+    scenario = load_scenario(REPO / "golden" / "long-session" / "scenario.yaml")
+    calls = list(iter_replay(scenario))
+    model = calls[0].request.settings_for(provider).model
+    real, floor = Simulation(provider, model=model), Simulation(provider, model=model, floor=True)
+    wire = registry.get(provider)
+    for call in calls:
+        body, at = serialize_at(scenario, call, wire), call_time(scenario, call)
+        ours, ideal = real.add(body, at), floor.add(body, at)
+        assert ideal.cost <= ours.cost, call.index
+        assert ideal.cache_read_tokens >= ours.cache_read_tokens, call.index
+    if not rules_for(provider, model).explicit:
+        assert floor.report().cost == real.report().cost
+    else:
+        assert floor.report().cost < real.report().cost

@@ -43,9 +43,10 @@ def test_calls_md_starts_with_the_root_section() -> None:
         "- settings anthropic: `claude-sonnet-4-5`, max_tokens 8192",
         "- settings bedrock-converse: `anthropic.claude-sonnet-4-5-20250929-v1:0`, max_tokens 8192",
         "- settings gemini: `gemini-2.5-pro`, max_tokens 8192",
-        "- settings openai-chat: `gpt-4.1`, max_tokens 8192",
-        '- settings openai-responses: `gpt-5`, max_tokens 8192, options `{"reasoning":'
-        '{"effort":"medium"}}`',
+        '- settings openai-chat: `gpt-4.1`, max_tokens 8192, options `{"prompt_cache_retention":'
+        '"24h"}`',
+        '- settings openai-responses: `gpt-5`, max_tokens 8192, options `{"prompt_cache_retention":'
+        '"24h","reasoning":{"effort":"medium"}}`',
     ]
     assert lines[14:17] == ["", "## Calls", ""]
     assert recorded_bundle(_page().encode("utf-8")) == bundle.digest

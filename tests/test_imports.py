@@ -3,7 +3,8 @@
 * every import of the package's own modules is relative, so the name ``prefixlock`` is
   written in ``pyproject.toml`` only;
 * stages import one way (:data:`LAYERS`): ``core`` <- {``spec``, ``store``, ``cache``,
-  ``providers``} <- ``runtime`` <- {``review``, ``bench``} <- ``cli``;
+  ``providers``} <- ``runtime`` <- ``review`` <- ``bench`` <- ``cli`` (the benchmark
+  verifies a golden case);
 * each third-party or system library in :data:`OWNERS` is imported by one module.
 """
 
@@ -27,7 +28,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "providers": frozenset({"core"}),
     "runtime": frozenset({"core", "spec", "store", "cache", "providers"}),
     "review": frozenset({"core", "spec", "store", "cache", "providers", "runtime"}),
-    "bench": frozenset({"core", "spec", "store", "cache", "providers", "runtime"}),
+    "bench": frozenset({"core", "spec", "store", "cache", "providers", "runtime", "review"}),
     "cli": frozenset({"core", "spec", "store", "cache", "providers", "runtime", "review", "bench"}),
 }
 

@@ -53,6 +53,8 @@ def test_the_symlinks_join_the_top_level_folders_into_the_package() -> None:
         "compiler/_example/golden/identical-context/scenario.yaml": (
             "golden/identical-context/scenario.yaml"
         ),
+        # bench's long-session economics (not a starter case: init copies golden/ only)
+        "compiler/_example/bench/long-session/scenario.yaml": ("golden/long-session/scenario.yaml"),
     }
     for link, target in links.items():
         assert (REPO / link).is_symlink(), link

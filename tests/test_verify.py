@@ -23,8 +23,8 @@ from prefixlock.review.verify import (
     OTHER_TZ,
     Report,
     Row,
-    _call_time,
     _other_environment,
+    call_time,
     verify,
     verify_scenario,
 )
@@ -487,7 +487,7 @@ def test_the_cost_column_expires_caches_by_the_scenarios_timestamps() -> None:
     assert not failures
     untimed = simulate("anthropic", replay_bodies(scenario, ["anthropic"])["anthropic"])
     assert row.cost_ratio > untimed.cost_ratio
-    times = [_call_time(scenario, c) for c in replay(scenario)]
+    times = [call_time(scenario, c) for c in replay(scenario)]
     assert times[0] == datetime(2026, 3, 18, 9, 0, tzinfo=UTC).timestamp()
     assert None in times  # the tool-result calls
 
@@ -504,7 +504,7 @@ def test_the_perfect_cache_yardstick_follows_its_definition() -> None:
     for row in rows:
         sim = Simulation(row.provider)
         for c in calls:
-            sim.add(serialize_calls([c], [row.provider])[row.provider][0], _call_time(scenario, c))
+            sim.add(serialize_calls([c], [row.provider])[row.provider][0], call_time(scenario, c))
         bound = Fraction(0)
         seen, epoch = 0, None
         for c, e in zip(sim.calls, epochs, strict=True):
@@ -514,4 +514,8 @@ def test_the_perfect_cache_yardstick_follows_its_definition() -> None:
             bound += read * c.read_multiplier + (c.input_tokens - read) * c.write_multiplier
             seen = max(seen, c.input_tokens)
         assert row.cost_vs_bound == pytest.approx(float(sim.report().cost / bound))
-        assert row.cost_vs_bound > 1.0  # the 20- and 25-minute gaps expire the cache
+        # 5-minute entries: the 20- and 25-minute gaps expire the cache. OpenAI's 24h
+        # retention (about 30 minutes) outlasts them, and its implicit cache reads the root
+        # across the compaction, where the bound starts over: below 1.
+        expires = max(c.lifetime for c in sim.calls) < 20 * 60
+        assert (row.cost_vs_bound > 1.0) is expires, row.provider

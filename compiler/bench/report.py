@@ -1,15 +1,19 @@
 """The targets of ``prefixlock bench`` and its report table.
 
 :func:`targets` derives the six target checks from the figures of the runs; they are
-ratios, because absolute times vary between machines. :func:`format_report` renders a
-report (the JSON value :func:`prefixlock.bench.run.bench` returns) as a table for people, one
-column per history length.
+ratios, because absolute times vary between machines. With the golden long-session case's
+economics (:mod:`prefixlock.bench.economics`) it appends two more, simulated costs (the
+worst provider's), each with the per-provider figures and the reason for every miss.
+:func:`format_report` renders a report (the JSON value :func:`prefixlock.bench.run.bench`
+returns) as a table for people, one column per history length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from .economics import BOUND_LIMIT, BOUND_TARGET, NAIVE_LIMIT, NAIVE_TARGET
 
 __all__ = [
     "BYTES_TOLERANCE",
@@ -34,8 +38,11 @@ def _ratio(a: float, b: float) -> float:
     return round(a / max(b, 1), 3)
 
 
-def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The six target checks, computed from the figures of the runs (shortest first)."""
+def targets(
+    runs: Sequence[dict[str, Any]], long_session: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The six target checks, computed from the figures of the runs (shortest first);
+    with ``long_session`` (:func:`prefixlock.bench.economics.long_session`) two more."""
     short, long = runs[0], runs[-1]
     handling = _ratio(long["handle_ns"]["median"], short["handle_ns"]["median"])
     speedups = {
@@ -123,7 +130,37 @@ def targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "met": floor[worst_floor] <= FLOOR_LIMIT,
             "per_run": floor,
         },
+        *(_long_session_targets(long_session) if long_session is not None else []),
     ]
+
+
+def _long_session_targets(economics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Issue 15's two cost targets on the golden long-session case, each the worst
+    provider's figure; met only if every invariant of the case held too."""
+    figures: Mapping[str, Mapping[str, Any]] = economics["providers"]
+    checks = []
+    for name, key, limit, versus in (
+        (BOUND_TARGET, "cost_vs_bound", BOUND_LIMIT, "the perfect-cache bound"),
+        (NAIVE_TARGET, "cost_vs_naive", NAIVE_LIMIT, "the naive harness"),
+    ):
+        values = {provider: f[key] for provider, f in figures.items()}
+        worst = max(values, key=lambda p: (values[p], p))
+        checks.append(
+            {
+                "name": name,
+                "what": f"simulated cost on golden {economics['scenario']} / {versus} "
+                f"(worst provider: {worst})",
+                "value": values[worst],
+                "op": "<=",
+                "limit": limit,
+                "met": values[worst] <= limit and economics["ok"],
+                "per_provider": values,
+                "reasons": {
+                    p: f["reasons"][name] for p, f in figures.items() if name in f["reasons"]
+                },
+            }
+        )
+    return checks
 
 
 def _us(ns: float) -> str:
@@ -215,6 +252,8 @@ def format_report(report: dict[str, Any]) -> str:
             continue
         columns = "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
         lines.append(f"{label:<{width}}  {columns}")
+    if "long_session" in report:
+        lines += ["", *_long_session_lines(report["long_session"])]
     lines.append("")
     lines.append("targets")
     for target in report["targets"]:
@@ -223,3 +262,26 @@ def format_report(report: dict[str, Any]) -> str:
             f"  [{flag}] {target['what']}: {target['value']} ({target['op']} {target['limit']})"
         )
     return "\n".join(lines)
+
+
+def _long_session_lines(economics: Mapping[str, Any]) -> list[str]:
+    """The long-session figures: per provider, the simulated cost against the bound and
+    the naive harness, and the floor (what no placement of cache markers goes below)."""
+    figures: Mapping[str, Mapping[str, Any]] = economics["providers"]
+    calls = max((f["calls"] for f in figures.values()), default=0)
+    width = max(len(name) for name in figures)
+    lines = [
+        f"golden {economics['scenario']} ({calls} calls), simulated cost: vs perfect cache / "
+        f"vs naive (floor){'' if economics['ok'] else '; INVARIANTS FAILED: run verify'}"
+    ]
+    for name, f in figures.items():
+        lines.append(
+            f"  {name:<{width}}  {f['cost_vs_bound']:.2f}x / {f['cost_vs_naive']:.2f}x  "
+            f"({f['floor_vs_bound']:.2f}x / {f['floor_vs_naive']:.2f}x), "
+            f"{f['cost_ratio']:.1%} of uncached; entries live {f['lifetime_s'] / 60:g} min"
+        )
+    lines.append(
+        "  floor: what no placement of cache markers goes below under the service's "
+        "lifetimes, minimum and increment; --json gives the reason for every miss"
+    )
+    return lines

@@ -8,7 +8,9 @@ already is. The benchmark is split by topic:
   (:func:`~prefixlock.bench.workload.generate`);
 * :mod:`prefixlock.bench.measure` -- the timing, memory and store passes over one
   conversation and the naive baselines beside them (:func:`~prefixlock.bench.measure.measure`);
-* :mod:`prefixlock.bench.report` -- the five target checks and the table;
+* :mod:`prefixlock.bench.economics` -- the simulated cost of the golden long-session case
+  against the perfect-cache bound and the naive harness (issue 15);
+* :mod:`prefixlock.bench.report` -- the target checks and the table;
 * this module -- :func:`bench`, which runs them all and assembles the JSON report, and the
   command's arguments. It is the edge that wires the providers in (``compiler`` never
   imports a provider elsewhere): their serializers and the naive harness built from each.
@@ -37,6 +39,7 @@ from ..core.errors import UsageError
 from ..providers.base import Provider
 from ..spec.build import build_bundle, find_example_root
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
+from .economics import long_session
 from .measure import CountingStore, DurableFloor, WireFormats, measure, method
 from .report import targets
 from .workload import generate
@@ -128,7 +131,9 @@ def bench(
             floor.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    checks = targets(runs)
+    progress("golden long-session: simulated cost per provider")
+    economics = long_session(names)
+    checks = targets(runs, economics)
     return {
         "bench": "prefixlock",
         "seed": seed,
@@ -138,6 +143,7 @@ def bench(
         "machine": _machine(),
         "method": method(window),
         "runs": runs,
+        "long_session": economics,
         "targets": checks,
         "all_met": all(t["met"] for t in checks),
     }

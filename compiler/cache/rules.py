@@ -31,6 +31,7 @@ __all__ = [
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
     "OPENAI_RETENTION_TTL",
+    "RETENTION_OPTION",
     "CacheRules",
     "rules_for",
 ]
@@ -110,6 +111,37 @@ ONE_HOUR_TTL = "1h"
 # * Gemini implicit caching: the docs give no lifetime. NOT VERIFIED: we apply the same
 #   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour; the simulator
 #   does not expire those.)
+#
+# The longer lifetimes a body can ask for (issue 15, the long-session economics of
+# ``prefixlock bench``) [quoted 2026-12-03 from stored copies found with the document
+# search]:
+# * Anthropic: the current page (the copy whose examples use Claude Opus 5) opens "using
+#   automatic caching or explicit breakpoints with 5-minute or 1-hour TTLs"; it names no
+#   model without the 1-hour option. prefixlock: ``cache_ttl: 1h`` (providers/cache_ttl.py).
+# * Bedrock: AWS's announcement of 2026-01-26 (as quoted by aws-samples/
+#   bedrock-access-gateway#224, "Per AWS docs: claude-haiku-4-5, claude-sonnet-4-5,
+#   claude-opus-4-5", and a re-publication of 2026-01-27): the 1-hour TTL is "generally
+#   available for Claude Sonnet 4.5, Claude Haiku 4.5 and Claude Opus 4.5". NOT VERIFIED:
+#   later Claude models on Bedrock (not in the announcement). prefixlock: ``cache_ttl: 1h``.
+# * OpenAI: openai-python 3.57.0's ``prompt_cache_retention`` (Chat and Responses): "Set
+#   to `24h` to enable extended prompt caching ... For `gpt-5.5`, `gpt-5.5-pro`, and
+#   future models, only `24h` is supported. For older models that support both
+#   `in_memory` and `24h`, the default depends on your organization's data retention
+#   policy: Organizations without ZDR enabled default to `24h`. Organizations with ZDR
+#   enabled default to `in_memory`"; the guide's model list ("Extended prompt cache
+#   retention is available for the following models", in a third-party copy of the guide
+#   fetched 2026-03-05 and in Microsoft's Azure OpenAI copy): gpt-5.4, gpt-5.2, gpt-5.1
+#   (and -codex, -codex-mini, -chat), gpt-5, gpt-5-codex, gpt-4.1. Extended retention is
+#   "NOT zero-data-retention eligible (unlike in-memory)" (the third-party copy). The same
+#   SDK marks the field "Deprecated. Use `prompt_cache_options.ttl` instead", an option
+#   "Supported for `gpt-5.6` and later models" whose "`ttl` defaults to `30m`": prefixlock
+#   sends no ``prompt_cache_options`` (GPT-5.6 and later get OPENAI_EXACT_TTL whatever the
+#   body says). prefixlock: ``prompt_cache_retention`` in the settings options, as given.
+# * Gemini: implicit caching has no lifetime setting ("Send requests with a similar
+#   prefix in a short amount of time", Vertex AI context cache overview); an explicit
+#   cache (``cachedContent``, providers/gemini.py) holds the stable root for its own ttl,
+#   "extend[ed] from the default 60 minutes", with "storage costs based on how long caches
+#   are stored", which the simulator does not price.
 #: Seconds a cache entry lives after the last call that wrote or read it.
 DEFAULT_TTL = 300.0
 #: Seconds with ``ttl: 1h`` markers (Anthropic, Bedrock).
@@ -229,10 +261,12 @@ OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
 #: available for around 30 minutes and can retain them for up to 24 hours." We take the
 #: typical low ends, 5 and 30 minutes. GPT-5.6 and later: "A cached prefix remains
 #: eligible for reuse for 30 minutes after its most recent write or reuse" (30 minutes
-#: whatever the retention). NOT VERIFIED: a body without ``prompt_cache_retention`` (what
-#: prefixlock sends) gets "24h" in organizations without Zero Data Retention and
-#: "in_memory" with it, which the body does not show; we take in_memory's 5 minutes.
+#: whatever the retention). NOT VERIFIED: a body without ``prompt_cache_retention`` gets
+#: "24h" in organizations without Zero Data Retention and "in_memory" with it, which the
+#: body does not show; we take in_memory's 5 minutes (the bundled example sends "24h").
 OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
+#: The body key (a settings option, sent as given) that names the retention.
+RETENTION_OPTION = "prompt_cache_retention"
 OPENAI_EXACT_TTL = 1800.0
 #: OpenAI model family -> (cached-input multiplier, cache-write multiplier), from the
 #: pricing page [quoted 2026-12-02] (https://developers.openai.com/api/docs/pricing:

@@ -45,6 +45,19 @@ while no call has a time, nothing expires (the behaviour before timestamps).
   (at the normal input price: creating a cache is billed as input) by the first such
   call and read at the cache price by every later one. Storage per hour is not priced.
 
+**The floor** (``Simulation(..., floor=True)``): the same bodies, times and lifetimes
+under an ideal placement of cache markers: every prefix of every call is cached (at block
+boundaries, no breakpoint limit, no lookback window: implicit matching for every
+provider), still subject to the service's minimum and increment, and a token not read
+costs the lower of the write price and the base price. By induction over the calls its
+live entries include every entry any marker placement could keep alive (each lives as
+long, from the same calls), the minimum and increment only round a longer match down
+further, and a read costs less than either way of sending a token: no call of the real
+simulation costs less than its floor. So the floor is what the service's rules leave
+unavoidable for these bodies with these settings; for the implicit caches (OpenAI,
+Gemini) it is the simulated cost itself, for the explicit ones the rest is where the
+markers sit (``prefixlock bench``'s long-session figures).
+
 Costs are in *base input-token units*: an uncached input token costs 1, a cache read
 ``read_multiplier``, a cache write ``write_multiplier`` (per model family; the documented
 parameters and their sources are in :mod:`prefixlock.cache.rules`).
@@ -64,10 +77,12 @@ import attrs
 from ..core import canonical
 from ..core.errors import CacheSimulationError, UnknownNameError
 from .rules import (
+    DEFAULT_TTL,
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
     ONE_HOUR_TTL_SECONDS,
+    RETENTION_OPTION,
     CacheRules,
     rules_for,
 )
@@ -227,6 +242,9 @@ class CallCache:
     breakpoints: int
     read_multiplier: Fraction
     write_multiplier: Fraction
+    #: Seconds the entries this call wrote or read live after it (its markers' TTL, its
+    #: ``prompt_cache_retention``, else the rules' TTL).
+    lifetime: float = DEFAULT_TTL
 
     @property
     def uncached_tokens(self) -> int:
@@ -385,7 +403,8 @@ def simulate(
 
 class Simulation:
     """:func:`simulate` one body at a time (:meth:`add`), for callers that stream the
-    bodies and keep none of them; :meth:`report` at any point."""
+    bodies and keep none of them; :meth:`report` at any point. ``floor``: simulate the
+    floor instead (see the module docstring)."""
 
     def __init__(
         self,
@@ -394,6 +413,7 @@ class Simulation:
         model: str | None = None,
         tokenizer: Tokenizer | None = None,
         cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
+        floor: bool = False,
     ) -> None:
         layout = _LAYOUTS.get(provider)
         if layout is None:
@@ -414,6 +434,8 @@ class Simulation:
         self.cached_contents = cached_contents or {}
         self.created: set[str] = set()  # Gemini explicit caches already written
         self.model_name = model or ""
+        #: The floor (see the module docstring): an ideal cache under the same lifetimes.
+        self.floor = floor
         self.rules = rules_for(provider, self.model_name)
 
     def add(self, raw: bytes | str | Mapping[str, Any], at: float | None = None) -> CallCache:
@@ -459,7 +481,11 @@ class Simulation:
         one_hour = rules.write_multiplier_1h is not None and (
             write_multiplier == rules.write_multiplier_1h
         )
-        until = now + (ONE_HOUR_TTL_SECONDS if one_hour else _lifetime(rules, body))
+        lifetime = ONE_HOUR_TTL_SECONDS if one_hour else _lifetime(rules, body)
+        until = now + lifetime
+        if self.floor:  # after the lifetime: it depends on the real rules and markers
+            rules = attrs.evolve(rules, explicit=False)
+            write_multiplier = min(write_multiplier, Fraction(1))
         if rules.explicit:
             if len(breakpoints) > rules.max_breakpoints:
                 raise CacheSimulationError(
@@ -499,6 +525,7 @@ class Simulation:
             breakpoints=len(breakpoints),
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
+            lifetime=lifetime,
         )
         self.calls.append(call)
         return call
@@ -553,7 +580,7 @@ def _explicit(
 def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
     """Seconds the call's entries live: by its ``prompt_cache_retention`` where the rules
     have one for it (OpenAI), else the rules' TTL."""
-    retention = body.get("prompt_cache_retention")
+    retention = body.get(RETENTION_OPTION)
     return (
         dict(rules.retention_ttl).get(retention, rules.ttl)
         if isinstance(retention, str)

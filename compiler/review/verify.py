@@ -65,6 +65,7 @@ __all__ = [
     "Listener",
     "Report",
     "Row",
+    "call_time",
     "row_line",
     "scenario_label",
     "table_line",
@@ -199,7 +200,7 @@ class Listener:
 # --- scenarios -------------------------------------------------------------------------
 
 
-def _call_time(scenario: Scenario, call: Call) -> float | None:
+def call_time(scenario: Scenario, call: Call) -> float | None:
     """The time of a model call in seconds since the epoch, for the cache simulator's
     expiry: its request's ``timestamp`` (RFC 3339, already checked when the scenario was
     loaded); None for a call without one (tool results, a request with no timestamp:
@@ -328,7 +329,7 @@ def verify_scenario(
             retry_of = None
             events.setdefault(call.event, call.index)
         history.add(call)
-        at = _call_time(scenario, call)
+        at = call_time(scenario, call)
         contexts.update(
             m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
         )

@@ -1,0 +1,304 @@
+"""The long-session economics of ``prefixlock bench`` (issue 15): what the golden
+``long-session`` case costs per provider, against the perfect-cache bound and the naive
+harness, and, for a target it misses, the rule that puts the target out of reach.
+
+:func:`long_session` verifies the case with
+:func:`~prefixlock.review.verify.verify_scenario` (every invariant; no hash-seed
+subprocess) and takes its ``cost_vs_bound`` and ``cost_vs_naive``. It then replays the
+case once more and simulates the same bodies at their **floor**
+(:class:`~prefixlock.cache.simulator.Simulation` with ``floor=True``: every prefix
+cached, only the service's lifetimes, minimum and increment left), timed and untimed. No
+placement of cache markers costs less than the floor, so a floor past a target's limit
+proves the target unreachable for these bodies with these settings, and the untimed
+floor tells whether expiry is what does it. The reason is data: a sentence built from
+the figures and the rules (:mod:`prefixlock.cache.rules`), per missed target.
+
+The scenario ships in the package (``_example/bench/long-session/scenario.yaml``, in a
+checkout a symlink to ``golden/long-session/scenario.yaml``), so an installed wheel
+reports the same figures; it runs against the bundled example's settings
+(``rules/providers.yaml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import providers
+from ..cache.rules import (
+    ONE_HOUR_TTL,
+    ONE_HOUR_TTL_SECONDS,
+    OPENAI_EXACT_TTL,
+    RETENTION_OPTION,
+    CacheRules,
+)
+from ..cache.simulator import Simulation
+from ..cache.tokens import get_tokenizer
+from ..core.messages import MessageKind
+from ..core.resources import example_dir
+from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
+from ..review.replay import iter_replay, serialize_at
+from ..review.scenario import Scenario, load_scenario
+from ..review.verify import Row, call_time, scenario_label, verify_scenario
+
+__all__ = [
+    "BOUND_LIMIT",
+    "BOUND_TARGET",
+    "NAIVE_LIMIT",
+    "NAIVE_TARGET",
+    "SCENARIO",
+    "ProviderEconomics",
+    "long_session",
+    "scenario_path",
+]
+
+#: The case, by its golden folder name.
+SCENARIO = "long-session"
+#: Issue 15: simulated cost within 1.10x of the perfect-cache bound, every provider.
+BOUND_TARGET = "long_session_vs_bound"
+BOUND_LIMIT = 1.10
+#: Issue 15: at most 0.25x the naive harness's simulated cost, every provider.
+NAIVE_TARGET = "long_session_vs_naive"
+NAIVE_LIMIT = 0.25
+
+
+def scenario_path() -> Path:
+    """The shipped copy of ``golden/long-session/scenario.yaml``."""
+    return example_dir() / "bench" / SCENARIO / "scenario.yaml"
+
+
+@attrs.frozen
+class ProviderEconomics:
+    """One provider's figures on the case (ratios as floats; see :func:`long_session`)."""
+
+    provider: str
+    model: str
+    calls: int
+    #: Simulated cost / the same calls uncached.
+    cost_ratio: float
+    cost_vs_bound: float
+    cost_vs_naive: float
+    #: The floor (no marker placement costs less) as a multiple of the bound, of the
+    #: naive harness's cost, and of the bound when nothing expires.
+    floor_vs_bound: float
+    floor_vs_naive: float
+    floor_vs_bound_without_expiry: float
+    #: Seconds a cache entry lives after its last use, with these settings.
+    lifetime_s: float
+    #: Calls whose floor reads less than it would if nothing expired.
+    expired_calls: int
+    #: Calls that bring a request context not sent before, and those of them that expired.
+    context_changes: int
+    expired_context_changes: int
+    #: Target name -> why it is missed (only the missed targets).
+    reasons: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        out = attrs.asdict(self)
+        for key, value in out.items():
+            if isinstance(value, float):
+                out[key] = round(value, 4)
+        out["reasons"] = dict(self.reasons)
+        return out
+
+
+@attrs.frozen
+class _Floors:
+    """One provider's replay beside verify: the real cost and the two floors."""
+
+    model: str
+    rules: CacheRules
+    cost: Fraction
+    floor: Fraction
+    untimed: Fraction
+    lifetime: float
+    #: 1-based numbers of the calls whose floor read less than without expiry.
+    expired: frozenset[int]
+
+
+def long_session(
+    names: Sequence[str] = providers.NAMES,
+    *,
+    path: Path | None = None,
+    tokenizer: str = "estimate",
+) -> dict[str, Any]:
+    """The economics of the long-session case for ``names`` (a JSON value): per provider
+    a :class:`ProviderEconomics`, and whether every invariant held (``ok``)."""
+    scenario = load_scenario(path or scenario_path())
+    rows, failures = verify_scenario(scenario, names, tokenizer=tokenizer)
+    floors, changes = _floors(scenario, names, tokenizer)
+    return {
+        "scenario": scenario_label(scenario.path),
+        "name": scenario.name,
+        "tokenizer": get_tokenizer(tokenizer).name,
+        "ok": not failures,
+        "failures": len(failures),
+        "providers": {
+            row.provider: _economics(row, floors[row.provider], changes).to_json() for row in rows
+        },
+    }
+
+
+def _floors(
+    scenario: Scenario, names: Sequence[str], tokenizer: str
+) -> tuple[dict[str, _Floors], frozenset[int]]:
+    """Per provider the real cost and the floors of the case's bodies (the replay is
+    deterministic: verify checks it); and the calls that bring a new request context."""
+    counter = get_tokenizer(tokenizer)
+    wires = {name: providers.get(name) for name in names}
+    sims: dict[str, tuple[Simulation, Simulation, Simulation]] = {}
+    expired: dict[str, set[int]] = {name: set() for name in names}
+    sent: set[str] = set()
+    changes: set[int] = set()
+    for call in iter_replay(scenario):
+        contexts = {m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT}
+        if contexts - sent and sent:  # the first context is no change
+            changes.add(call.index)
+        sent |= contexts
+        at = call_time(scenario, call)
+        for name, wire in wires.items():
+            if name not in sims:
+                model = call.request.settings_for(name).model
+                real, timed, untimed = (
+                    Simulation(name, model=model, tokenizer=counter, floor=floor)
+                    for floor in (False, True, True)
+                )
+                sims[name] = (real, timed, untimed)
+            real, timed, untimed = sims[name]
+            body = serialize_at(scenario, call, wire)
+            real.add(body, at)
+            # Untimed, nothing expires: a call that reads less timed lost it to expiry.
+            if timed.add(body, at).cache_read_tokens < untimed.add(body).cache_read_tokens:
+                expired[name].add(call.index)
+    out = {}
+    for name, (real, timed, untimed) in sims.items():
+        report = real.report()
+        out[name] = _Floors(
+            model=report.model,
+            rules=report.rules,
+            cost=report.cost,
+            floor=timed.report().cost,
+            untimed=untimed.report().cost,
+            lifetime=max(c.lifetime for c in report.calls),
+            expired=frozenset(expired[name]),
+        )
+    return out, frozenset(changes)
+
+
+def _economics(row: Row, floors: _Floors, changes: frozenset[int]) -> ProviderEconomics:
+    """The figures of ``row`` with the floors beside them (the floors as shares of the
+    same bodies' real cost, times verify's ratios) and the reasons for missed targets."""
+    share = float(floors.floor / floors.cost) if floors.cost else 1.0
+    untimed_share = float(floors.untimed / floors.cost) if floors.cost else 1.0
+    economics = ProviderEconomics(
+        provider=row.provider,
+        model=floors.model,
+        calls=row.calls,
+        cost_ratio=row.cost_ratio,
+        cost_vs_bound=row.cost_vs_bound,
+        cost_vs_naive=row.cost_vs_naive,
+        floor_vs_bound=row.cost_vs_bound * share,
+        floor_vs_naive=row.cost_vs_naive * share,
+        floor_vs_bound_without_expiry=row.cost_vs_bound * untimed_share,
+        lifetime_s=floors.lifetime,
+        expired_calls=len(floors.expired),
+        context_changes=len(changes),
+        expired_context_changes=len(changes & floors.expired),
+        reasons=(),
+    )
+    return attrs.evolve(economics, reasons=_reasons(economics, floors.rules))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min"
+
+
+def _lifetime_rule(rules: CacheRules, lifetime: float) -> str:
+    """The name of the rule in :mod:`prefixlock.cache.rules` that gives ``lifetime``."""
+    if rules.write_multiplier_1h is not None and lifetime == ONE_HOUR_TTL_SECONDS:
+        return "ONE_HOUR_TTL_SECONDS"
+    retention = [name for name, ttl in rules.retention_ttl if ttl == lifetime]
+    if retention and lifetime != rules.ttl:
+        return f"OPENAI_RETENTION_TTL[{retention[0]!r}]"
+    return (
+        "OPENAI_EXACT_TTL"
+        if rules.ttl == OPENAI_EXACT_TTL and rules.increment == 1
+        else "DEFAULT_TTL"
+    )
+
+
+def _longer_lifetime(economics: ProviderEconomics, rules: CacheRules) -> str:
+    """The setting that would keep entries longer, if the wire has one (from the rules)."""
+    if rules.write_multiplier_1h is not None and economics.lifetime_s < ONE_HOUR_TTL_SECONDS:
+        return (
+            f"; `{CACHE_TTL_OPTION}: {ONE_HOUR_TTL}` would keep them "
+            f"{_minutes(ONE_HOUR_TTL_SECONDS)} (writes at {float(rules.write_multiplier_1h):g}x)"
+        )
+    longer = [(ttl, name) for name, ttl in rules.retention_ttl if ttl > economics.lifetime_s]
+    if longer:
+        ttl, name = max(longer)
+        return f"; `{RETENTION_OPTION}: {name}` would keep them about {_minutes(ttl)}"
+    if not rules.explicit and not rules.retention_ttl:
+        return "; the implicit cache has no lifetime setting"
+    return ""
+
+
+def _reasons(economics: ProviderEconomics, rules: CacheRules) -> tuple[tuple[str, str], ...]:
+    """Why each missed target is missed: a floor past its limit names the rule that
+    puts it there; otherwise the target is not ruled out by the rules."""
+    e = economics
+    steps = f"; reads count in {rules.increment}-token steps" if rules.increment > 1 else ""
+    expiry = (
+        f"cache entries live {_minutes(e.lifetime_s)} after their last use "
+        f"(prefixlock.cache.rules.{_lifetime_rule(rules, e.lifetime_s)}) and "
+        f"{e.expired_calls} of {e.calls} calls come later than that"
+    )
+    markers = (
+        f"where the cache markers sit ({rules.max_breakpoints} breakpoints, "
+        f"{rules.lookback_blocks}-block lookback) and the {float(rules.write_multiplier):g}x write "
+        "price"
+        if rules.explicit
+        else "the simulation's block granularity"
+    )
+    expired = "all" if e.expired_context_changes == e.context_changes else e.expired_context_changes
+    reasons = []
+    if e.cost_vs_bound > BOUND_LIMIT:
+        if e.floor_vs_bound <= BOUND_LIMIT:
+            text = (
+                f"not ruled out by the rules: an ideal placement of cache markers costs "
+                f"{e.floor_vs_bound:.2f}x the bound; the rest is {markers}"
+            )
+        elif e.floor_vs_bound_without_expiry <= BOUND_LIMIT:
+            text = (
+                f"unreachable with these settings: {expiry}, so even an ideal placement of "
+                f"cache markers costs {e.floor_vs_bound:.2f}x the bound "
+                f"({e.floor_vs_bound_without_expiry:.2f}x if nothing expired){steps}"
+                f"{_longer_lifetime(e, rules)}"
+            )
+        else:
+            text = (
+                f"unreachable even if nothing expired: the {rules.min_tokens}-token minimum"
+                f"{steps} leave an ideal placement of cache markers at "
+                f"{e.floor_vs_bound_without_expiry:.2f}x the bound"
+            )
+        reasons.append((BOUND_TARGET, text))
+    if e.cost_vs_naive > NAIVE_LIMIT:
+        if e.floor_vs_naive <= NAIVE_LIMIT:
+            text = (
+                f"not ruled out by the rules: an ideal placement of cache markers costs "
+                f"{e.floor_vs_naive:.2f}x the naive harness; the rest is {markers}"
+            )
+        else:
+            text = (
+                f"unreachable: the naive harness caches too and loses its cache only where "
+                f"its system prompt changes, {e.context_changes} times here, {expired} of "
+                f"them on calls whose cache had expired anyway "
+                f"({expiry}); even an ideal placement of cache markers on prefixlock's bodies "
+                f"costs {e.floor_vs_naive:.2f}x the naive harness"
+            )
+        reasons.append((NAIVE_TARGET, text))
+    return tuple(reasons)
