@@ -55,14 +55,17 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 import attrs
 
 from ..core import canonical
+from ..core.bodyscan import HistoryScanner, Scan
 from ..core.errors import CacheSimulationError, UnknownNameError
+from ..core.fragments import Body, common_prefix
 from .rules import (
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
@@ -111,9 +114,47 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _anthropic(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> system -> messages; ``cache_control`` on a block is a breakpoint, at the
-    top level it is automatic caching (a breakpoint on the last block)."""
+#: A history item's blocks: whether it marks the block before it (a Bedrock
+#: ``cachePoint`` before any block of its own), and its own blocks.
+ItemBlocks = tuple[bool, list[Block]]
+
+
+@attrs.frozen
+class Layout:
+    """A wire's blocks in processing order: those of the frame (every member but the
+    history list: tools, system, instructions), then each history item's in turn. A
+    history item's blocks depend on that item alone, so a body's blocks can be made item
+    by item (:class:`Simulation` with fragments keeps those of unchanged items)."""
+
+    #: The body member holding the history list.
+    history: str
+    frame: Callable[[Mapping[str, Any]], list[Block]]
+    item: Callable[[Any], ItemBlocks]
+    #: ``cache_control`` at the top level marks the last block (Anthropic's automatic
+    #: caching).
+    top_marker: bool = False
+
+    def blocks(self, body: Mapping[str, Any]) -> list[Block]:
+        """The blocks of a whole body."""
+        blocks = self.frame(body)
+        for item in _list(body.get(self.history)):
+            marks_before, own = self.item(item)
+            if marks_before and blocks:
+                blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            blocks.extend(own)
+        if self.top_marker and _CACHE_CONTROL in body and blocks:
+            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+        return blocks
+
+
+def _role_and(message: Any, key: str) -> tuple[Any, Any]:
+    if not isinstance(message, dict):
+        return None, None
+    return message.get("role"), message.get(key)
+
+
+def _anthropic_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> system; ``cache_control`` on a block is a breakpoint."""
     blocks: list[Block] = []
     for tool in _list(body.get("tools")):
         value, marked = _without(tool, _CACHE_CONTROL)
@@ -122,66 +163,83 @@ def _anthropic(body: Mapping[str, Any]) -> list[Block]:
     for block in [system] if isinstance(system, str) else _list(system):
         value, marked = _without(block, _CACHE_CONTROL)
         blocks.append(Block(("system",), value, marked))
-    for message in _list(body.get("messages")):
-        role = message.get("role") if isinstance(message, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
-            value, marked = _without(block, _CACHE_CONTROL)
-            blocks.append(Block(("message", role, j), value, marked))
-    if _CACHE_CONTROL in body and blocks:
-        blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
     return blocks
+
+
+def _anthropic_item(message: Any) -> ItemBlocks:
+    """A message's content blocks; ``cache_control`` on a block is a breakpoint."""
+    role, content = _role_and(message, "content")
+    blocks = []
+    for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
+        value, marked = _without(block, _CACHE_CONTROL)
+        blocks.append(Block(("message", role, j), value, marked))
+    return False, blocks
 
 
 def _is_cache_point(value: Any) -> bool:
     return isinstance(value, dict) and "cachePoint" in value
 
 
-def _with_cache_points(blocks: list[Block], tag: tuple[Any, ...], items: list[Any]) -> None:
-    """Append ``items``; a ``cachePoint`` item marks the block before it."""
+def _with_cache_points(tag: tuple[Any, ...], items: list[Any]) -> ItemBlocks:
+    """``items`` as blocks; a ``cachePoint`` item marks the block before it (before any
+    block of ``items``: the one before them all, reported as the first value)."""
+    blocks: list[Block] = []
+    marks_before = False
     index = 0
     for item in items:
         if _is_cache_point(item):
             if blocks:
                 blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            else:
+                marks_before = True
             continue
         blocks.append(Block((*tag, index), item))
         index += 1
+    return marks_before, blocks
 
 
-def _bedrock(body: Mapping[str, Any]) -> list[Block]:
-    """toolConfig.tools -> system -> messages (the Claude order); ``cachePoint`` blocks
-    mark the end of the block before them."""
+def _bedrock_frame(body: Mapping[str, Any]) -> list[Block]:
+    """toolConfig.tools -> system (the Claude order); ``cachePoint`` blocks mark the end
+    of the block before them."""
     blocks: list[Block] = []
     tool_config = body.get("toolConfig")
     tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
-    _with_cache_points(blocks, ("tool",), _list(tools))
-    _with_cache_points(blocks, ("system",), _list(body.get("system")))
-    for message in _list(body.get("messages")):
-        role = message.get("role") if isinstance(message, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        _with_cache_points(blocks, ("message", role), _list(content))
+    for tag, items in ((("tool",), _list(tools)), (("system",), _list(body.get("system")))):
+        marks_before, own = _with_cache_points(tag, items)
+        if marks_before and blocks:
+            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+        blocks.extend(own)
     return blocks
 
 
-def _openai_chat(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> messages (the developer message first); one block per message."""
-    blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
-    blocks.extend(Block(("message",), message) for message in _list(body.get("messages")))
-    return blocks
+def _bedrock_item(message: Any) -> ItemBlocks:
+    role, content = _role_and(message, "content")
+    return _with_cache_points(("message", role), _list(content))
 
 
-def _openai_responses(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> instructions -> input items; one block per item."""
+def _openai_chat_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools (then the messages, the developer message first: one block each)."""
+    return [Block(("tool",), tool) for tool in _list(body.get("tools"))]
+
+
+def _openai_chat_item(message: Any) -> ItemBlocks:
+    return False, [Block(("message",), message)]
+
+
+def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> instructions (then the input items: one block each)."""
     blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
     if isinstance(body.get("instructions"), str):
         blocks.append(Block(("instructions",), body["instructions"]))
-    blocks.extend(Block(("item",), item) for item in _list(body.get("input")))
     return blocks
 
 
-def _gemini(body: Mapping[str, Any]) -> list[Block]:
-    """systemInstruction parts -> tool declarations -> contents parts."""
+def _openai_responses_item(item: Any) -> ItemBlocks:
+    return False, [Block(("item",), item)]
+
+
+def _gemini_frame(body: Mapping[str, Any]) -> list[Block]:
+    """systemInstruction parts -> tool declarations (then the contents' parts)."""
     blocks: list[Block] = []
     system = body.get("systemInstruction")
     parts = system.get("parts") if isinstance(system, dict) else None
@@ -192,20 +250,26 @@ def _gemini(body: Mapping[str, Any]) -> list[Block]:
             blocks.extend(Block(("function",), d) for d in declarations)
         else:
             blocks.append(Block(("tool",), tool))
-    for content in _list(body.get("contents")):
-        role = content.get("role") if isinstance(content, dict) else None
-        parts = content.get("parts") if isinstance(content, dict) else None
-        blocks.extend(Block(("part", role, j), part) for j, part in enumerate(_list(parts)))
     return blocks
 
 
+def _gemini_item(content: Any) -> ItemBlocks:
+    role, parts = _role_and(content, "parts")
+    return False, [Block(("part", role, j), part) for j, part in enumerate(_list(parts))]
+
+
+def _gemini(body: Mapping[str, Any]) -> list[Block]:
+    """systemInstruction parts -> tool declarations -> contents parts."""
+    return _LAYOUTS["gemini"].blocks(body)
+
+
 #: Provider name -> its body layout.
-_LAYOUTS: Mapping[str, Callable[[Mapping[str, Any]], list[Block]]] = {
-    "anthropic": _anthropic,
-    "bedrock-converse": _bedrock,
-    "gemini": _gemini,
-    "openai-chat": _openai_chat,
-    "openai-responses": _openai_responses,
+_LAYOUTS: Mapping[str, Layout] = {
+    "anthropic": Layout("messages", _anthropic_frame, _anthropic_item, top_marker=True),
+    "bedrock-converse": Layout("messages", _bedrock_frame, _bedrock_item),
+    "gemini": Layout("contents", _gemini_frame, _gemini_item),
+    "openai-chat": Layout("messages", _openai_chat_frame, _openai_chat_item),
+    "openai-responses": Layout("input", _openai_responses_frame, _openai_responses_item),
 }
 
 #: Body keys that name the cache namespace besides the model (OpenAI's routing key).
@@ -344,12 +408,19 @@ class PerfectBound:
 
 # --- simulation ------------------------------------------------------------------------
 
+#: Bytes of a SHA-256 digest: a block's key digest, a prefix hash.
+_HASH = 32
 
-def _prefix_hashes(keys: Sequence[bytes]) -> Iterator[bytes]:
-    state = b""
-    for key in keys:
-        state = hashlib.sha256(state + hashlib.sha256(key).digest()).digest()
-        yield state
+
+def _key_digest(block: Block) -> bytes:
+    """SHA-256 of a block's identity, its canonical ``[tag, value]``."""
+    return hashlib.sha256(canonical.dumpb([list(block.tag), block.value])).digest()
+
+
+def _chained(state: bytes, digest: bytes) -> bytes:
+    """The hash of a prefix: the hash of the prefix before it (``b""`` for none) and the
+    key digest of its last block."""
+    return hashlib.sha256(state + digest).digest()
 
 
 def _round_down(tokens: int, rules: CacheRules) -> int:
@@ -357,6 +428,195 @@ def _round_down(tokens: int, rules: CacheRules) -> int:
     if tokens < rules.min_tokens:
         return 0
     return tokens - tokens % rules.increment
+
+
+def _alive(until: float, now: float) -> bool:
+    """Whether an entry kept until ``until`` is found at ``now``; a call without a time
+    (now = inf) finds every entry ever written."""
+    return now == math.inf or now <= until
+
+
+class _Prompt:
+    """What the pricing of one call reads of its body's blocks: how many, their tokens
+    up to each block, the prefix hash at each block and the breakpoints. The cumulative
+    tokens are those of a leading part (``lead``) and of the rest counted from the end
+    of the lead (the blocks of the history, which do not change with the frame)."""
+
+    __slots__ = ("breakpoints", "count", "lead", "lead_total", "packed", "rest", "total")
+
+    def __init__(
+        self,
+        lead: Sequence[int],
+        rest: Sequence[int],
+        packed: bytes,
+        breakpoints: Sequence[int],
+    ) -> None:
+        self.lead, self.rest, self.packed = lead, rest, packed
+        self.breakpoints = breakpoints
+        self.count = len(lead) + len(rest)
+        self.lead_total = lead[-1] if lead else 0
+        self.total = self.lead_total + (rest[-1] if rest else 0)
+
+    def tokens_to(self, index: int) -> int:
+        """The tokens of blocks 0 .. ``index``."""
+        lead = self.lead
+        if index < len(lead):
+            return lead[index]
+        return self.lead_total + self.rest[index - len(lead)]
+
+    def hash_at(self, index: int) -> bytes:
+        """The hash of the prefix that ends with block ``index``."""
+        return self.packed[index * _HASH : (index + 1) * _HASH]
+
+
+class _Seen:
+    """The implicit cache of one namespace: the prefixes earlier calls sent and when
+    each one's entry expires. It answers exactly as a map prefix hash -> expiry that
+    every call sets for all its prefixes would, without touching every prefix on every
+    call: the prefixes of the namespace's latest call (``chain``, its prefix hashes end
+    to end) share that call's expiry, and a prefix enters ``left`` with the expiry it
+    had when a later call stopped sending it. A prefix hash names the whole prefix, so
+    position ``i`` of two chains holds the same hash exactly when their first ``i + 1``
+    blocks are equal."""
+
+    __slots__ = ("chain", "left", "until")
+
+    def __init__(self) -> None:
+        self.chain = b""
+        self.until = 0.0
+        self.left: dict[bytes, float] = {}
+
+    def longest(self, prompt: _Prompt, now: float) -> tuple[int, int]:
+        """(the last block of the longest prefix of ``prompt`` found at ``now``, or -1;
+        how many leading prefixes it shares with the latest call)."""
+        shared = common_prefix(self.chain, prompt.packed) // _HASH
+        left = self.left
+        for index in range(prompt.count - 1, shared - 1, -1):
+            until = left.get(prompt.hash_at(index))
+            if until is not None and _alive(until, now):
+                return index, shared
+        if shared and _alive(self.until, now):
+            return shared - 1, shared
+        return -1, shared
+
+    def sent(self, prompt: _Prompt, until: float, shared: int) -> None:
+        """``prompt`` was sent: its prefixes are kept until ``until``."""
+        chain, left, before = self.chain, self.left, self.until
+        for index in range(shared, len(chain) // _HASH):
+            left[chain[index * _HASH : (index + 1) * _HASH]] = before
+        self.chain, self.until = prompt.packed, until
+
+
+class _Stream:
+    """The blocks of the previous body, kept for the next one (:meth:`Simulation.add_fragments`):
+    the frame's, and per history block its key digest, the tokens of the history up to
+    it and its prefix hash, with where each history item's blocks start and the items
+    that mark a breakpoint. A body's unchanged leading items keep theirs; only the
+    blocks of the items after them are made, keyed, counted and hashed."""
+
+    def __init__(self, layout: Layout, tokens: Callable[[Block, bytes], int]) -> None:
+        self.layout = layout
+        self.tokens = tokens
+        self.fresh = True
+        self.frame_digests: list[bytes] = []
+        self.frame_cumulative: list[int] = []
+        self.frame_packed = b""
+        self.frame_marks: list[int] = []
+        self.digests = bytearray()  # _HASH bytes per history block
+        self.cumulative = array("q")  # tokens of the history up to each of its blocks
+        self.hashes = bytearray()  # _HASH bytes per history block
+        self.starts = array("q")  # per history item, its first block
+        #: (item, marks the block before it, its own blocks that are breakpoints), in
+        #: item order: only the items that mark something.
+        self.marked: list[tuple[int, bool, tuple[int, ...]]] = []
+
+    def update(self, scan: Scan) -> _Prompt:
+        """The blocks of the body ``scan`` read."""
+        fresh, layout = self.fresh, self.layout
+        common = 0 if fresh else scan.common
+        assert common == scan.common, "the stream and its scanner are out of step"
+        rechain = False
+        if fresh or not (scan.head_same and scan.trail_same):
+            rechain = self._frame(layout.frame(scan.frame)) and not fresh
+        self.fresh = False
+        starts, cumulative, digests, hashes = (
+            self.starts,
+            self.cumulative,
+            self.digests,
+            self.hashes,
+        )
+        keep = starts[common] if common < len(starts) else len(cumulative)
+        del starts[common:], cumulative[keep:], digests[keep * _HASH :], hashes[keep * _HASH :]
+        marked = self.marked
+        while marked and marked[-1][0] >= common:
+            marked.pop()
+        state = self.frame_packed[-_HASH:]
+        if rechain:  # the frame's blocks changed: every history prefix hash with them
+            for index in range(keep):
+                state = _chained(state, bytes(digests[index * _HASH : (index + 1) * _HASH]))
+                hashes[index * _HASH : (index + 1) * _HASH] = state
+        elif keep:
+            state = bytes(hashes[-_HASH:])
+        total = cumulative[-1] if cumulative else 0
+        tokens = self.tokens
+        for offset, item in enumerate(scan.items):
+            marks_before, own = layout.item(item)
+            starts.append(len(cumulative))
+            marks = tuple(j for j, block in enumerate(own) if block.breakpoint)
+            if marks_before or marks:
+                marked.append((common + offset, marks_before, marks))
+            for block in own:
+                digest = _key_digest(block)
+                total += tokens(block, digest)
+                state = _chained(state, digest)
+                digests += digest
+                cumulative.append(total)
+                hashes += state
+        return _Prompt(
+            self.frame_cumulative,
+            cumulative,
+            self.frame_packed + hashes,
+            self._breakpoints(_CACHE_CONTROL in scan.frame),
+        )
+
+    def _frame(self, blocks: list[Block]) -> bool:
+        """Take the frame's blocks; whether their keys changed."""
+        digests = [_key_digest(block) for block in blocks]
+        self.frame_marks = [i for i, block in enumerate(blocks) if block.breakpoint]
+        if digests == self.frame_digests and not self.fresh:
+            return False
+        cumulative: list[int] = []
+        packed = bytearray()
+        total, state = 0, b""
+        for block, digest in zip(blocks, digests, strict=True):
+            total += self.tokens(block, digest)
+            cumulative.append(total)
+            state = _chained(state, digest)
+            packed += state
+        self.frame_digests, self.frame_cumulative = digests, cumulative
+        self.frame_packed = bytes(packed)
+        return True
+
+    def _breakpoints(self, top: bool) -> list[int]:
+        """The breakpoints in block order (the frame's, the history items', the top
+        level's on the last block), each once."""
+        out = list(self.frame_marks)
+        lead = len(self.frame_digests)
+
+        def add(index: int) -> None:
+            if not out or out[-1] != index:
+                out.append(index)
+
+        for item, marks_before, marks in self.marked:
+            first = lead + self.starts[item]
+            if marks_before and first:
+                add(first - 1)
+            for j in marks:
+                add(first + j)
+        count = lead + len(self.cumulative)
+        if top and self.layout.top_marker and count:
+            add(count - 1)
+        return out
 
 
 def simulate(
@@ -384,8 +644,15 @@ def simulate(
 
 
 class Simulation:
-    """:func:`simulate` one body at a time (:meth:`add`), for callers that stream the
-    bodies and keep none of them; :meth:`report` at any point."""
+    """:func:`simulate` one body at a time, for callers that stream the bodies and keep
+    none of them; :meth:`report` at any point.
+
+    :meth:`add` reads each body whole. :meth:`add_fragments` gives the same figures
+    with work that follows what changed since the body before: the body's history items
+    that are byte-identical to the previous body's keep their blocks, key digests,
+    token counts and prefix hashes (:class:`~prefixlock.core.bodyscan.HistoryScanner`),
+    and only the blocks of the items after them are made.
+    """
 
     def __init__(
         self,
@@ -404,49 +671,89 @@ class Simulation:
         self.layout = layout
         self.model = model
         self.counter = tokenizer or get_tokenizer()
+        #: Block key digest -> its tokens (the same block text is counted once).
         self.token_memo: dict[bytes, int] = {}
         #: Per namespace: prefix hash -> the time its entry expires (``inf``: never,
         #: for entries last used by a call without a time).
         self.explicit_entries: dict[tuple[Any, ...], dict[bytes, float]] = {}
-        self.implicit_seen: dict[tuple[Any, ...], dict[bytes, float]] = {}
+        self.implicit_seen: dict[tuple[Any, ...], _Seen] = {}
         self.last_at: float | None = None
         self.calls: list[CallCache] = []
         self.cached_contents = cached_contents or {}
         self.created: set[str] = set()  # Gemini explicit caches already written
         self.model_name = model or ""
         self.rules = rules_for(provider, self.model_name)
+        self._scanner = HistoryScanner(layout.history)
+        self._stream = _Stream(layout, self._tokens)
+
+    def _tokens(self, block: Block, digest: bytes) -> int:
+        tokens = self.token_memo.get(digest)
+        if tokens is None:
+            text = block.value if isinstance(block.value, str) else canonical.dumps(block.value)
+            tokens = self.token_memo[digest] = self.counter.count(text)
+        return tokens
+
+    def _restart_stream(self) -> None:
+        self._scanner.reset()
+        self._stream = _Stream(self.layout, self._tokens)
 
     def add(self, raw: bytes | str | Mapping[str, Any], at: float | None = None) -> CallCache:
         """Simulate the next call's body; ``at``: its time in seconds (any epoch), if
         known. Times must not go backwards."""
-        provider, model, counter, token_memo = (
-            self.provider,
-            self.model,
-            self.counter,
-            self.token_memo,
-        )
+        self._restart_stream()
         index = len(self.calls) + 1
         body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
         if not isinstance(body, Mapping):
-            raise CacheSimulationError(f"{provider} call {index}: the body is not a JSON object")
+            raise CacheSimulationError(
+                f"{self.provider} call {index}: the body is not a JSON object"
+            )
+        blocks = self.layout.blocks(body)
+        cumulative: list[int] = []
+        packed = bytearray()
+        total, state = 0, b""
+        for block in blocks:
+            digest = _key_digest(block)
+            total += self._tokens(block, digest)
+            cumulative.append(total)
+            state = _chained(state, digest)
+            packed += state
+        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
+        return self._price(index, body, _Prompt(cumulative, (), bytes(packed), breakpoints), at)
+
+    def add_fragments(
+        self, body: Body | bytes | Iterable[bytes], at: float | None = None
+    ) -> CallCache:
+        """:meth:`add` of the body these fragments join to (a :class:`Body`, its bytes or
+        its fragments), working on what changed since the body given before: the
+        figures are exactly :meth:`add`'s. A body the scanner does not read (not in the
+        compact canonical form) is read whole by :meth:`add`."""
+        body = body if isinstance(body, Body) else Body.of(body)
+        scan = self._scanner.scan(body)
+        if scan is None:
+            return self.add(body.join(), at)
+        index = len(self.calls) + 1
+        try:
+            prompt = self._stream.update(scan)
+        except BaseException:
+            self._restart_stream()
+            raise
+        head = dict(scan.frame)
+        head[self.layout.history] = [scan.last] if scan.count else []
+        return self._price(index, head, prompt, at)
+
+    def _price(
+        self, index: int, body: Mapping[str, Any], prompt: _Prompt, at: float | None
+    ) -> CallCache:
+        """One call's figures from its blocks; ``body``: its members (of the history,
+        the last item is enough)."""
+        provider, counter = self.provider, self.counter
         body_model = body.get("model")
-        model_name = body_model if isinstance(body_model, str) else (model or "")
+        model_name = body_model if isinstance(body_model, str) else (self.model or "")
         self.model_name = model_name
         rules = self.rules = rules_for(provider, model_name)
         namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
-        blocks = self.layout(body)
-        keys = [canonical.dumpb([list(b.tag), b.value]) for b in blocks]
-        cumulative: list[int] = []
-        total = 0
-        for block, key in zip(blocks, keys, strict=True):
-            tokens = token_memo.get(key)
-            if tokens is None:
-                text = block.value if isinstance(block.value, str) else canonical.dumps(block.value)
-                tokens = token_memo[key] = counter.count(text)
-            total += tokens
-            cumulative.append(total)
-        hashes = list(_prefix_hashes(keys))
-        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
+        total = prompt.total
+        breakpoints = prompt.breakpoints
         write_multiplier = _write_multiplier(rules, body)
         if at is not None and self.last_at is not None and at < self.last_at:
             raise CacheSimulationError(
@@ -468,19 +775,17 @@ class Simulation:
                 )
             entries = self.explicit_entries.setdefault(namespace, {})
             live = _Live(entries, now)
-            read, write, written, hit = _explicit(rules, breakpoints, cumulative, hashes, live)
+            read, write, written, hit = _explicit(rules, prompt, live)
             if hit is not None:
                 entries[hit] = until  # reading an entry refreshes it
             for entry in written:
                 entries[entry] = until
         else:
-            seen = self.implicit_seen.setdefault(namespace, {})
-            live = _Live(seen, now)
-            matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in live), -1)
-            read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
+            seen = self.implicit_seen.setdefault(namespace, _Seen())
+            matched, shared = seen.longest(prompt, now)
+            read = _round_down(prompt.tokens_to(matched), rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
-            for h in hashes:
-                seen[h] = until
+            seen.sent(prompt, until, shared)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             cached = _cached_tokens(name, self.cached_contents, counter, index)
@@ -495,7 +800,7 @@ class Simulation:
             input_tokens=total,
             cache_read_tokens=read,
             cache_write_tokens=write,
-            blocks=len(blocks),
+            blocks=prompt.count,
             breakpoints=len(breakpoints),
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
@@ -523,31 +828,34 @@ class _Live:
 
 
 def _explicit(
-    rules: CacheRules,
-    breakpoints: Sequence[int],
-    cumulative: Sequence[int],
-    hashes: Sequence[bytes],
-    entries: _Live,
+    rules: CacheRules, prompt: _Prompt, entries: _Live
 ) -> tuple[int, int, list[bytes], bytes | None]:
     """(read tokens, write tokens, entries written, the entry read) of one
     explicit-cache call."""
     hit = -1
+    breakpoints = prompt.breakpoints
     for b in breakpoints:
         # The breakpoint's own block is check #1: blocks b .. b - (lookback - 1).
         for p in range(b, max(-1, b - rules.lookback_blocks), -1):
-            if hashes[p] in entries:
+            if prompt.hash_at(p) in entries:
                 hit = max(hit, p)
                 break
-    read = cumulative[hit] if hit >= 0 else 0
+    read = prompt.tokens_to(hit) if hit >= 0 else 0
     valid: list[int] = []
     since = 0
     for b in breakpoints:
-        needed = cumulative[b] - since if rules.min_tokens_per_checkpoint else cumulative[b]
+        upto = prompt.tokens_to(b)
+        needed = upto - since if rules.min_tokens_per_checkpoint else upto
         if needed >= rules.min_tokens:
             valid.append(b)
-            since = cumulative[b]
-    write = max(0, cumulative[valid[-1]] - read) if valid else 0
-    return read, write, [hashes[b] for b in valid], hashes[hit] if hit >= 0 else None
+            since = upto
+    write = max(0, prompt.tokens_to(valid[-1]) - read) if valid else 0
+    return (
+        read,
+        write,
+        [prompt.hash_at(b) for b in valid],
+        prompt.hash_at(hit) if hit >= 0 else None,
+    )
 
 
 def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
