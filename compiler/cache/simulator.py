@@ -484,7 +484,7 @@ class _Seen:
     def __init__(self) -> None:
         self.chain = b""
         self.until = 0.0
-        self.left: dict[bytes, float] = {}
+        self.left = _Expiries()
 
     def longest(self, prompt: _Prompt, now: float) -> tuple[int, int]:
         """(the last block of the longest prefix of ``prompt`` found at ``now``, or -1;
@@ -499,12 +499,36 @@ class _Seen:
             return shared - 1, shared
         return -1, shared
 
-    def sent(self, prompt: _Prompt, until: float, shared: int) -> None:
-        """``prompt`` was sent: its prefixes are kept until ``until``."""
+    def sent(self, prompt: _Prompt, until: float, shared: int, now: float) -> None:
+        """``prompt`` was sent at ``now``: its prefixes are kept until ``until``."""
         chain, left, before = self.chain, self.left, self.until
         for index in range(shared, len(chain) // _HASH):
             left[chain[index * _HASH : (index + 1) * _HASH]] = before
         self.chain, self.until = prompt.packed, until
+        left.forget_expired(now)
+
+
+class _Expiries(dict[bytes, float]):
+    """Entry -> the time it expires; :meth:`forget_expired` drops the entries that no
+    later call can find, so the map holds what is alive, not everything ever sent (a
+    naive harness's context change sends a whole new history of prefixes)."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.limit = 1024
+
+    def forget_expired(self, now: float) -> None:
+        """Drop the entries expired at ``now``, from time to time (when the map has
+        doubled since), so the work is constant per entry. Exact: times never go back,
+        and once a call has a time every later call has one, so an entry expired at a
+        finite ``now`` is never found again (:class:`_Live`)."""
+        if len(self) <= self.limit or now == math.inf:
+            return
+        for entry in [entry for entry, until in self.items() if until < now]:
+            del self[entry]
+        self.limit = max(2 * len(self), 1024)
 
 
 class _Stream:
@@ -514,9 +538,15 @@ class _Stream:
     that mark a breakpoint. A body's unchanged leading items keep theirs; only the
     blocks of the items after them are made, keyed, counted and hashed."""
 
-    def __init__(self, layout: Layout, tokens: Callable[[Block, bytes], int]) -> None:
+    def __init__(
+        self, layout: Layout, tokens: Callable[[Block, bytes], int], count: Callable[[Block], int]
+    ) -> None:
         self.layout = layout
+        #: The frame's blocks are counted through the simulation's memo; a history
+        #: block is counted when it first appears (kept after that), so a memo of every
+        #: history block would only hold memory.
         self.tokens = tokens
+        self.count = count
         self.fresh = True
         self.frame_digests: list[bytes] = []
         self.frame_cumulative: list[int] = []
@@ -558,7 +588,7 @@ class _Stream:
         elif keep:
             state = bytes(hashes[-_HASH:])
         total = cumulative[-1] if cumulative else 0
-        tokens = self.tokens
+        count = self.count
         for offset, item in enumerate(scan.items):
             marks_before, own = layout.item(item)
             starts.append(len(cumulative))
@@ -567,7 +597,7 @@ class _Stream:
                 marked.append((common + offset, marks_before, marks))
             for block in own:
                 digest = _key_digest(block)
-                total += tokens(block, digest)
+                total += count(block)
                 state = _chained(state, digest)
                 digests += digest
                 cumulative.append(total)
@@ -675,7 +705,7 @@ class Simulation:
         self.token_memo: dict[bytes, int] = {}
         #: Per namespace: prefix hash -> the time its entry expires (``inf``: never,
         #: for entries last used by a call without a time).
-        self.explicit_entries: dict[tuple[Any, ...], dict[bytes, float]] = {}
+        self.explicit_entries: dict[tuple[Any, ...], _Expiries] = {}
         self.implicit_seen: dict[tuple[Any, ...], _Seen] = {}
         self.last_at: float | None = None
         self.calls: list[CallCache] = []
@@ -684,18 +714,21 @@ class Simulation:
         self.model_name = model or ""
         self.rules = rules_for(provider, self.model_name)
         self._scanner = HistoryScanner(layout.history)
-        self._stream = _Stream(layout, self._tokens)
+        self._stream = _Stream(layout, self._tokens, self._count)
+
+    def _count(self, block: Block) -> int:
+        value = block.value
+        return self.counter.count(value if isinstance(value, str) else canonical.dumps(value))
 
     def _tokens(self, block: Block, digest: bytes) -> int:
         tokens = self.token_memo.get(digest)
         if tokens is None:
-            text = block.value if isinstance(block.value, str) else canonical.dumps(block.value)
-            tokens = self.token_memo[digest] = self.counter.count(text)
+            tokens = self.token_memo[digest] = self._count(block)
         return tokens
 
     def _restart_stream(self) -> None:
         self._scanner.reset()
-        self._stream = _Stream(self.layout, self._tokens)
+        self._stream = _Stream(self.layout, self._tokens, self._count)
 
     def add(self, raw: bytes | str | Mapping[str, Any], at: float | None = None) -> CallCache:
         """Simulate the next call's body; ``at``: its time in seconds (any epoch), if
@@ -773,19 +806,24 @@ class Simulation:
                     f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
                     f"accepts at most {rules.max_breakpoints}"
                 )
-            entries = self.explicit_entries.setdefault(namespace, {})
+            entries = self.explicit_entries.get(namespace)
+            if entries is None:
+                entries = self.explicit_entries[namespace] = _Expiries()
             live = _Live(entries, now)
             read, write, written, hit = _explicit(rules, prompt, live)
             if hit is not None:
                 entries[hit] = until  # reading an entry refreshes it
             for entry in written:
                 entries[entry] = until
+            entries.forget_expired(now)
         else:
-            seen = self.implicit_seen.setdefault(namespace, _Seen())
+            seen = self.implicit_seen.get(namespace)
+            if seen is None:
+                seen = self.implicit_seen[namespace] = _Seen()
             matched, shared = seen.longest(prompt, now)
             read = _round_down(prompt.tokens_to(matched), rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
-            seen.sent(prompt, until, shared)
+            seen.sent(prompt, until, shared, now)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             cached = _cached_tokens(name, self.cached_contents, counter, index)

@@ -20,6 +20,7 @@ refuses it exactly as before.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -111,8 +112,8 @@ class _State:
     head: dict[str, Any]
     #: Per history item, relative to ``start``: where it starts, and where the
     #: delimiter after it (``,`` or the list's ``]``) ends.
-    offsets: list[int]
-    ends: list[int]
+    offsets: array[int]
+    ends: array[int]
     #: Relative offset of the history list's ``]``.
     close: int
     trail: dict[str, Any]
@@ -196,8 +197,10 @@ class HistoryScanner:
             body,
             start,
             head,
-            (previous.offsets[:common] if previous is not None else []) + offsets,
-            (previous.ends[:common] if previous is not None else []) + delimited,
+            (previous.offsets[:common] if previous is not None else array("q"))
+            + array("q", offsets),
+            (previous.ends[:common] if previous is not None else array("q"))
+            + array("q", delimited),
             begin + close_at,
             trail,
             trail_text,

@@ -24,7 +24,6 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -41,19 +40,20 @@ from .. import providers as registry
 from ..cache.simulator import PerfectBound, Simulation, simulate
 from ..cache.tokens import get_tokenizer
 from ..core.errors import UsageError
-from ..core.messages import MessageKind
+from ..core.fragments import Body, RunningDigest, common_body_prefix
+from ..core.messages import CanonicalMessage, MessageKind
+from ..core.model import MessageView
 from ..core.resources import python_module_command
 from . import processes
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
-from .jsondiff import common_prefix
 from .naive import NaiveHarness, tool_file_order
 from .replay import (
     Call,
+    fragments_at,
     iter_replay,
     provider_names,
     replay_bodies,
     replay_digests,
-    serialize_at,
     serialize_calls,
     sparse_restarts,
 )
@@ -309,13 +309,14 @@ def verify_scenario(
     simulations: dict[str, Simulation] = {}
     bounds = {name: PerfectBound() for name in names}
     harness = NaiveHarness(tool_file_order(scenario.bundle_root))
-    naive_live = {name: registry.get(name) for name in names}
     naive: dict[str, Simulation] = {}
     digests: dict[str, list[str]] = {name: [] for name in names}
+    running = {name: RunningDigest() for name in names}
     totals = dict.fromkeys(names, 0)
     reused = dict.fromkeys(names, 0)
-    previous: dict[str, bytes] = {}
+    previous: dict[str, Body] = {}
     contexts: set[str] = set()
+    read: Sequence[CanonicalMessage] = ()  # the messages whose context ids are in `contexts`
     events: dict[str, int] = {}  # event -> the number of its first (original) call
     steps: dict[int, int] = {}  # call number -> the index of the step that made it
     calls = 0
@@ -329,9 +330,14 @@ def verify_scenario(
             events.setdefault(call.event, call.index)
         history.add(call)
         at = _call_time(scenario, call)
+        messages = call.request.messages
+        extends = isinstance(read, MessageView) and read.shared_with(messages) == len(read)
         contexts.update(
-            m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
+            messages[i].id
+            for i in range(len(read) if extends else 0, len(messages))
+            if messages[i].kind is MessageKind.REQUEST_CONTEXT
         )
+        read = messages
         naive_request = harness.request(call.request)
         for name, provider in live.items():
             if name not in checkers:
@@ -343,15 +349,19 @@ def verify_scenario(
                 checker.retries[call.index] = retry_of
             elif call.event in retried:
                 checker.keep.add(call.index)
-            body = serialize_at(scenario, call, provider)
+            # The body as the provider's fragments: compared, hashed and priced by what
+            # changed since the body before, never joined unless a check fails.
+            body = fragments_at(scenario, call, provider).as_body()
             checker.add(body, call.request.epoch)
-            digests[name].append(hashlib.sha256(body).hexdigest())
-            totals[name] += len(body)
+            digests[name].append(running[name].hexdigest(body))
+            totals[name] += body.size
             if name in previous:
-                reused[name] += common_prefix(previous[name], body)
+                reused[name] += common_body_prefix(previous[name], body)
             previous[name] = body
-            bounds[name].add(simulations[name].add(body, at), call.request.epoch)
-            naive[name].add(naive_live[name].serialize(naive_request), at)
+            bounds[name].add(simulations[name].add_fragments(body, at), call.request.epoch)
+            # The same provider instance: the naive history's messages are mostly the
+            # same fragments (the instance's cache holds them once).
+            naive[name].add_fragments(provider.fragments(naive_request).as_body(), at)
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []

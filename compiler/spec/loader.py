@@ -213,7 +213,7 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
     return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
-def _where(file: str, mark: Mark | None) -> Location:
+def _where(file: str, mark: Mark | _Mark | None) -> Location:
     if mark is None:
         return Location(file, 1, 1)
     return Location(file, mark.line + 1, mark.column + 1)
@@ -240,6 +240,26 @@ def _dedupe(errors: list[SpecError]) -> list[SpecError]:
 
 
 # --------------------------------------------------------------------------- composition
+
+
+class _Mark:
+    """Where a token starts or ends: the line and column (0-based) of PyYAML's ``Mark``,
+    all that is read of one. PyYAML's also holds the file name, offset and buffer
+    position as attributes of its own; a node keeps two marks, and a long scenario
+    file has hundreds of thousands of them (the bulk of its load's memory)."""
+
+    __slots__ = ("column", "line")
+    name = "<unicode string>"
+
+    def __init__(self, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+
+    def get_snippet(self) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return f'  in "{self.name}", line {self.line + 1}, column {self.column + 1}'
 
 
 class _Fatal(Exception):
@@ -308,6 +328,10 @@ class _Loader(
         self.file = file
         self.depth = 0  # collections being composed
         self.errors: list[SpecError] = []
+
+    def get_mark(self) -> _Mark:  # type: ignore[override]  # the fields errors read
+        """The reader's position as a :class:`_Mark`."""
+        return _Mark(self.line, self.column)
 
     def next_event(self) -> Any:
         return self.get_event()  # type: ignore[no-untyped-call]
