@@ -23,7 +23,7 @@ from prefixlock.review.replay import (
     sparse_restarts,
 )
 from prefixlock.review.scenario import load_scenario
-from prefixlock.review.verify import verify_scenario
+from prefixlock.review.verify import _DigestCheck, verify_scenario
 
 
 def test_long_scenario_makes_exactly_the_calls_asked_for(tmp_path: Path) -> None:
@@ -163,3 +163,21 @@ def test_verify_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
         b"\r\x1b[K[2/2] verifying mcp-order...\r\x1b[K\r\x1b[K"
     )
     assert b"\x1b" not in out and out.decode().splitlines()[1].startswith("context-revert")
+
+
+def test_digest_check_is_equality_with_the_other_replays_list() -> None:
+    """verify compares each call's body digest with the other replay's as it goes and
+    keeps none of its own: equal means as many and each the same."""
+    a, b = "a" * 64, "b" * 64
+    for expected, made, equal in [
+        ([a, b], [a, b], True),
+        ([a, b], [a], False),
+        ([a], [a, b], False),
+        ([a, b], [b, a], False),
+        ([], [], True),
+        (["short"], ["short"], False),  # not a digest: never taken as equal
+    ]:
+        check = _DigestCheck(expected)
+        for digest in made:
+            check.add(digest)
+        assert check.equal is equal, (expected, made)

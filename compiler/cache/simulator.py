@@ -64,7 +64,7 @@ import attrs
 
 from ..core import canonical
 from ..core.bodyscan import HistoryScanner, Scan
-from ..core.errors import CacheSimulationError, UnknownNameError
+from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
 from ..core.fragments import Body, common_prefix
 from .rules import (
     LOOKBACK_BLOCKS,
@@ -81,6 +81,7 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "CacheReport",
     "CacheRules",
+    "CacheTotals",
     "CallCache",
     "PerfectBound",
     "Simulation",
@@ -312,6 +313,43 @@ class CallCache:
 
 
 @attrs.frozen
+class CacheTotals:
+    """The sums over a conversation's calls, as :class:`CacheReport` has them, kept call
+    by call (:attr:`Simulation.totals`): all a caller of a long conversation needs that
+    does not want every call's figures kept (``Simulation(keep_calls=False)``)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: Fraction = Fraction(0)
+    uncached_cost: Fraction = Fraction(0)
+
+    def plus(self, call: CallCache) -> CacheTotals:
+        """These totals and one call more."""
+        return CacheTotals(
+            self.calls + 1,
+            self.input_tokens + call.input_tokens,
+            self.cache_read_tokens + call.cache_read_tokens,
+            self.cache_write_tokens + call.cache_write_tokens,
+            self.cost + call.cost,
+            self.uncached_cost + call.uncached_cost,
+        )
+
+    @property
+    def cached_share(self) -> float:
+        """Share of all input tokens read from the cache (0 without input)."""
+        total = self.input_tokens
+        return self.cache_read_tokens / total if total else 0.0
+
+    @property
+    def cost_ratio(self) -> float:
+        """Simulated cost / cost without caching (1.0 without input)."""
+        uncached = self.uncached_cost
+        return float(self.cost / uncached) if uncached else 1.0
+
+
+@attrs.frozen
 class CacheReport:
     provider: str
     model: str
@@ -340,16 +378,25 @@ class CacheReport:
         return sum((c.uncached_cost for c in self.calls), Fraction(0))
 
     @property
+    def totals(self) -> CacheTotals:
+        return CacheTotals(
+            len(self.calls),
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.cost,
+            self.uncached_cost,
+        )
+
+    @property
     def cached_share(self) -> float:
         """Share of all input tokens read from the cache (0 without input)."""
-        total = self.input_tokens
-        return self.cache_read_tokens / total if total else 0.0
+        return self.totals.cached_share
 
     @property
     def cost_ratio(self) -> float:
         """Simulated cost / cost without caching (1.0 without input)."""
-        uncached = self.uncached_cost
-        return float(self.cost / uncached) if uncached else 1.0
+        return self.totals.cost_ratio
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -691,6 +738,7 @@ class Simulation:
         model: str | None = None,
         tokenizer: Tokenizer | None = None,
         cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
+        keep_calls: bool = True,
     ) -> None:
         layout = _LAYOUTS.get(provider)
         if layout is None:
@@ -708,7 +756,10 @@ class Simulation:
         self.explicit_entries: dict[tuple[Any, ...], _Expiries] = {}
         self.implicit_seen: dict[tuple[Any, ...], _Seen] = {}
         self.last_at: float | None = None
+        #: Every call's figures (none with ``keep_calls=False``: then :attr:`totals` only).
         self.calls: list[CallCache] = []
+        self.keep_calls = keep_calls
+        self.totals = CacheTotals()
         self.cached_contents = cached_contents or {}
         self.created: set[str] = set()  # Gemini explicit caches already written
         self.model_name = model or ""
@@ -734,7 +785,7 @@ class Simulation:
         """Simulate the next call's body; ``at``: its time in seconds (any epoch), if
         known. Times must not go backwards."""
         self._restart_stream()
-        index = len(self.calls) + 1
+        index = self.totals.calls + 1
         body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
         if not isinstance(body, Mapping):
             raise CacheSimulationError(
@@ -764,7 +815,7 @@ class Simulation:
         scan = self._scanner.scan(body)
         if scan is None:
             return self.add(body.join(), at)
-        index = len(self.calls) + 1
+        index = self.totals.calls + 1
         try:
             prompt = self._stream.update(scan)
         except BaseException:
@@ -843,10 +894,15 @@ class Simulation:
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
         )
-        self.calls.append(call)
+        self.totals = self.totals.plus(call)
+        if self.keep_calls:
+            self.calls.append(call)
         return call
 
     def report(self) -> CacheReport:
+        """Every call's figures; refused by a simulation that keeps none."""
+        if not self.keep_calls and self.totals.calls:
+            raise UsageError(f"{self.provider}: this simulation keeps totals only")
         return CacheReport(
             self.provider, self.model_name, self.rules, self.counter.name, tuple(self.calls)
         )

@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import PerfectBound, Simulation, simulate
+from ..cache.simulator import CacheTotals, PerfectBound, Simulation
 from ..cache.tokens import get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
@@ -280,6 +280,33 @@ class _Elsewhere:
         return _read_bodies(target / name)
 
 
+class _DigestCheck:
+    """Whether the body digests made call by call (:meth:`add`) are exactly the list
+    another replay made, without keeping them; that list is kept as one string."""
+
+    def __init__(self, expected: Sequence[str]) -> None:
+        self._expected = "".join(expected)
+        self._count = len(expected)
+        self._seen = 0
+        #: False from the first digest that differs (or if one is not 64 hex digits)
+        self.same = all(len(digest) == _HEX for digest in expected)
+
+    def add(self, digest: str) -> None:
+        index, self._seen = self._seen, self._seen + 1
+        if self.same:
+            at = index * _HEX
+            self.same = index < self._count and self._expected[at : at + _HEX] == digest
+
+    @property
+    def equal(self) -> bool:
+        """Every digest equal, and as many."""
+        return self.same and self._seen == self._count
+
+
+#: Hex digits of a SHA-256 digest.
+_HEX = 64
+
+
 def verify_scenario(
     scenario: Scenario,
     names: Sequence[str],
@@ -301,7 +328,15 @@ def verify_scenario(
     sources = SourceIndex(scenario.bundle_root, extra=[scenario.path])
     label = scenario_label(scenario.path)
     retried = {step.event for step in scenario.steps if isinstance(step, RetryStep)}
-    restarted = replay_digests(scenario, names, restart=sparse_restarts())
+    restarted = {
+        name: _DigestCheck(found)
+        for name, found in replay_digests(scenario, names, restart=sparse_restarts()).items()
+    }
+    seeded = {
+        name: _DigestCheck(elsewhere.digests.get(name, []))
+        for name in names
+        if isinstance(elsewhere, _Elsewhere)
+    }
     history = HistoryChecker(label, sources, retried)
     counter = get_tokenizer(tokenizer)
     live = {name: registry.get(name) for name in names}
@@ -310,7 +345,6 @@ def verify_scenario(
     bounds = {name: PerfectBound() for name in names}
     harness = NaiveHarness(tool_file_order(scenario.bundle_root))
     naive: dict[str, Simulation] = {}
-    digests: dict[str, list[str]] = {name: [] for name in names}
     running = {name: RunningDigest() for name in names}
     totals = dict.fromkeys(names, 0)
     reused = dict.fromkeys(names, 0)
@@ -342,8 +376,11 @@ def verify_scenario(
         for name, provider in live.items():
             if name not in checkers:
                 checkers[name] = BodyChecker(label, name, sources=sources)
-                simulations[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
-                naive[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
+                model = _model([call], name)
+                simulations[name] = Simulation(
+                    name, model=model, tokenizer=counter, keep_calls=False
+                )
+                naive[name] = Simulation(name, model=model, tokenizer=counter, keep_calls=False)
             checker = checkers[name]
             if retry_of is not None:
                 checker.retries[call.index] = retry_of
@@ -353,7 +390,10 @@ def verify_scenario(
             # changed since the body before, never joined unless a check fails.
             body = fragments_at(scenario, call, provider).as_body()
             checker.add(body, call.request.epoch)
-            digests[name].append(running[name].hexdigest(body))
+            digest = running[name].hexdigest(body)
+            restarted[name].add(digest)
+            if seeded:
+                seeded[name].add(digest)
             totals[name] += body.size
             if name in previous:
                 reused[name] += common_body_prefix(previous[name], body)
@@ -367,7 +407,7 @@ def verify_scenario(
     rows = []
     for name in names:
         found = list(checkers[name].failures) if name in checkers else []
-        if digests[name] != restarted[name]:
+        if not restarted[name].equal:
             slow = slow or replay_bodies(scenario, names)
             again = serialize_calls(list(iter_replay(scenario, restart=sparse_restarts())), [name])[
                 name
@@ -384,7 +424,7 @@ def verify_scenario(
         if elsewhere is not None:
             what = f"replay in a subprocess under {_describe_environment()}"
             if isinstance(elsewhere, _Elsewhere):
-                if digests[name] != list(elsewhere.digests.get(name, [])):
+                if not seeded[name].equal:
                     slow = slow or replay_bodies(scenario, names)
                     found += same_bytes(
                         label, name, "hash seed", what, slow[name], elsewhere.bodies(name), sources
@@ -396,8 +436,8 @@ def verify_scenario(
                 )
         failures += found
         total = totals[name]
-        simulated = simulations[name].report() if name in simulations else simulate(name, [])
-        naive_cost = naive[name].report().cost if name in naive else Fraction(0)
+        simulated = simulations[name].totals if name in simulations else CacheTotals()
+        naive_cost = naive[name].totals.cost if name in naive else Fraction(0)
         rows.append(
             Row(
                 scenario=label,
