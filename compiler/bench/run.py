@@ -8,7 +8,9 @@ already is. The benchmark is split by topic:
   (:func:`~prefixlock.bench.workload.generate`);
 * :mod:`prefixlock.bench.measure` -- the timing, memory and store passes over one
   conversation and the naive baselines beside them (:func:`~prefixlock.bench.measure.measure`);
-* :mod:`prefixlock.bench.report` -- the five target checks and the table;
+* :mod:`prefixlock.bench.report` -- the target checks and the table;
+* :mod:`prefixlock.bench.verifyscale` -- ``prefixlock verify`` timed at growing lengths
+  (with ``verify_calls``);
 * this module -- :func:`bench`, which runs them all and assembles the JSON report, and the
   command's arguments. It is the edge that wires the providers in (``compiler`` never
   imports a provider elsewhere): their serializers and the naive harness built from each.
@@ -39,6 +41,7 @@ from ..spec.build import build_bundle, find_example_root
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
 from .measure import CountingStore, DurableFloor, WireFormats, measure, method
 from .report import targets
+from .verifyscale import Runner, measure_verify
 from .workload import generate
 
 __all__ = ["DEFAULT_CALLS", "WINDOW", "bench"]
@@ -92,15 +95,23 @@ def bench(
     names: Sequence[str] = providers.NAMES,
     seed: int = 1,
     *,
+    verify_calls: Sequence[int] = (),
+    run_process: Runner | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (a JSON value, see
-    :func:`~prefixlock.bench.report.targets`)."""
+    :func:`~prefixlock.bench.report.targets`). ``verify_calls``: also time ``prefixlock
+    verify`` on a generated scenario of each of these lengths, after the runs, in a
+    process of its own started by ``run_process``
+    (:func:`~prefixlock.bench.verifyscale.measure_verify`); empty: not measured (the
+    report's ``verify`` is None)."""
     lengths = sorted(set(calls))
     if not lengths or lengths[0] < 2:
         raise UsageError("history lengths must be at least 2 calls")
     if not names:
         raise UsageError("no provider to serialize for")
+    if verify_calls and run_process is None:
+        raise UsageError("timing verify needs a process runner")
     for name in names:
         providers.get(name)  # an unknown name fails before any work
     formats = WireFormats(tuple(names), providers.get, _naive_provider)
@@ -128,7 +139,11 @@ def bench(
             floor.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    checks = targets(runs)
+    verify = None
+    if verify_calls:
+        assert run_process is not None
+        verify = measure_verify(verify_calls, run=run_process, progress=progress)
+    checks = targets(runs, verify)
     return {
         "bench": "prefixlock",
         "seed": seed,
@@ -138,6 +153,7 @@ def bench(
         "machine": _machine(),
         "method": method(window),
         "runs": runs,
+        "verify": verify,
         "targets": checks,
         "all_met": all(t["met"] for t in checks),
     }
