@@ -599,6 +599,8 @@ class _Stream:
         self.frame_cumulative: list[int] = []
         self.frame_packed = b""
         self.frame_marks: list[int] = []
+        #: :func:`_frame_marked_one_hour` of the frame (a walk over tools and system)
+        self.frame_one_hour = False
         self.digests = bytearray()  # _HASH bytes per history block
         self.cumulative = array("q")  # tokens of the history up to each of its blocks
         self.hashes = bytearray()  # _HASH bytes per history block
@@ -615,6 +617,7 @@ class _Stream:
         rechain = False
         if fresh or not (scan.head_same and scan.trail_same):
             rechain = self._frame(layout.frame(scan.frame)) and not fresh
+            self.frame_one_hour = _frame_marked_one_hour(scan.frame)
         self.fresh = False
         starts, cumulative, digests, hashes = (
             self.starts,
@@ -823,13 +826,19 @@ class Simulation:
             raise
         head = dict(scan.frame)
         head[self.layout.history] = [scan.last] if scan.count else []
-        return self._price(index, head, prompt, at)
+        return self._price(index, head, prompt, at, self._stream.frame_one_hour)
 
     def _price(
-        self, index: int, body: Mapping[str, Any], prompt: _Prompt, at: float | None
+        self,
+        index: int,
+        body: Mapping[str, Any],
+        prompt: _Prompt,
+        at: float | None,
+        frame_one_hour: bool | None = None,
     ) -> CallCache:
         """One call's figures from its blocks; ``body``: its members (of the history,
-        the last item is enough)."""
+        the last item is enough); ``frame_one_hour``: :func:`_frame_marked_one_hour` of
+        it, when known."""
         provider, counter = self.provider, self.counter
         body_model = body.get("model")
         model_name = body_model if isinstance(body_model, str) else (self.model or "")
@@ -838,7 +847,7 @@ class Simulation:
         namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
         total = prompt.total
         breakpoints = prompt.breakpoints
-        write_multiplier = _write_multiplier(rules, body)
+        write_multiplier = _write_multiplier(rules, body, frame_one_hour)
         if at is not None and self.last_at is not None and at < self.last_at:
             raise CacheSimulationError(
                 f"{provider} call {index}: its time goes back {self.last_at - at:g} s"
@@ -963,22 +972,32 @@ def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
     )
 
 
-def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:
+def _write_multiplier(
+    rules: CacheRules, body: Mapping[str, Any], frame_marked: bool | None = None
+) -> Fraction:
     """The call's cache-write price: ``write_multiplier_1h`` when its cache markers ask
     for a one-hour TTL (issue 10, item 5; the TTL is one setting per agent, so every
-    marker of a body carries the same one), else ``write_multiplier``."""
+    marker of a body carries the same one), else ``write_multiplier``.
+    ``frame_marked``: :func:`_frame_marked_one_hour` of this body, when known."""
     if rules.write_multiplier_1h is None:
         return rules.write_multiplier
     # Only where prefixlock places markers besides the history (top level, tools, system)
     # and the last message (Bedrock's tail cachePoint): no walk over the whole history.
     messages = body.get("messages")
     last = messages[-1:] if isinstance(messages, list) else []
-    places = [body.get(k) for k in ("cache_control", "tools", "system", "toolConfig")]
-    if _has_one_hour_marker({"cache_control": places[0]}) or _has_one_hour_marker(
-        [*places[1:], last]
-    ):
+    if frame_marked is None:
+        frame_marked = _frame_marked_one_hour(body)
+    if frame_marked or _has_one_hour_marker(last):
         return rules.write_multiplier_1h
     return rules.write_multiplier
+
+
+def _frame_marked_one_hour(body: Mapping[str, Any]) -> bool:
+    """Whether a marker outside the history (top level, tools, system) asks for 1h."""
+    places = [body.get(k) for k in ("tools", "system", "toolConfig")]
+    return _has_one_hour_marker({"cache_control": body.get("cache_control")}) or (
+        _has_one_hour_marker(places)
+    )
 
 
 def _has_one_hour_marker(value: Any) -> bool:
