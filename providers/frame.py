@@ -18,6 +18,7 @@ import attrs
 from ..core import canonical
 from ..core.canonical import Ordered
 from ..core.errors import CanonicalJSONError, SerializationError
+from ..core.fragments import Body
 
 
 @attrs.frozen
@@ -124,6 +125,13 @@ class BodyFragments:
     def join(self) -> bytes:
         """The body as one buffer (one copy of every byte)."""
         return b"".join(list(self))
+
+    def as_body(self) -> Body:
+        """The same fragments as a :class:`~prefixlock.core.fragments.Body` (no byte is
+        copied), for comparing and hashing successive bodies by what changed."""
+        return Body(
+            (*itertools.islice(self.settled, self.count), *self.tail, self.close), self.size
+        )
 
     def closed_with(self, close: bytes) -> BodyFragments:
         """The same body with another ``close`` fragment."""

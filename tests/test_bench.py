@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import attrs
 import prefixlock.providers as providers
 import pytest
 from conv_helpers import example_bundle
 from prefixlock.bench import report as bench_report
 from prefixlock.bench import run as bench
+from prefixlock.bench import verifyscale
 from prefixlock.bench import workload as bench_workload
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
@@ -28,7 +32,7 @@ STATS = {"median", "p95", "mean"}
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["bench", "--calls", "20,40", "--json", *args]) == 0
+    assert main(["bench", "--calls", "20,40", "--verify-calls", "0", "--json", *args]) == 0
     out = capsys.readouterr().out
     report = json.loads(out)
     assert out == canonical.dumps_pretty(report)  # canonical JSON
@@ -105,10 +109,13 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
             for name, f in economics["providers"].items()
             if values[name] > check["limit"]
         }
+    assert report["verify"] is None  # --verify-calls 0
 
 
 def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--calls", "4,6", "--provider", "openai-chat"]) == 0
+    assert (
+        main(["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "0"]) == 0
+    )
     out = capsys.readouterr().out
     assert "history length (calls)" in out
     assert "ours / json.loads" in out
@@ -125,6 +132,9 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--calls", "ten"]) == 2
     assert main(["bench", "--calls", "4", "--provider", "antropic"]) == 2
     assert "did you mean 'anthropic'" in capsys.readouterr().err
+    assert main(["bench", "--calls", "4", "--verify-calls", "3,100"]) == 2
+    assert "at least 4" in capsys.readouterr().err
+    assert main(["bench", "--calls", "4", "--verify-calls", "x"]) == 2
 
 
 def test_same_seed_same_conversation(capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,3 +278,83 @@ def test_serialization_flat_needs_the_joined_fragments_to_be_the_bytes(
     assert {t["name"]: t for t in bench_report.targets(runs)}["serialization_flat"]["met"]
     runs[0]["fragments_bytes_equal"]["gemini"] = False
     assert not {t["name"]: t for t in bench_report.targets(runs)}["serialization_flat"]["met"]
+
+
+# --- verify at growing lengths ------------------------------------------------------------
+
+
+@attrs.frozen
+class _Done:
+    """What a runner reports, made up: the targets read only these figures."""
+
+    returncode: int = 0
+    stdout: bytes = b'{"ok":true}'
+    stderr: bytes = b""
+    seconds: float = 1.0
+    max_rss_kib: int | None = 50_000
+
+
+def _verify_figures(lengths: list[int], finished: list[_Done]) -> dict[str, Any]:
+    made = iter(finished)
+    commands: list[list[str]] = []
+
+    def run(command: Sequence[str]) -> _Done:
+        commands.append(list(command))
+        assert Path(command[-2]).is_file()  # the generated scenario, still there
+        return next(made)
+
+    figures = verifyscale.measure_verify(lengths, run=run)
+    assert [c[-3:-2] + c[-1:] for c in commands] == [["verify", "--json"]] * len(lengths)
+    return figures
+
+
+def test_verify_is_measured_per_length_and_its_targets_follow_the_figures() -> None:
+    figures = _verify_figures(
+        [2000, 200], [_Done(seconds=20.0, max_rss_kib=50_000), _Done(seconds=300.0)]
+    )
+    assert figures["calls"] == [200, 2000]
+    short, long = figures["runs"]
+    assert (short["calls"], short["seconds_per_call"], short["ok"]) == (200, 0.1, True)
+    assert (long["seconds_per_call"], long["rss_peak_kib"]) == (0.15, 50_000)
+    checks = {t["name"]: t for t in bench_report.verify_targets(figures)}
+    assert (checks["verify_time_flat"]["value"], checks["verify_time_flat"]["met"]) == (1.5, True)
+    assert checks["verify_memory_flat"]["value"] == 1.0
+    slower = _verify_figures([200, 2000], [_Done(seconds=20.0), _Done(seconds=301.0)])
+    assert not {t["name"]: t for t in bench_report.verify_targets(slower)}["verify_time_flat"][
+        "met"
+    ]
+    bigger = _verify_figures(
+        [200, 2000], [_Done(max_rss_kib=40_000), _Done(seconds=10.0, max_rss_kib=60_100)]
+    )
+    memory = {t["name"]: t for t in bench_report.verify_targets(bigger)}["verify_memory_flat"]
+    assert (memory["value"], memory["met"]) == (1.502, False)
+    assert bench_report.verify_targets(None) == []
+    assert bench_report.verify_targets(_verify_figures([200], [_Done()])) == []
+
+
+def test_a_failing_verify_misses_both_targets_and_says_why() -> None:
+    failed = b'{"ok":false,"failures":[{"message":"not a tail append of call 3"}]}'
+    figures = _verify_figures([200, 2000], [_Done(), _Done(returncode=1, stdout=failed)])
+    long = figures["runs"][1]
+    assert (long["ok"], long["exit"]) == (False, 1)
+    assert long["error"] == "1 failure(s), the first: not a tail append of call 3"
+    assert not any(t["met"] for t in bench_report.verify_targets(figures))
+    crashed = _verify_figures([4, 5], [_Done(), _Done(returncode=2, stdout=b"", stderr=b"x\nboom")])
+    assert crashed["runs"][1]["error"] == "boom"
+
+
+def test_bench_times_verify_in_a_process_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real runner on tiny scenarios: figures, targets and the table's lines."""
+    args = ["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "4,5"]
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verify"]["calls"] == [4, 5]
+    for run in report["verify"]["runs"]:
+        assert run["ok"] is True and run["exit"] == 0
+        assert run["seconds"] > 0 and run["rss_peak_kib"] > 0
+    names = [t["name"] for t in report["targets"]]
+    assert names[-2:] == ["verify_time_flat", "verify_memory_flat"]
+    table = bench_report.format_report(report)
+    assert "verify: python -m prefixlock verify FILE --json" in table
+    assert table.count(" ms per call, peak RSS ") == 2
+    assert table.count("[met ]") + table.count("[MISS]") == len(report["targets"]) == 10

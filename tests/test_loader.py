@@ -401,6 +401,29 @@ def test_aliases_and_merge_keys_expand() -> None:
     assert doc.value["c"] is not doc.value["list"]
 
 
+def test_anchors_inside_built_collections_expand_whole() -> None:
+    """The builder drops each child node once built (a long file's node tree would
+    otherwise stay whole); an anchored collection, and everything in it, is kept for the
+    aliases that build it again, however deep, and after its parent is done."""
+    text = "\n".join(
+        [
+            "steps:",
+            "  - {name: one, deep: &d {x: [1, {y: [2, 3]}]}}",
+            "  - {again: *d, merged: {<<: *d, z: 4}}",
+            "  - &s [a, [b, {c: d}]]",
+            "  - *s",
+            "later: [*d, *s]",
+            "",
+        ]
+    )
+    d = {"x": [1, {"y": [2, 3]}]}
+    s = ["a", ["b", {"c": "d"}]]
+    assert load_yaml_text(text, "a.yaml").value == {
+        "steps": [{"name": "one", "deep": d}, {"again": d, "merged": {**d, "z": 4}}, s, s],
+        "later": [d, s],
+    }
+
+
 def test_merge_key_needs_mappings() -> None:
     assert errors_of("a: {<<: 3}\nb: {<<: [{x: 1}, 2]}\n") == [
         "x.yaml:1:5: $.a: merge key << expects a mapping or a list of mappings",

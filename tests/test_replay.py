@@ -17,8 +17,8 @@ from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.atomic import umask
 from prefixlock.core.errors import PrefixlockError, SerializationError, SpecErrors
-from prefixlock.core.messages import MessageKind
-from prefixlock.core.model import ModelRequest
+from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, TextPart
+from prefixlock.core.model import MessageView, ModelRequest
 from prefixlock.providers import NAMES
 from prefixlock.review.render import fold, render_calls
 from prefixlock.review.replay import (
@@ -151,7 +151,8 @@ def test_calls_are_frozen_when_made(scenario: Scenario, monkeypatch: pytest.Monk
     calls = replay(scenario)
     sent = serialize_calls(calls, NAMES)
     first, second = calls[0].request, calls[1].request
-    assert isinstance(first.messages, tuple) and isinstance(second.messages, tuple)
+    for frozen, sent_view in ((first, live[0]), (second, live[1])):  # not the history list
+        assert frozen.messages._items is not sent_view.messages._items  # type: ignore[attr-defined]
     assert [m.id for m in first.messages] == ["request-context:u1", "runtime:u1"]
 
     # Simulate a bug: rewrite the first message of the underlying append-only list.
@@ -171,6 +172,33 @@ def test_calls_are_frozen_when_made(scenario: Scenario, monkeypatch: pytest.Monk
         new = providers.get(name).serialize(live[1])
         assert divergence(name, old, new) is not None, name
         assert divergence(name, providers.get(name).serialize(live[0]), new) is None, name
+
+
+def _message(mid: str, text: str) -> CanonicalMessage:
+    return CanonicalMessage.create(mid, MessageKind.RUNTIME, Role.USER, (TextPart(text),))
+
+
+def test_snapshots_extend_one_list_until_the_history_is_rewritten() -> None:
+    """Calls that extend the one before share one growing list (a provider encodes only
+    the new messages); a retry's shorter projection is a view of its start; equal copies
+    (a restart's hydrated history) keep the list; a rewrite starts a new one, and no
+    call made before changes."""
+    a, b, c = _message("a", "1"), _message("b", "2"), _message("c", "3")
+    snapshots = replay_module._Snapshots()
+    history = [a, b]
+    first = snapshots.freeze(MessageView(history, 2))
+    history.append(c)
+    second = snapshots.freeze(MessageView(history, 3))
+    assert second.shared_with(first) == 2 and list(second) == [a, b, c]
+    retry = snapshots.freeze(MessageView(history, 2))
+    assert retry.shared_with(second) == 2 and list(retry) == [a, b]
+    hydrated = [_message("a", "1"), _message("b", "2"), _message("c", "3")]
+    after_restart = snapshots.freeze(MessageView(hydrated, 3))
+    assert after_restart.shared_with(second) == 3
+    hydrated[0] = _message("a", "rewritten")  # a bug rewrites the history in place
+    rewritten = snapshots.freeze(MessageView(hydrated, 3))
+    assert rewritten.shared_with(second) == 0 and rewritten[0].text == "rewritten"
+    assert list(first) == [a, b] and list(second) == [a, b, c]
 
 
 def test_restart_hydrates_from_the_sqlite_store(

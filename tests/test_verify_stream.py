@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pty
@@ -10,11 +11,16 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import prefixlock.providers as providers
+import pytest
 from conv_helpers import REPO
 from prefixlock.bench.scenarios import long_scenario, write_long_scenario
 from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.core.bodyscan import HistoryScanner
+from prefixlock.review.invariants import check_bodies
 from prefixlock.review.replay import (
     RESTART_EVERY_STEP,
     iter_replay,
@@ -23,7 +29,7 @@ from prefixlock.review.replay import (
     sparse_restarts,
 )
 from prefixlock.review.scenario import load_scenario
-from prefixlock.review.verify import verify_scenario
+from prefixlock.review.verify import _DigestCheck, verify_scenario
 
 
 def test_long_scenario_makes_exactly_the_calls_asked_for(tmp_path: Path) -> None:
@@ -91,6 +97,9 @@ def gated(*args, **kwargs):
     return original(*args, **kwargs)
 verify.verify_scenario = gated
 from prefixlock.cli.commands import main
+from prefixlock.core import canonical
+from prefixlock.core.bodyscan import HistoryScanner
+from prefixlock.review.invariants import check_bodies
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -163,3 +172,102 @@ def test_verify_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
         b"\r\x1b[K[2/2] verifying mcp-order...\r\x1b[K\r\x1b[K"
     )
     assert b"\x1b" not in out and out.decode().splitlines()[1].startswith("context-revert")
+
+
+def test_digest_check_is_equality_with_the_other_replays_list() -> None:
+    """verify compares each call's body digest with the other replay's as it goes and
+    keeps none of its own: equal means as many and each the same."""
+    a, b = "a" * 64, "b" * 64
+    for expected, made, equal in [
+        ([a, b], [a, b], True),
+        ([a, b], [a], False),
+        ([a], [a, b], False),
+        ([a, b], [b, a], False),
+        ([], [], True),
+        (["short"], ["short"], False),  # not a digest: never taken as equal
+    ]:
+        check = _DigestCheck(expected)
+        for digest in made:
+            check.add(digest)
+        assert check.equal is equal, (expected, made)
+
+
+# --- the body checker's fast path names exactly what the whole-body path names ---------
+
+
+def _golden_bodies(case: str) -> tuple[dict[str, list[bytes]], dict[str, Any]]:
+    """A golden case's bodies, and what check_bodies needs to know of its calls."""
+    scenario = load_scenario(REPO / "golden" / case / "scenario.yaml")
+    calls = list(iter_replay(scenario))
+    first: dict[str, int] = {}
+    retries = {}
+    for call in calls:
+        if call.kind == "retry":
+            retries[call.index] = first[call.event]
+        first.setdefault(call.event, call.index)
+    known = {"epochs": [call.request.epoch for call in calls], "retries": retries}
+    return replay_bodies(scenario, providers.NAMES), known
+
+
+def _mutations(body: bytes, key: str) -> list[bytes]:
+    """The same body broken in the ways a serializer bug could: an early history item
+    changed, the last item dropped, an item appended twice, a frame member changed, a
+    block added to the last message, a key moved."""
+    value = canonical.loads(body)
+    items = value[key]
+    out = []
+    early = copy.deepcopy(value)
+    early[key][0] = {**early[key][0], "extra": "x"} if isinstance(items[0], dict) else "x"
+    out.append(early)
+    if len(items) > 1:
+        out.append({**value, key: items[:-1]})
+    out.append({**value, key: [*items, items[-1]]})
+    frame = next(k for k in value if k != key)
+    out.append({**value, frame: "changed"})
+    last = items[-1]
+    blocks = next((k for k in ("content", "parts") if isinstance(last, dict) and k in last), None)
+    if blocks is not None and isinstance(last[blocks], list):
+        grown = copy.deepcopy(value)
+        grown[key][-1][blocks].append({"text": "more"})
+        out.append(grown)
+    moved = {k: value[k] for k in reversed(list(value))}
+    out.append(moved)
+    return [json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for v in out]
+
+
+@pytest.mark.parametrize("case", ["long-session", "automatic-compaction", "retry"])
+def test_the_fast_path_names_the_failures_of_the_whole_body_path(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bodies, known = _golden_bodies(case)
+    named = 0
+    for name in providers.NAMES:
+        key = providers.get(name).MESSAGES_KEY
+        good = bodies[name]
+        for at in (1, len(good) // 2, len(good) - 1):
+            for broken in _mutations(good[at], key):
+                sequence = [*good[:at], broken, *good[at + 1 :]]
+                fast = check_bodies(case, name, sequence, **known)
+                with monkeypatch.context() as patched:  # every body read whole
+                    patched.setattr(HistoryScanner, "scan", lambda self, body: None)
+                    whole = check_bodies(case, name, sequence, **known)
+                assert fast == whole, (name, at)
+                named += len(fast)
+        assert check_bodies(case, name, good, **known) == []
+    assert named  # the mutations do break invariants
+
+
+def test_cache_markers_sit_inside_the_items_that_carry_them() -> None:
+    """What the fast path assumes: stripping a body's markers item by item gives the
+    whole body's stripped history (every golden body, every provider)."""
+    for case in ("long-session", "automatic-compaction", "changed-context"):
+        bodies, _ = _golden_bodies(case)
+        for name, found in bodies.items():
+            wire = providers.get(name)
+            key = wire.MESSAGES_KEY
+            for body in found:
+                value = canonical.loads(body)
+                whole = wire.strip_cache_markers(value)[key]
+                assert [
+                    wire.strip_cache_markers({key: [item]})[key][0] for item in value[key]
+                ] == whole

@@ -3,7 +3,8 @@
 :func:`targets` derives the six target checks from the figures of the runs; they are
 ratios, because absolute times vary between machines. With the golden long-session case's
 economics (:mod:`prefixlock.bench.economics`) it appends two more, simulated costs (the
-worst provider's), each with the per-provider figures and the reason for every miss.
+worst provider's), each with the per-provider figures and the reason for every miss, and
+two from ``verify`` at growing lengths when measured (:func:`verify_targets`).
 :func:`format_report` renders a report (the JSON value :func:`prefixlock.bench.run.bench`
 returns) as a table for people, one column per history length.
 """
@@ -22,8 +23,10 @@ __all__ = [
     "HYDRATION_LIMIT",
     "SERIALIZATION_LIMIT",
     "SPEEDUP_MIN",
+    "VERIFY_LIMIT",
     "format_report",
     "targets",
+    "verify_targets",
 ]
 
 HANDLING_LIMIT = 1.5  # handling per call at the longest history / at the shortest
@@ -32,6 +35,7 @@ BYTES_TOLERANCE = 0.2  # record bytes per call, each history length vs the short
 HYDRATION_LIMIT = 2.0  # Conversation.open / json.loads of the same stored bytes
 FLOOR_LIMIT = 1.5  # handling per call / the bare durable append of the same records
 SERIALIZATION_LIMIT = 1.5  # body as fragments per call, longest history / shortest
+VERIFY_LIMIT = 1.5  # verify per call and its peak RSS, longest scenario / shortest
 
 
 def _ratio(a: float, b: float) -> float:
@@ -39,10 +43,13 @@ def _ratio(a: float, b: float) -> float:
 
 
 def targets(
-    runs: Sequence[dict[str, Any]], long_session: Mapping[str, Any] | None = None
+    runs: Sequence[dict[str, Any]],
+    long_session: Mapping[str, Any] | None = None,
+    verify: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The six target checks, computed from the figures of the runs (shortest first);
-    with ``long_session`` (:func:`prefixlock.bench.economics.long_session`) two more."""
+    """The target checks, computed from the figures of the runs (shortest first); with
+    ``long_session`` (:func:`prefixlock.bench.economics.long_session`) two more, and
+    those of ``verify`` at its lengths when measured (:func:`verify_targets`)."""
     short, long = runs[0], runs[-1]
     handling = _ratio(long["handle_ns"]["median"], short["handle_ns"]["median"])
     speedups = {
@@ -131,6 +138,7 @@ def targets(
             "per_run": floor,
         },
         *(_long_session_targets(long_session) if long_session is not None else []),
+        *verify_targets(verify),
     ]
 
 
@@ -161,6 +169,60 @@ def _long_session_targets(economics: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return checks
+
+
+def verify_targets(verify: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """``prefixlock verify`` at its longest length against its shortest
+    (:func:`prefixlock.bench.verifyscale.measure_verify`): time per call and peak memory
+    of the process tree, each at most :data:`VERIFY_LIMIT` times; met only if verify
+    passed at every length. None (not measured), or a single length: no target."""
+    runs = list(verify["runs"]) if verify else []
+    if len(runs) < 2:
+        return []
+    short, long = runs[0], runs[-1]
+    passed = all(run["ok"] for run in runs)
+    time_flat = _ratio(long["seconds_per_call"] * 1e6, short["seconds_per_call"] * 1e6)
+    out = [
+        {
+            "name": "verify_time_flat",
+            "what": f"verify per call at {long['calls']} calls / at {short['calls']} "
+            "(all five providers, hash-seed replay; verify passing)",
+            "value": time_flat,
+            "op": "<=",
+            "limit": VERIFY_LIMIT,
+            "met": passed and time_flat <= VERIFY_LIMIT,
+        }
+    ]
+    if long["rss_peak_kib"] is not None and short["rss_peak_kib"] is not None:
+        memory_flat = _ratio(long["rss_peak_kib"], short["rss_peak_kib"])
+        out.append(
+            {
+                "name": "verify_memory_flat",
+                "what": f"verify peak RSS of the process tree at {long['calls']} calls / at "
+                f"{short['calls']} (verify passing)",
+                "value": memory_flat,
+                "op": "<=",
+                "limit": VERIFY_LIMIT,
+                "met": passed and memory_flat <= VERIFY_LIMIT,
+            }
+        )
+    return out
+
+
+def _verify_lines(verify: Mapping[str, Any] | None) -> list[str]:
+    """The table's ``verify`` section: a line per length."""
+    if not verify:
+        return []
+    lines = ["", f"verify: {verify['command']} (a generated scenario per length)"]
+    for run in verify["runs"]:
+        rss = run["rss_peak_kib"]
+        memory = "?" if rss is None else f"{rss / 1024:,.0f} MiB"
+        verdict = "ok" if run["ok"] else f"FAILED ({run.get('error', 'exit ' + str(run['exit']))})"
+        lines.append(
+            f"  {run['calls']:>6,} calls: {run['seconds']:,.1f} s, "
+            f"{run['seconds_per_call'] * 1000:,.1f} ms per call, peak RSS {memory}, {verdict}"
+        )
+    return lines
 
 
 def _us(ns: float) -> str:
@@ -254,6 +316,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{label:<{width}}  {columns}")
     if "long_session" in report:
         lines += ["", *_long_session_lines(report["long_session"])]
+    lines.extend(_verify_lines(report.get("verify")))
     lines.append("")
     lines.append("targets")
     for target in report["targets"]:

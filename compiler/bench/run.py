@@ -11,6 +11,8 @@ already is. The benchmark is split by topic:
 * :mod:`prefixlock.bench.economics` -- the simulated cost of the golden long-session case
   against the perfect-cache bound and the naive harness (issue 15);
 * :mod:`prefixlock.bench.report` -- the target checks and the table;
+* :mod:`prefixlock.bench.verifyscale` -- ``prefixlock verify`` timed at growing lengths
+  (with ``verify_calls``);
 * this module -- :func:`bench`, which runs them all and assembles the JSON report, and the
   command's arguments. It is the edge that wires the providers in (``compiler`` never
   imports a provider elsewhere): their serializers and the naive harness built from each.
@@ -42,6 +44,7 @@ from ..store.sqlite import SQLITE_VERSION, SQLiteStore
 from .economics import long_session
 from .measure import CountingStore, DurableFloor, WireFormats, measure, method
 from .report import targets
+from .verifyscale import Runner, measure_verify
 from .workload import generate
 
 __all__ = ["DEFAULT_CALLS", "WINDOW", "bench"]
@@ -95,15 +98,23 @@ def bench(
     names: Sequence[str] = providers.NAMES,
     seed: int = 1,
     *,
+    verify_calls: Sequence[int] = (),
+    run_process: Runner | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (a JSON value, see
-    :func:`~prefixlock.bench.report.targets`)."""
+    :func:`~prefixlock.bench.report.targets`). ``verify_calls``: also time ``prefixlock
+    verify`` on a generated scenario of each of these lengths, after the runs, in a
+    process of its own started by ``run_process``
+    (:func:`~prefixlock.bench.verifyscale.measure_verify`); empty: not measured (the
+    report's ``verify`` is None)."""
     lengths = sorted(set(calls))
     if not lengths or lengths[0] < 2:
         raise UsageError("history lengths must be at least 2 calls")
     if not names:
         raise UsageError("no provider to serialize for")
+    if verify_calls and run_process is None:
+        raise UsageError("timing verify needs a process runner")
     for name in names:
         providers.get(name)  # an unknown name fails before any work
     formats = WireFormats(tuple(names), providers.get, _naive_provider)
@@ -133,7 +144,11 @@ def bench(
         shutil.rmtree(folder, ignore_errors=True)
     progress("golden long-session: simulated cost per provider")
     economics = long_session(names)
-    checks = targets(runs, economics)
+    verify = None
+    if verify_calls:
+        assert run_process is not None
+        verify = measure_verify(verify_calls, run=run_process, progress=progress)
+    checks = targets(runs, economics, verify)
     return {
         "bench": "prefixlock",
         "seed": seed,
@@ -144,6 +159,7 @@ def bench(
         "method": method(window),
         "runs": runs,
         "long_session": economics,
+        "verify": verify,
         "targets": checks,
         "all_met": all(t["met"] for t in checks),
     }

@@ -68,14 +68,17 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 import attrs
 
 from ..core import canonical
-from ..core.errors import CacheSimulationError, UnknownNameError
+from ..core.bodyscan import HistoryScanner, Scan
+from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
+from ..core.fragments import Body, common_prefix
 from .rules import (
     DEFAULT_TTL,
     LOOKBACK_BLOCKS,
@@ -93,6 +96,7 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "CacheReport",
     "CacheRules",
+    "CacheTotals",
     "CallCache",
     "PerfectBound",
     "Simulation",
@@ -126,9 +130,47 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _anthropic(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> system -> messages; ``cache_control`` on a block is a breakpoint, at the
-    top level it is automatic caching (a breakpoint on the last block)."""
+#: A history item's blocks: whether it marks the block before it (a Bedrock
+#: ``cachePoint`` before any block of its own), and its own blocks.
+ItemBlocks = tuple[bool, list[Block]]
+
+
+@attrs.frozen
+class Layout:
+    """A wire's blocks in processing order: those of the frame (every member but the
+    history list: tools, system, instructions), then each history item's in turn. A
+    history item's blocks depend on that item alone, so a body's blocks can be made item
+    by item (:class:`Simulation` with fragments keeps those of unchanged items)."""
+
+    #: The body member holding the history list.
+    history: str
+    frame: Callable[[Mapping[str, Any]], list[Block]]
+    item: Callable[[Any], ItemBlocks]
+    #: ``cache_control`` at the top level marks the last block (Anthropic's automatic
+    #: caching).
+    top_marker: bool = False
+
+    def blocks(self, body: Mapping[str, Any]) -> list[Block]:
+        """The blocks of a whole body."""
+        blocks = self.frame(body)
+        for item in _list(body.get(self.history)):
+            marks_before, own = self.item(item)
+            if marks_before and blocks:
+                blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            blocks.extend(own)
+        if self.top_marker and _CACHE_CONTROL in body and blocks:
+            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+        return blocks
+
+
+def _role_and(message: Any, key: str) -> tuple[Any, Any]:
+    if not isinstance(message, dict):
+        return None, None
+    return message.get("role"), message.get(key)
+
+
+def _anthropic_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> system; ``cache_control`` on a block is a breakpoint."""
     blocks: list[Block] = []
     for tool in _list(body.get("tools")):
         value, marked = _without(tool, _CACHE_CONTROL)
@@ -137,66 +179,83 @@ def _anthropic(body: Mapping[str, Any]) -> list[Block]:
     for block in [system] if isinstance(system, str) else _list(system):
         value, marked = _without(block, _CACHE_CONTROL)
         blocks.append(Block(("system",), value, marked))
-    for message in _list(body.get("messages")):
-        role = message.get("role") if isinstance(message, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
-            value, marked = _without(block, _CACHE_CONTROL)
-            blocks.append(Block(("message", role, j), value, marked))
-    if _CACHE_CONTROL in body and blocks:
-        blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
     return blocks
+
+
+def _anthropic_item(message: Any) -> ItemBlocks:
+    """A message's content blocks; ``cache_control`` on a block is a breakpoint."""
+    role, content = _role_and(message, "content")
+    blocks = []
+    for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
+        value, marked = _without(block, _CACHE_CONTROL)
+        blocks.append(Block(("message", role, j), value, marked))
+    return False, blocks
 
 
 def _is_cache_point(value: Any) -> bool:
     return isinstance(value, dict) and "cachePoint" in value
 
 
-def _with_cache_points(blocks: list[Block], tag: tuple[Any, ...], items: list[Any]) -> None:
-    """Append ``items``; a ``cachePoint`` item marks the block before it."""
+def _with_cache_points(tag: tuple[Any, ...], items: list[Any]) -> ItemBlocks:
+    """``items`` as blocks; a ``cachePoint`` item marks the block before it (before any
+    block of ``items``: the one before them all, reported as the first value)."""
+    blocks: list[Block] = []
+    marks_before = False
     index = 0
     for item in items:
         if _is_cache_point(item):
             if blocks:
                 blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            else:
+                marks_before = True
             continue
         blocks.append(Block((*tag, index), item))
         index += 1
+    return marks_before, blocks
 
 
-def _bedrock(body: Mapping[str, Any]) -> list[Block]:
-    """toolConfig.tools -> system -> messages (the Claude order); ``cachePoint`` blocks
-    mark the end of the block before them."""
+def _bedrock_frame(body: Mapping[str, Any]) -> list[Block]:
+    """toolConfig.tools -> system (the Claude order); ``cachePoint`` blocks mark the end
+    of the block before them."""
     blocks: list[Block] = []
     tool_config = body.get("toolConfig")
     tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
-    _with_cache_points(blocks, ("tool",), _list(tools))
-    _with_cache_points(blocks, ("system",), _list(body.get("system")))
-    for message in _list(body.get("messages")):
-        role = message.get("role") if isinstance(message, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        _with_cache_points(blocks, ("message", role), _list(content))
+    for tag, items in ((("tool",), _list(tools)), (("system",), _list(body.get("system")))):
+        marks_before, own = _with_cache_points(tag, items)
+        if marks_before and blocks:
+            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+        blocks.extend(own)
     return blocks
 
 
-def _openai_chat(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> messages (the developer message first); one block per message."""
-    blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
-    blocks.extend(Block(("message",), message) for message in _list(body.get("messages")))
-    return blocks
+def _bedrock_item(message: Any) -> ItemBlocks:
+    role, content = _role_and(message, "content")
+    return _with_cache_points(("message", role), _list(content))
 
 
-def _openai_responses(body: Mapping[str, Any]) -> list[Block]:
-    """tools -> instructions -> input items; one block per item."""
+def _openai_chat_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools (then the messages, the developer message first: one block each)."""
+    return [Block(("tool",), tool) for tool in _list(body.get("tools"))]
+
+
+def _openai_chat_item(message: Any) -> ItemBlocks:
+    return False, [Block(("message",), message)]
+
+
+def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
+    """tools -> instructions (then the input items: one block each)."""
     blocks = [Block(("tool",), tool) for tool in _list(body.get("tools"))]
     if isinstance(body.get("instructions"), str):
         blocks.append(Block(("instructions",), body["instructions"]))
-    blocks.extend(Block(("item",), item) for item in _list(body.get("input")))
     return blocks
 
 
-def _gemini(body: Mapping[str, Any]) -> list[Block]:
-    """systemInstruction parts -> tool declarations -> contents parts."""
+def _openai_responses_item(item: Any) -> ItemBlocks:
+    return False, [Block(("item",), item)]
+
+
+def _gemini_frame(body: Mapping[str, Any]) -> list[Block]:
+    """systemInstruction parts -> tool declarations (then the contents' parts)."""
     blocks: list[Block] = []
     system = body.get("systemInstruction")
     parts = system.get("parts") if isinstance(system, dict) else None
@@ -207,20 +266,26 @@ def _gemini(body: Mapping[str, Any]) -> list[Block]:
             blocks.extend(Block(("function",), d) for d in declarations)
         else:
             blocks.append(Block(("tool",), tool))
-    for content in _list(body.get("contents")):
-        role = content.get("role") if isinstance(content, dict) else None
-        parts = content.get("parts") if isinstance(content, dict) else None
-        blocks.extend(Block(("part", role, j), part) for j, part in enumerate(_list(parts)))
     return blocks
 
 
+def _gemini_item(content: Any) -> ItemBlocks:
+    role, parts = _role_and(content, "parts")
+    return False, [Block(("part", role, j), part) for j, part in enumerate(_list(parts))]
+
+
+def _gemini(body: Mapping[str, Any]) -> list[Block]:
+    """systemInstruction parts -> tool declarations -> contents parts."""
+    return _LAYOUTS["gemini"].blocks(body)
+
+
 #: Provider name -> its body layout.
-_LAYOUTS: Mapping[str, Callable[[Mapping[str, Any]], list[Block]]] = {
-    "anthropic": _anthropic,
-    "bedrock-converse": _bedrock,
-    "gemini": _gemini,
-    "openai-chat": _openai_chat,
-    "openai-responses": _openai_responses,
+_LAYOUTS: Mapping[str, Layout] = {
+    "anthropic": Layout("messages", _anthropic_frame, _anthropic_item, top_marker=True),
+    "bedrock-converse": Layout("messages", _bedrock_frame, _bedrock_item),
+    "gemini": Layout("contents", _gemini_frame, _gemini_item),
+    "openai-chat": Layout("messages", _openai_chat_frame, _openai_chat_item),
+    "openai-responses": Layout("input", _openai_responses_frame, _openai_responses_item),
 }
 
 #: Body keys that name the cache namespace besides the model (OpenAI's routing key).
@@ -266,6 +331,43 @@ class CallCache:
 
 
 @attrs.frozen
+class CacheTotals:
+    """The sums over a conversation's calls, as :class:`CacheReport` has them, kept call
+    by call (:attr:`Simulation.totals`): all a caller of a long conversation needs that
+    does not want every call's figures kept (``Simulation(keep_calls=False)``)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: Fraction = Fraction(0)
+    uncached_cost: Fraction = Fraction(0)
+
+    def plus(self, call: CallCache) -> CacheTotals:
+        """These totals and one call more."""
+        return CacheTotals(
+            self.calls + 1,
+            self.input_tokens + call.input_tokens,
+            self.cache_read_tokens + call.cache_read_tokens,
+            self.cache_write_tokens + call.cache_write_tokens,
+            self.cost + call.cost,
+            self.uncached_cost + call.uncached_cost,
+        )
+
+    @property
+    def cached_share(self) -> float:
+        """Share of all input tokens read from the cache (0 without input)."""
+        total = self.input_tokens
+        return self.cache_read_tokens / total if total else 0.0
+
+    @property
+    def cost_ratio(self) -> float:
+        """Simulated cost / cost without caching (1.0 without input)."""
+        uncached = self.uncached_cost
+        return float(self.cost / uncached) if uncached else 1.0
+
+
+@attrs.frozen
 class CacheReport:
     provider: str
     model: str
@@ -294,16 +396,25 @@ class CacheReport:
         return sum((c.uncached_cost for c in self.calls), Fraction(0))
 
     @property
+    def totals(self) -> CacheTotals:
+        return CacheTotals(
+            len(self.calls),
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.cost,
+            self.uncached_cost,
+        )
+
+    @property
     def cached_share(self) -> float:
         """Share of all input tokens read from the cache (0 without input)."""
-        total = self.input_tokens
-        return self.cache_read_tokens / total if total else 0.0
+        return self.totals.cached_share
 
     @property
     def cost_ratio(self) -> float:
         """Simulated cost / cost without caching (1.0 without input)."""
-        uncached = self.uncached_cost
-        return float(self.cost / uncached) if uncached else 1.0
+        return self.totals.cost_ratio
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -362,12 +473,19 @@ class PerfectBound:
 
 # --- simulation ------------------------------------------------------------------------
 
+#: Bytes of a SHA-256 digest: a block's key digest, a prefix hash.
+_HASH = 32
 
-def _prefix_hashes(keys: Sequence[bytes]) -> Iterator[bytes]:
-    state = b""
-    for key in keys:
-        state = hashlib.sha256(state + hashlib.sha256(key).digest()).digest()
-        yield state
+
+def _key_digest(block: Block) -> bytes:
+    """SHA-256 of a block's identity, its canonical ``[tag, value]``."""
+    return hashlib.sha256(canonical.dumpb([list(block.tag), block.value])).digest()
+
+
+def _chained(state: bytes, digest: bytes) -> bytes:
+    """The hash of a prefix: the hash of the prefix before it (``b""`` for none) and the
+    key digest of its last block."""
+    return hashlib.sha256(state + digest).digest()
 
 
 def _round_down(tokens: int, rules: CacheRules) -> int:
@@ -375,6 +493,228 @@ def _round_down(tokens: int, rules: CacheRules) -> int:
     if tokens < rules.min_tokens:
         return 0
     return tokens - tokens % rules.increment
+
+
+def _alive(until: float, now: float) -> bool:
+    """Whether an entry kept until ``until`` is found at ``now``; a call without a time
+    (now = inf) finds every entry ever written."""
+    return now == math.inf or now <= until
+
+
+class _Prompt:
+    """What the pricing of one call reads of its body's blocks: how many, their tokens
+    up to each block, the prefix hash at each block and the breakpoints. The cumulative
+    tokens are those of a leading part (``lead``) and of the rest counted from the end
+    of the lead (the blocks of the history, which do not change with the frame)."""
+
+    __slots__ = ("breakpoints", "count", "lead", "lead_total", "packed", "rest", "total")
+
+    def __init__(
+        self,
+        lead: Sequence[int],
+        rest: Sequence[int],
+        packed: bytes,
+        breakpoints: Sequence[int],
+    ) -> None:
+        self.lead, self.rest, self.packed = lead, rest, packed
+        self.breakpoints = breakpoints
+        self.count = len(lead) + len(rest)
+        self.lead_total = lead[-1] if lead else 0
+        self.total = self.lead_total + (rest[-1] if rest else 0)
+
+    def tokens_to(self, index: int) -> int:
+        """The tokens of blocks 0 .. ``index``."""
+        lead = self.lead
+        if index < len(lead):
+            return lead[index]
+        return self.lead_total + self.rest[index - len(lead)]
+
+    def hash_at(self, index: int) -> bytes:
+        """The hash of the prefix that ends with block ``index``."""
+        return self.packed[index * _HASH : (index + 1) * _HASH]
+
+
+class _Seen:
+    """The implicit cache of one namespace: the prefixes earlier calls sent and when
+    each one's entry expires. It answers exactly as a map prefix hash -> expiry that
+    every call sets for all its prefixes would, without touching every prefix on every
+    call: the prefixes of the namespace's latest call (``chain``, its prefix hashes end
+    to end) share that call's expiry, and a prefix enters ``left`` with the expiry it
+    had when a later call stopped sending it. A prefix hash names the whole prefix, so
+    position ``i`` of two chains holds the same hash exactly when their first ``i + 1``
+    blocks are equal."""
+
+    __slots__ = ("chain", "left", "until")
+
+    def __init__(self) -> None:
+        self.chain = b""
+        self.until = 0.0
+        self.left = _Expiries()
+
+    def longest(self, prompt: _Prompt, now: float) -> tuple[int, int]:
+        """(the last block of the longest prefix of ``prompt`` found at ``now``, or -1;
+        how many leading prefixes it shares with the latest call)."""
+        shared = common_prefix(self.chain, prompt.packed) // _HASH
+        left = self.left
+        for index in range(prompt.count - 1, shared - 1, -1):
+            until = left.get(prompt.hash_at(index))
+            if until is not None and _alive(until, now):
+                return index, shared
+        if shared and _alive(self.until, now):
+            return shared - 1, shared
+        return -1, shared
+
+    def sent(self, prompt: _Prompt, until: float, shared: int, now: float) -> None:
+        """``prompt`` was sent at ``now``: its prefixes are kept until ``until``."""
+        chain, left, before = self.chain, self.left, self.until
+        for index in range(shared, len(chain) // _HASH):
+            left[chain[index * _HASH : (index + 1) * _HASH]] = before
+        self.chain, self.until = prompt.packed, until
+        left.forget_expired(now)
+
+
+class _Expiries(dict[bytes, float]):
+    """Entry -> the time it expires; :meth:`forget_expired` drops the entries that no
+    later call can find, so the map holds what is alive, not everything ever sent (a
+    naive harness's context change sends a whole new history of prefixes)."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.limit = 1024
+
+    def forget_expired(self, now: float) -> None:
+        """Drop the entries expired at ``now``, from time to time (when the map has
+        doubled since), so the work is constant per entry. Exact: times never go back,
+        and once a call has a time every later call has one, so an entry expired at a
+        finite ``now`` is never found again (:class:`_Live`)."""
+        if len(self) <= self.limit or now == math.inf:
+            return
+        for entry in [entry for entry, until in self.items() if until < now]:
+            del self[entry]
+        self.limit = max(2 * len(self), 1024)
+
+
+class _Stream:
+    """The blocks of the previous body, kept for the next one (:meth:`Simulation.add_fragments`):
+    the frame's, and per history block its key digest, the tokens of the history up to
+    it and its prefix hash, with where each history item's blocks start and the items
+    that mark a breakpoint. A body's unchanged leading items keep theirs; only the
+    blocks of the items after them are made, keyed, counted and hashed."""
+
+    def __init__(
+        self, layout: Layout, tokens: Callable[[Block, bytes], int], count: Callable[[Block], int]
+    ) -> None:
+        self.layout = layout
+        #: The frame's blocks are counted through the simulation's memo; a history
+        #: block is counted when it first appears (kept after that), so a memo of every
+        #: history block would only hold memory.
+        self.tokens = tokens
+        self.count = count
+        self.fresh = True
+        self.frame_digests: list[bytes] = []
+        self.frame_cumulative: list[int] = []
+        self.frame_packed = b""
+        self.frame_marks: list[int] = []
+        #: :func:`_frame_marked_one_hour` of the frame (a walk over tools and system)
+        self.frame_one_hour = False
+        self.digests = bytearray()  # _HASH bytes per history block
+        self.cumulative = array("q")  # tokens of the history up to each of its blocks
+        self.hashes = bytearray()  # _HASH bytes per history block
+        self.starts = array("q")  # per history item, its first block
+        #: (item, marks the block before it, its own blocks that are breakpoints), in
+        #: item order: only the items that mark something.
+        self.marked: list[tuple[int, bool, tuple[int, ...]]] = []
+
+    def update(self, scan: Scan) -> _Prompt:
+        """The blocks of the body ``scan`` read."""
+        fresh, layout = self.fresh, self.layout
+        common = 0 if fresh else scan.common
+        assert common == scan.common, "the stream and its scanner are out of step"
+        rechain = False
+        if fresh or not (scan.head_same and scan.trail_same):
+            rechain = self._frame(layout.frame(scan.frame)) and not fresh
+            self.frame_one_hour = _frame_marked_one_hour(scan.frame)
+        self.fresh = False
+        starts, cumulative, digests, hashes = (
+            self.starts,
+            self.cumulative,
+            self.digests,
+            self.hashes,
+        )
+        keep = starts[common] if common < len(starts) else len(cumulative)
+        del starts[common:], cumulative[keep:], digests[keep * _HASH :], hashes[keep * _HASH :]
+        marked = self.marked
+        while marked and marked[-1][0] >= common:
+            marked.pop()
+        state = self.frame_packed[-_HASH:]
+        if rechain:  # the frame's blocks changed: every history prefix hash with them
+            for index in range(keep):
+                state = _chained(state, bytes(digests[index * _HASH : (index + 1) * _HASH]))
+                hashes[index * _HASH : (index + 1) * _HASH] = state
+        elif keep:
+            state = bytes(hashes[-_HASH:])
+        total = cumulative[-1] if cumulative else 0
+        count = self.count
+        for offset, item in enumerate(scan.items):
+            marks_before, own = layout.item(item)
+            starts.append(len(cumulative))
+            marks = tuple(j for j, block in enumerate(own) if block.breakpoint)
+            if marks_before or marks:
+                marked.append((common + offset, marks_before, marks))
+            for block in own:
+                digest = _key_digest(block)
+                total += count(block)
+                state = _chained(state, digest)
+                digests += digest
+                cumulative.append(total)
+                hashes += state
+        return _Prompt(
+            self.frame_cumulative,
+            cumulative,
+            self.frame_packed + hashes,
+            self._breakpoints(_CACHE_CONTROL in scan.frame),
+        )
+
+    def _frame(self, blocks: list[Block]) -> bool:
+        """Take the frame's blocks; whether their keys changed."""
+        digests = [_key_digest(block) for block in blocks]
+        self.frame_marks = [i for i, block in enumerate(blocks) if block.breakpoint]
+        if digests == self.frame_digests and not self.fresh:
+            return False
+        cumulative: list[int] = []
+        packed = bytearray()
+        total, state = 0, b""
+        for block, digest in zip(blocks, digests, strict=True):
+            total += self.tokens(block, digest)
+            cumulative.append(total)
+            state = _chained(state, digest)
+            packed += state
+        self.frame_digests, self.frame_cumulative = digests, cumulative
+        self.frame_packed = bytes(packed)
+        return True
+
+    def _breakpoints(self, top: bool) -> list[int]:
+        """The breakpoints in block order (the frame's, the history items', the top
+        level's on the last block), each once."""
+        out = list(self.frame_marks)
+        lead = len(self.frame_digests)
+
+        def add(index: int) -> None:
+            if not out or out[-1] != index:
+                out.append(index)
+
+        for item, marks_before, marks in self.marked:
+            first = lead + self.starts[item]
+            if marks_before and first:
+                add(first - 1)
+            for j in marks:
+                add(first + j)
+        count = lead + len(self.cumulative)
+        if top and self.layout.top_marker and count:
+            add(count - 1)
+        return out
 
 
 def simulate(
@@ -402,9 +742,16 @@ def simulate(
 
 
 class Simulation:
-    """:func:`simulate` one body at a time (:meth:`add`), for callers that stream the
-    bodies and keep none of them; :meth:`report` at any point. ``floor``: simulate the
-    floor instead (see the module docstring)."""
+    """:func:`simulate` one body at a time, for callers that stream the bodies and keep
+    none of them; :meth:`report` at any point. ``floor``: simulate the floor instead
+    (see the module docstring).
+
+    :meth:`add` reads each body whole. :meth:`add_fragments` gives the same figures
+    with work that follows what changed since the body before: the body's history items
+    that are byte-identical to the previous body's keep their blocks, key digests,
+    token counts and prefix hashes (:class:`~prefixlock.core.bodyscan.HistoryScanner`),
+    and only the blocks of the items after them are made.
+    """
 
     def __init__(
         self,
@@ -414,6 +761,7 @@ class Simulation:
         tokenizer: Tokenizer | None = None,
         cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
         floor: bool = False,
+        keep_calls: bool = True,
     ) -> None:
         layout = _LAYOUTS.get(provider)
         if layout is None:
@@ -424,52 +772,104 @@ class Simulation:
         self.layout = layout
         self.model = model
         self.counter = tokenizer or get_tokenizer()
+        #: Block key digest -> its tokens (the same block text is counted once).
         self.token_memo: dict[bytes, int] = {}
         #: Per namespace: prefix hash -> the time its entry expires (``inf``: never,
         #: for entries last used by a call without a time).
-        self.explicit_entries: dict[tuple[Any, ...], dict[bytes, float]] = {}
-        self.implicit_seen: dict[tuple[Any, ...], dict[bytes, float]] = {}
+        self.explicit_entries: dict[tuple[Any, ...], _Expiries] = {}
+        self.implicit_seen: dict[tuple[Any, ...], _Seen] = {}
         self.last_at: float | None = None
+        #: Every call's figures (none with ``keep_calls=False``: then :attr:`totals` only).
         self.calls: list[CallCache] = []
+        self.keep_calls = keep_calls
+        self.totals = CacheTotals()
         self.cached_contents = cached_contents or {}
         self.created: set[str] = set()  # Gemini explicit caches already written
         self.model_name = model or ""
         #: The floor (see the module docstring): an ideal cache under the same lifetimes.
         self.floor = floor
         self.rules = rules_for(provider, self.model_name)
+        self._scanner = HistoryScanner(layout.history)
+        self._stream = _Stream(layout, self._tokens, self._count)
+
+    def _count(self, block: Block) -> int:
+        value = block.value
+        return self.counter.count(value if isinstance(value, str) else canonical.dumps(value))
+
+    def _tokens(self, block: Block, digest: bytes) -> int:
+        tokens = self.token_memo.get(digest)
+        if tokens is None:
+            tokens = self.token_memo[digest] = self._count(block)
+        return tokens
+
+    def _restart_stream(self) -> None:
+        self._scanner.reset()
+        self._stream = _Stream(self.layout, self._tokens, self._count)
 
     def add(self, raw: bytes | str | Mapping[str, Any], at: float | None = None) -> CallCache:
         """Simulate the next call's body; ``at``: its time in seconds (any epoch), if
         known. Times must not go backwards."""
-        provider, model, counter, token_memo = (
-            self.provider,
-            self.model,
-            self.counter,
-            self.token_memo,
-        )
-        index = len(self.calls) + 1
+        self._restart_stream()
+        index = self.totals.calls + 1
         body = raw if isinstance(raw, Mapping) else canonical.loads(raw)
         if not isinstance(body, Mapping):
-            raise CacheSimulationError(f"{provider} call {index}: the body is not a JSON object")
+            raise CacheSimulationError(
+                f"{self.provider} call {index}: the body is not a JSON object"
+            )
+        blocks = self.layout.blocks(body)
+        cumulative: list[int] = []
+        packed = bytearray()
+        total, state = 0, b""
+        for block in blocks:
+            digest = _key_digest(block)
+            total += self._tokens(block, digest)
+            cumulative.append(total)
+            state = _chained(state, digest)
+            packed += state
+        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
+        return self._price(index, body, _Prompt(cumulative, (), bytes(packed), breakpoints), at)
+
+    def add_fragments(
+        self, body: Body | bytes | Iterable[bytes], at: float | None = None
+    ) -> CallCache:
+        """:meth:`add` of the body these fragments join to (a :class:`Body`, its bytes or
+        its fragments), working on what changed since the body given before: the
+        figures are exactly :meth:`add`'s. A body the scanner does not read (not in the
+        compact canonical form) is read whole by :meth:`add`."""
+        body = body if isinstance(body, Body) else Body.of(body)
+        scan = self._scanner.scan(body)
+        if scan is None:
+            return self.add(body.join(), at)
+        index = self.totals.calls + 1
+        try:
+            prompt = self._stream.update(scan)
+        except BaseException:
+            self._restart_stream()
+            raise
+        head = dict(scan.frame)
+        head[self.layout.history] = [scan.last] if scan.count else []
+        return self._price(index, head, prompt, at, self._stream.frame_one_hour)
+
+    def _price(
+        self,
+        index: int,
+        body: Mapping[str, Any],
+        prompt: _Prompt,
+        at: float | None,
+        frame_one_hour: bool | None = None,
+    ) -> CallCache:
+        """One call's figures from its blocks; ``body``: its members (of the history,
+        the last item is enough); ``frame_one_hour``: :func:`_frame_marked_one_hour` of
+        it, when known."""
+        provider, counter = self.provider, self.counter
         body_model = body.get("model")
-        model_name = body_model if isinstance(body_model, str) else (model or "")
+        model_name = body_model if isinstance(body_model, str) else (self.model or "")
         self.model_name = model_name
         rules = self.rules = rules_for(provider, model_name)
         namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
-        blocks = self.layout(body)
-        keys = [canonical.dumpb([list(b.tag), b.value]) for b in blocks]
-        cumulative: list[int] = []
-        total = 0
-        for block, key in zip(blocks, keys, strict=True):
-            tokens = token_memo.get(key)
-            if tokens is None:
-                text = block.value if isinstance(block.value, str) else canonical.dumps(block.value)
-                tokens = token_memo[key] = counter.count(text)
-            total += tokens
-            cumulative.append(total)
-        hashes = list(_prefix_hashes(keys))
-        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
-        write_multiplier = _write_multiplier(rules, body)
+        total = prompt.total
+        breakpoints = prompt.breakpoints
+        write_multiplier = _write_multiplier(rules, body, frame_one_hour)
         if at is not None and self.last_at is not None and at < self.last_at:
             raise CacheSimulationError(
                 f"{provider} call {index}: its time goes back {self.last_at - at:g} s"
@@ -492,21 +892,24 @@ class Simulation:
                     f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
                     f"accepts at most {rules.max_breakpoints}"
                 )
-            entries = self.explicit_entries.setdefault(namespace, {})
+            entries = self.explicit_entries.get(namespace)
+            if entries is None:
+                entries = self.explicit_entries[namespace] = _Expiries()
             live = _Live(entries, now)
-            read, write, written, hit = _explicit(rules, breakpoints, cumulative, hashes, live)
+            read, write, written, hit = _explicit(rules, prompt, live)
             if hit is not None:
                 entries[hit] = until  # reading an entry refreshes it
             for entry in written:
                 entries[entry] = until
+            entries.forget_expired(now)
         else:
-            seen = self.implicit_seen.setdefault(namespace, {})
-            live = _Live(seen, now)
-            matched = next((i for i in range(len(hashes) - 1, -1, -1) if hashes[i] in live), -1)
-            read = _round_down(cumulative[matched], rules) if matched >= 0 else 0
+            seen = self.implicit_seen.get(namespace)
+            if seen is None:
+                seen = self.implicit_seen[namespace] = _Seen()
+            matched, shared = seen.longest(prompt, now)
+            read = _round_down(prompt.tokens_to(matched), rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
-            for h in hashes:
-                seen[h] = until
+            seen.sent(prompt, until, shared, now)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             cached = _cached_tokens(name, self.cached_contents, counter, index)
@@ -521,16 +924,21 @@ class Simulation:
             input_tokens=total,
             cache_read_tokens=read,
             cache_write_tokens=write,
-            blocks=len(blocks),
+            blocks=prompt.count,
             breakpoints=len(breakpoints),
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
             lifetime=lifetime,
         )
-        self.calls.append(call)
+        self.totals = self.totals.plus(call)
+        if self.keep_calls:
+            self.calls.append(call)
         return call
 
     def report(self) -> CacheReport:
+        """Every call's figures; refused by a simulation that keeps none."""
+        if not self.keep_calls and self.totals.calls:
+            raise UsageError(f"{self.provider}: this simulation keeps totals only")
         return CacheReport(
             self.provider, self.model_name, self.rules, self.counter.name, tuple(self.calls)
         )
@@ -550,31 +958,34 @@ class _Live:
 
 
 def _explicit(
-    rules: CacheRules,
-    breakpoints: Sequence[int],
-    cumulative: Sequence[int],
-    hashes: Sequence[bytes],
-    entries: _Live,
+    rules: CacheRules, prompt: _Prompt, entries: _Live
 ) -> tuple[int, int, list[bytes], bytes | None]:
     """(read tokens, write tokens, entries written, the entry read) of one
     explicit-cache call."""
     hit = -1
+    breakpoints = prompt.breakpoints
     for b in breakpoints:
         # The breakpoint's own block is check #1: blocks b .. b - (lookback - 1).
         for p in range(b, max(-1, b - rules.lookback_blocks), -1):
-            if hashes[p] in entries:
+            if prompt.hash_at(p) in entries:
                 hit = max(hit, p)
                 break
-    read = cumulative[hit] if hit >= 0 else 0
+    read = prompt.tokens_to(hit) if hit >= 0 else 0
     valid: list[int] = []
     since = 0
     for b in breakpoints:
-        needed = cumulative[b] - since if rules.min_tokens_per_checkpoint else cumulative[b]
+        upto = prompt.tokens_to(b)
+        needed = upto - since if rules.min_tokens_per_checkpoint else upto
         if needed >= rules.min_tokens:
             valid.append(b)
-            since = cumulative[b]
-    write = max(0, cumulative[valid[-1]] - read) if valid else 0
-    return read, write, [hashes[b] for b in valid], hashes[hit] if hit >= 0 else None
+            since = upto
+    write = max(0, prompt.tokens_to(valid[-1]) - read) if valid else 0
+    return (
+        read,
+        write,
+        [prompt.hash_at(b) for b in valid],
+        prompt.hash_at(hit) if hit >= 0 else None,
+    )
 
 
 def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
@@ -588,22 +999,32 @@ def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
     )
 
 
-def _write_multiplier(rules: CacheRules, body: Mapping[str, Any]) -> Fraction:
+def _write_multiplier(
+    rules: CacheRules, body: Mapping[str, Any], frame_marked: bool | None = None
+) -> Fraction:
     """The call's cache-write price: ``write_multiplier_1h`` when its cache markers ask
     for a one-hour TTL (issue 10, item 5; the TTL is one setting per agent, so every
-    marker of a body carries the same one), else ``write_multiplier``."""
+    marker of a body carries the same one), else ``write_multiplier``.
+    ``frame_marked``: :func:`_frame_marked_one_hour` of this body, when known."""
     if rules.write_multiplier_1h is None:
         return rules.write_multiplier
     # Only where prefixlock places markers besides the history (top level, tools, system)
     # and the last message (Bedrock's tail cachePoint): no walk over the whole history.
     messages = body.get("messages")
     last = messages[-1:] if isinstance(messages, list) else []
-    places = [body.get(k) for k in ("cache_control", "tools", "system", "toolConfig")]
-    if _has_one_hour_marker({"cache_control": places[0]}) or _has_one_hour_marker(
-        [*places[1:], last]
-    ):
+    if frame_marked is None:
+        frame_marked = _frame_marked_one_hour(body)
+    if frame_marked or _has_one_hour_marker(last):
         return rules.write_multiplier_1h
     return rules.write_multiplier
+
+
+def _frame_marked_one_hour(body: Mapping[str, Any]) -> bool:
+    """Whether a marker outside the history (top level, tools, system) asks for 1h."""
+    places = [body.get(k) for k in ("tools", "system", "toolConfig")]
+    return _has_one_hour_marker({"cache_control": body.get("cache_control")}) or (
+        _has_one_hour_marker(places)
+    )
 
 
 def _has_one_hour_marker(value: Any) -> bool:

@@ -17,6 +17,8 @@ from ..bench.fleet import (
 )
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
+from ..bench.verifyscale import DEFAULT_LENGTHS, MIN_LENGTH
+from ..review import processes
 from .console import FINDING, OK, Command, err, out, out_json
 
 __all__ = ["COMMANDS"]
@@ -31,6 +33,23 @@ def _calls(text: str) -> list[int]:
         ) from None
     if not values or min(values) < 2:
         raise argparse.ArgumentTypeError(f"{text!r}: every history length must be at least 2")
+    return values
+
+
+def _verify_calls(text: str) -> list[int]:
+    """``200,2000``; ``0`` (or nothing) measures no verify."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers"
+        ) from None
+    if values == [0] or not values:
+        return []
+    if min(values) < MIN_LENGTH:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: every verify length must be at least {MIN_LENGTH} (or 0: none)"
+        )
     return values
 
 
@@ -60,6 +79,15 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="seed of the synthetic conversations (default: 1)"
+    )
+    parser.add_argument(
+        "--verify-calls",
+        type=_verify_calls,
+        default=list(DEFAULT_LENGTHS),
+        metavar="N,N,...|0",
+        help="also time 'prefixlock verify' on a generated scenario of each length, in a "
+        "process of its own (all providers, hash-seed replay): time per call and peak RSS "
+        f"of its process tree (default: {','.join(map(str, DEFAULT_LENGTHS))}; 0: skip)",
     )
     parser.add_argument("--json", action="store_true", help="print every figure as canonical JSON")
     fleet = parser.add_argument_group("fleet soak (--soak)")
@@ -129,6 +157,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         args.calls or DEFAULT_CALLS,
         _provider_names(args.provider),
         args.seed,
+        verify_calls=args.verify_calls,
+        run_process=processes.run_measured,
         progress=lambda text: err(text),
     )
     if args.json:

@@ -220,18 +220,26 @@ def digest(value: JsonValue) -> str:
     return sha256_hex(dumpb(value))
 
 
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in out:
+            raise CanonicalJSONError(f"duplicate key {key!r}")
+        out[key] = item
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise CanonicalJSONError(f"{name} has no JSON form")
+
+
+def decoder() -> json.JSONDecoder:
+    """A decoder with the rules of :func:`loads`, for a caller that parses a text value
+    by value (``decoder().raw_decode(text, index)``) and must read exactly what
+    :func:`loads` reads."""
+    return json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+
+
 def loads(data: bytes | str) -> JsonValue:
     """Parse JSON, refusing NaN/Infinity literals and duplicate keys."""
-
-    def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, item in pairs:
-            if key in out:
-                raise CanonicalJSONError(f"duplicate key {key!r}")
-            out[key] = item
-        return out
-
-    def _constant(name: str) -> Any:
-        raise CanonicalJSONError(f"{name} has no JSON form")
-
     return json.loads(data, object_pairs_hook=_pairs, parse_constant=_constant)

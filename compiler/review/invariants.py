@@ -38,8 +38,10 @@ from typing import Any
 import attrs
 
 from ..core import canonical
+from ..core.bodyscan import HistoryScanner, Scan
+from ..core.fragments import Body
 from ..core.messages import CanonicalMessage, MessageKind
-from ..core.model import ModelRequest
+from ..core.model import MessageView, ModelRequest
 from ..providers import get
 from .compare import PREFIX_BREAK, block_pairs, compare_bodies, grown_blocks, history_key
 from .jsondiff import Difference, describe, first_difference, first_differing_char
@@ -145,6 +147,7 @@ class HistoryChecker:
         self.first: Call | None = None
         self.previous: Call | None = None  # the previous call that is not a retry
         self.originals: dict[str, Call] = {}
+        self._tally = _Tally()
 
     def _fail(self, check: str, call: Call, message: str) -> None:
         self.failures.append(Failure(self.scenario, check, message, call=call.index))
@@ -152,17 +155,16 @@ class HistoryChecker:
     def add(self, call: Call) -> None:
         scenario, fail = self.scenario, self._fail
         request = call.request
-        messages = list(request.messages)
+        messages = request.messages
         if self.first is None:
             self.first = call
         else:
             self.failures.extend(_root_changes(scenario, self.first, call, self.sources))
-        counts: dict[str, int] = {}
-        for message in messages:
-            counts[message.id] = counts.get(message.id, 0) + 1
-        for mid, n in counts.items():
-            if n > 1:
-                fail("duplicate", call, f"message {mid!r} appears {n} times in the request")
+        tally = self._tally
+        tally.read(messages)
+        for mid in sorted(tally.repeated, key=tally.positions.__getitem__):
+            n = tally.counts[mid]
+            fail("duplicate", call, f"message {mid!r} appears {n} times in the request")
         if call.kind == "retry":
             original = self.originals.get(call.event)
             if original is not None and not original.request.same_as(request):
@@ -184,21 +186,56 @@ class HistoryChecker:
                 f"the request ends with {messages[-1].id!r}, not the message its event "
                 f"appended ({expected!r})",
             )
-        self.failures.extend(_context_placement(scenario, call, messages))
+        self.failures.extend(_context_placement(scenario, call, messages, tally.contexts))
         previous = self.previous
         if previous is not None and request.epoch != previous.request.epoch:
             self.failures.extend(_compaction(scenario, previous, call, messages))
         self.previous = call
 
 
+class _Tally:
+    """What :class:`HistoryChecker` reads of a request's messages -- each id's count,
+    the ids that repeat, where the request-context messages are -- kept for the next
+    request: a view that extends the previous one (a
+    :class:`~prefixlock.core.model.MessageView` of the same append-only list, as the
+    replay makes them) is read from where that one ended, any other whole."""
+
+    def __init__(self) -> None:
+        self.view: Sequence[CanonicalMessage] = ()
+        self.counts: dict[str, int] = {}
+        #: id -> its place in the order ids first appear (the order failures are named in)
+        self.positions: dict[str, int] = {}
+        self.repeated: set[str] = set()
+        self.contexts: list[int] = []
+
+    def read(self, messages: Sequence[CanonicalMessage]) -> None:
+        view, start = self.view, len(self.view)
+        if not (isinstance(view, MessageView) and view.shared_with(messages) == start):
+            self.counts, self.positions, self.repeated, self.contexts = {}, {}, set(), []
+            start = 0
+        counts, positions, contexts = self.counts, self.positions, self.contexts
+        for index in range(start, len(messages)):
+            message = messages[index]
+            mid = message.id
+            n = counts.get(mid, 0) + 1
+            counts[mid] = n
+            if n == 1:
+                positions[mid] = len(positions)
+            elif n == 2:
+                self.repeated.add(mid)
+            if message.kind is MessageKind.REQUEST_CONTEXT:
+                contexts.append(index)
+        self.view = messages
+
+
 def _context_placement(
-    scenario: str, call: Call, messages: Sequence[CanonicalMessage]
+    scenario: str, call: Call, messages: Sequence[CanonicalMessage], contexts: Sequence[int]
 ) -> list[Failure]:
+    """The context invariant; ``contexts``: the indexes of the request-context messages."""
     failures = []
     before: CanonicalMessage | None = None
-    for i, message in enumerate(messages):
-        if message.kind is not MessageKind.REQUEST_CONTEXT:
-            continue
+    for i in contexts:
+        message = messages[i]
         following = messages[i + 1] if i + 1 < len(messages) else None
         own_runtime = (
             following is not None
@@ -347,14 +384,19 @@ def check_bodies(
 
 class BodyChecker:
     """:func:`check_bodies` one body at a time: each body is compared with the one
-    before only; kept are the previous body (and its parsed value without cache
-    markers) and the bodies of retried calls.
+    before only; kept are the previous body (its fragments: a provider's cached bytes)
+    and the bodies of retried calls.
 
-    Fast path: a body whose frame (every key but the history list, in order) equals the
-    previous one's and whose history, cache markers removed, starts with the previous
-    history (the last old item equal or grown by blocks) is a tail append; it is parsed
-    once. Everything else -- and a compaction -- goes through :func:`compare_bodies`
-    and the block-by-block check, which name the failure.
+    Fast path: the history items after those byte-identical to the previous body's are
+    parsed (:class:`~prefixlock.core.bodyscan.HistoryScanner`); when the frame (every
+    member but the history list) has the previous body's bytes, the previous body's
+    items after the identical ones and the new body's, cache markers removed, decide: a
+    tail append when the previous ones are equal (the last of them, or grown by blocks)
+    and something was added. Everything else -- a changed frame, a body the scanner
+    does not read, a compaction -- goes through the whole-body comparison, markers
+    removed, and then :func:`compare_bodies` and the block-by-block check, which name
+    the failure. The work per body so follows what changed, not the length of the
+    history.
     """
 
     def __init__(
@@ -374,11 +416,13 @@ class BodyChecker:
         self.wire = get(provider)
         #: call numbers whose bodies a later retry must repeat
         self.keep = set(self.retries.values())
-        self._kept: dict[int, bytes] = {}
-        self._previous: tuple[int, bytes, int] | None = None
-        self._value: dict[str, Any] | None = None  # the previous body, markers removed
+        self._kept: dict[int, Body] = {}
+        self._previous: tuple[int, Body, int] | None = None
+        self._scanner = HistoryScanner(self.wire.MESSAGES_KEY)
 
-    def add(self, body: bytes, epoch: int = 0) -> None:
+    def add(self, body: bytes | Body | Iterable[bytes], epoch: int = 0) -> None:
+        """The next call's body: its bytes, or its fragments."""
+        body = body if isinstance(body, Body) else Body.of(body)
         self.number += 1
         number, scenario, provider, sources = (
             self.number,
@@ -390,8 +434,10 @@ class BodyChecker:
             self._kept[number] = body
         if number in self.retries:
             original = self.retries[number]
-            expected = self._kept.get(original, b"")
-            if body != expected:
+            kept = self._kept.get(original)
+            expected = kept.join() if kept is not None else b""
+            data = body.join()
+            if data != expected:
                 self.failures.append(
                     _break(
                         scenario,
@@ -400,25 +446,30 @@ class BodyChecker:
                         "retry",
                         f"retry is not byte-identical to call {original}",
                         expected,
-                        body,
+                        data,
                         sources,
                     )
                 )
             return
-        previous, old_value = self._previous, self._value
-        self._previous, self._value = (number, body, epoch), None
+        previous = self._previous
+        self._previous = (number, body, epoch)
+        scan = self._scanner.scan(body)
         if previous is None:
             return
         prev_number, prev_body, prev_epoch = previous
-        if body == prev_body:
-            self._value = old_value
-            return
+        if scan is not None and scan.old_body is prev_body:
+            if scan.common_bytes == prev_body.size == body.size:
+                return  # the same bytes
+            frame_same = scan.head_same and scan.trail_same
+        else:
+            if prev_body.size == body.size and prev_body.join() == body.join():
+                return
+            frame_same = False
         if epoch == prev_epoch:
-            value = self._stripped(body)
-            if old_value is None:
-                old_value = self._stripped(prev_body)
-            self._value = value
-            if self._tail_append(old_value, value):
+            if scan is not None and frame_same:
+                if self._items_append(scan):
+                    return
+            elif self._tail_append(self._stripped(prev_body.join()), self._stripped(body.join())):
                 return
         self.failures.extend(
             _body_failures(
@@ -426,8 +477,8 @@ class BodyChecker:
                 provider,
                 number,
                 prev_number,
-                prev_body,
-                body,
+                prev_body.join(),
+                body.join(),
                 epoch,
                 prev_epoch,
                 sources,
@@ -439,6 +490,25 @@ class BodyChecker:
         if not isinstance(value, dict):
             return {}
         return self.wire.strip_cache_markers(value)
+
+    def _items_append(self, scan: Scan) -> bool:
+        """:meth:`_tail_append` of two bodies with the same frame bytes, from the items
+        after the ``scan.common`` byte-identical ones (markers are removed item by item:
+        every wire's markers sit inside the item that carries them)."""
+        key = self.wire.MESSAGES_KEY
+        strip = self.wire.strip_cache_markers
+        old = strip({key: scan.old_items()})[key]
+        new = strip({key: list(scan.items)})[key]
+        if len(new) < len(old):
+            return False
+        if not old:  # nothing before, or every earlier item unchanged: something is added
+            return bool(new)
+        last = len(old) - 1
+        if old[:last] != new[:last]:
+            return False
+        if old[last] == new[last]:
+            return len(new) > len(old)
+        return bool(grown_blocks(old[last], new[last]))
 
     def _tail_append(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         key = self.wire.MESSAGES_KEY

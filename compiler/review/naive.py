@@ -28,7 +28,7 @@ from pathlib import Path
 import attrs
 
 from ..core.messages import CanonicalMessage, MessageKind
-from ..core.model import CacheHint, CachePosition, ModelRequest, ToolSpec
+from ..core.model import CacheHint, CachePosition, MessageView, ModelRequest, ToolSpec
 from ..spec.loader import load_yaml_file
 
 __all__ = ["NaiveHarness", "tool_file_order"]
@@ -58,7 +58,8 @@ def _in_order(tools: Sequence[ToolSpec], order: Sequence[str]) -> tuple[ToolSpec
 class NaiveHarness:
     """Per conversation: :meth:`request` maps each of prefixlock's calls, in call order,
     to the naive harness's call (see the module docstring). Incremental: within an epoch
-    only the messages added since the previous call are scanned."""
+    only the messages added since the previous call are scanned, and the history is a
+    view of one growing list, which a provider encodes from where it left off."""
 
     def __init__(self, tool_order: Sequence[str] = ()) -> None:
         self.tool_order = tuple(tool_order)
@@ -92,7 +93,9 @@ class NaiveHarness:
         instructions = request.instructions
         if self.context is not None:
             instructions = f"{instructions}{CONTEXT_SEPARATOR}{self.context}"
-        history = tuple(self._history)
+        # A view of the list this harness only appends to (a rescan starts a new one):
+        # a provider encodes only the messages added since its previous request.
+        history = MessageView(self._history, len(self._history))
         hints = [CacheHint(CachePosition.TOOLS), CacheHint(CachePosition.INSTRUCTIONS)]
         if history:
             hints.append(CacheHint(CachePosition.TAIL, len(history) - 1))

@@ -22,7 +22,6 @@ instance per provider, so its incremental encoding is what produces the bytes.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,8 +34,11 @@ from .. import providers as registry
 from ..core import canonical
 from ..core.atomic import staging_dir, swap_in
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, UsageError
+from ..core.fragments import RunningDigest
 from ..core.jsonpath import json_path
-from ..core.model import ModelRequest
+from ..core.messages import CanonicalMessage
+from ..core.model import MessageView, ModelRequest
+from ..providers.frame import BodyFragments
 from ..runtime.conversation import Conversation
 from ..store.sqlite import SQLiteStore
 from .scenario import (
@@ -55,6 +57,7 @@ __all__ = [
     "STORE_FILE",
     "Call",
     "divergence",
+    "fragments_at",
     "history_blocks",
     "history_length",
     "iter_replay",
@@ -75,7 +78,8 @@ STORE_FILE = "checkpoints.sqlite"
 
 @attrs.frozen
 class Call:
-    """One model call of a replay; ``request.messages`` is frozen (a tuple) when made."""
+    """One model call of a replay; ``request.messages`` is frozen when made (a view of
+    a list of the replay's own that is only ever appended to: :class:`_Snapshots`)."""
 
     index: int  # 1-based model-call number
     step: int  # index into scenario.steps
@@ -184,6 +188,7 @@ def iter_replay(
 
 def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -> Iterator[Call]:
     session = _Session(scenario, db)
+    snapshots = _Snapshots()
     made = 0
     try:
         for index, step in enumerate(scenario.steps):
@@ -203,20 +208,46 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
             if result is not None:
                 kind, event, request = result
                 made += 1
-                yield Call(made, index, kind, event, _frozen(request))
+                frozen = attrs.evolve(request, messages=snapshots.freeze(request.messages))
+                yield Call(made, index, kind, event, frozen)
     finally:
         session.stop()
 
 
-def _frozen(request: ModelRequest) -> ModelRequest:
-    """``request`` with its messages copied out of the live history when the call is made.
+class _Snapshots:
+    """Each call's messages frozen when the call is made.
 
     A request's messages are a view onto the append-only history list; if a bug rewrote
     an earlier message in place, every earlier call's view would change with it and the
-    rewrite would look like a clean tail append. A frozen copy keeps each call as it was
-    sent, so ``verify`` and ``diff`` see the rewrite as a prefix break.
+    rewrite would look like a clean tail append. So each call gets a view of a list of
+    the replay's own instead, which only ever grows: a request whose messages start
+    with this list's (compared every call: the same objects at pointer speed, a
+    restart's hydrated copies once by value) extends it with its new messages; any other
+    (a rewrite, a compaction's new epoch) starts a new list. A retry's earlier
+    projection is a view of the list's first messages. Calls so keep what was sent, and
+    a provider still sees successive views of one list, so it encodes only the new
+    messages (:meth:`~prefixlock.providers.base.Provider.fragments`).
     """
-    return attrs.evolve(request, messages=tuple(request.messages))
+
+    def __init__(self) -> None:
+        #: Handed out in views: only ever appended to.
+        self._list: list[CanonicalMessage] = []
+        #: The history's own objects at each place of ``_list``, as last compared.
+        self._seen: list[CanonicalMessage] = []
+
+    def freeze(self, messages: Sequence[CanonicalMessage]) -> MessageView:
+        count, known = len(messages), len(self._list)
+        shared = min(count, known)
+        source = list(messages[:shared])
+        if source == self._seen[:shared]:  # equal values are the same bytes
+            self._seen[:shared] = source  # next time: the same objects, pointer speed
+        else:
+            self._list, self._seen, known = [], [], 0
+        if count > known:
+            new = list(messages[known:])
+            self._list.extend(new)
+            self._seen.extend(new)
+        return MessageView(self._list, count)
 
 
 def _run(
@@ -238,16 +269,22 @@ def _run(
     return None
 
 
-def serialize_at(scenario: Scenario, call: Call, provider: registry.Provider) -> bytes:
-    """``call``'s body; a request the provider cannot express is a :class:`SpecErrors`
-    at the step that made the call, naming the bundle (its settings, its tools)."""
+def fragments_at(scenario: Scenario, call: Call, provider: registry.Provider) -> BodyFragments:
+    """``call``'s body as fragments; a request the provider cannot express is a
+    :class:`SpecErrors` at the step that made the call, naming the bundle (its
+    settings, its tools)."""
     try:
-        return provider.serialize(call.request)
+        return provider.fragments(call.request)
     except PrefixlockError as err:
         message = f"call {call.index}: {err} ({scenario.bundle_note})"
         step = scenario.steps[call.step]
         error = SpecError(step.location, scenario.step_path(call.step), message)
         raise SpecErrors([error]) from err
+
+
+def serialize_at(scenario: Scenario, call: Call, provider: registry.Provider) -> bytes:
+    """``call``'s body (:func:`fragments_at`, joined)."""
+    return fragments_at(scenario, call, provider).join()
 
 
 def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str, list[bytes]]:
@@ -278,12 +315,16 @@ def replay_digests(
     restart: Callable[[int], bool] | None = None,
 ) -> dict[str, list[str]]:
     """Provider name -> the SHA-256 (hex) of every call's body, made as the replay goes:
-    no body outlives its call, so memory does not grow with the square of the length."""
+    no body outlives its call, and each is hashed from its fragments, from the state
+    after those it shares with the body before (:class:`RunningDigest`), so the work
+    per call follows what is new."""
     live = {name: registry.get(name) for name in providers}
+    running = {name: RunningDigest() for name in providers}
     out: dict[str, list[str]] = {name: [] for name in providers}
     for call in iter_replay(scenario, restart=restart):
         for name, provider in live.items():
-            out[name].append(hashlib.sha256(serialize_at(scenario, call, provider)).hexdigest())
+            body = fragments_at(scenario, call, provider).as_body()
+            out[name].append(running[name].hexdigest(body))
     return out
 
 

@@ -75,19 +75,27 @@ class SourceIndex:
         self.instructions: tuple[str, str] | None = None  # (display name, text)
         self.tools: LoadedDocument | None = None
         self.models: dict[str, str] = {}
-        self.lines: list[_Line] = []
+        self._lines: list[_Line] = []
+        #: Files ``extra`` names, read at the first search: a long scenario file holds a
+        #: line per value, and a search happens only to name a failure.
+        self._pending: list[Path] = list(extra)
         if root is not None:
             self._load_root(root)
-        for path in extra:
+
+    @property
+    def lines(self) -> list[_Line]:
+        """Every indexed line (the ``extra`` files' read now if not yet)."""
+        pending, self._pending = self._pending, []
+        for path in pending:
             self._add_file(path, self._display(path), template=False)
+        return self._lines
 
     def extended(self, extra: Sequence[Path]) -> SourceIndex:
         """A copy that also searches the files ``extra`` (a case's scenario file)."""
         out = SourceIndex(None)
         out.root, out.instructions, out.tools = self.root, self.instructions, self.tools
-        out.models, out.lines = dict(self.models), list(self.lines)
-        for path in extra:
-            out._add_file(path, out._display(path), template=False)
+        out.models, out._lines = dict(self.models), list(self._lines)
+        out._pending = [*self._pending, *extra]
         return out
 
     def _display(self, path: Path) -> str:
@@ -146,7 +154,7 @@ class SourceIndex:
             fragments = tuple(
                 f.strip() for f in pieces if len(f.strip()) >= 4 and any(c.isalnum() for c in f)
             )
-            self.lines.append(_Line(Location(display, number), fragments, raw))
+            self._lines.append(_Line(Location(display, number), fragments, raw))
 
     # -- lookups -------------------------------------------------------------------------
 

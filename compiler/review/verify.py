@@ -24,7 +24,6 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -38,22 +37,23 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import PerfectBound, Simulation, simulate
+from ..cache.simulator import CacheTotals, PerfectBound, Simulation
 from ..cache.tokens import get_tokenizer
 from ..core.errors import UsageError
-from ..core.messages import MessageKind
+from ..core.fragments import Body, RunningDigest, common_body_prefix
+from ..core.messages import CanonicalMessage, MessageKind
+from ..core.model import MessageView
 from ..core.resources import python_module_command
 from . import processes
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
-from .jsondiff import common_prefix
 from .naive import NaiveHarness, tool_file_order
 from .replay import (
     Call,
+    fragments_at,
     iter_replay,
     provider_names,
     replay_bodies,
     replay_digests,
-    serialize_at,
     serialize_calls,
     sparse_restarts,
 )
@@ -281,6 +281,33 @@ class _Elsewhere:
         return _read_bodies(target / name)
 
 
+class _DigestCheck:
+    """Whether the body digests made call by call (:meth:`add`) are exactly the list
+    another replay made, without keeping them; that list is kept as one string."""
+
+    def __init__(self, expected: Sequence[str]) -> None:
+        self._expected = "".join(expected)
+        self._count = len(expected)
+        self._seen = 0
+        #: False from the first digest that differs (or if one is not 64 hex digits)
+        self.same = all(len(digest) == _HEX for digest in expected)
+
+    def add(self, digest: str) -> None:
+        index, self._seen = self._seen, self._seen + 1
+        if self.same:
+            at = index * _HEX
+            self.same = index < self._count and self._expected[at : at + _HEX] == digest
+
+    @property
+    def equal(self) -> bool:
+        """Every digest equal, and as many."""
+        return self.same and self._seen == self._count
+
+
+#: Hex digits of a SHA-256 digest.
+_HEX = 64
+
+
 def verify_scenario(
     scenario: Scenario,
     names: Sequence[str],
@@ -302,7 +329,15 @@ def verify_scenario(
     sources = SourceIndex(scenario.bundle_root, extra=[scenario.path])
     label = scenario_label(scenario.path)
     retried = {step.event for step in scenario.steps if isinstance(step, RetryStep)}
-    restarted = replay_digests(scenario, names, restart=sparse_restarts())
+    restarted = {
+        name: _DigestCheck(found)
+        for name, found in replay_digests(scenario, names, restart=sparse_restarts()).items()
+    }
+    seeded = {
+        name: _DigestCheck(elsewhere.digests.get(name, []))
+        for name in names
+        if isinstance(elsewhere, _Elsewhere)
+    }
     history = HistoryChecker(label, sources, retried)
     counter = get_tokenizer(tokenizer)
     live = {name: registry.get(name) for name in names}
@@ -310,13 +345,13 @@ def verify_scenario(
     simulations: dict[str, Simulation] = {}
     bounds = {name: PerfectBound() for name in names}
     harness = NaiveHarness(tool_file_order(scenario.bundle_root))
-    naive_live = {name: registry.get(name) for name in names}
     naive: dict[str, Simulation] = {}
-    digests: dict[str, list[str]] = {name: [] for name in names}
+    running = {name: RunningDigest() for name in names}
     totals = dict.fromkeys(names, 0)
     reused = dict.fromkeys(names, 0)
-    previous: dict[str, bytes] = {}
+    previous: dict[str, Body] = {}
     contexts: set[str] = set()
+    read: Sequence[CanonicalMessage] = ()  # the messages whose context ids are in `contexts`
     events: dict[str, int] = {}  # event -> the number of its first (original) call
     steps: dict[int, int] = {}  # call number -> the index of the step that made it
     calls = 0
@@ -330,35 +365,50 @@ def verify_scenario(
             events.setdefault(call.event, call.index)
         history.add(call)
         at = call_time(scenario, call)
+        messages = call.request.messages
+        extends = isinstance(read, MessageView) and read.shared_with(messages) == len(read)
         contexts.update(
-            m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT
+            messages[i].id
+            for i in range(len(read) if extends else 0, len(messages))
+            if messages[i].kind is MessageKind.REQUEST_CONTEXT
         )
+        read = messages
         naive_request = harness.request(call.request)
         for name, provider in live.items():
             if name not in checkers:
                 checkers[name] = BodyChecker(label, name, sources=sources)
-                simulations[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
-                naive[name] = Simulation(name, model=_model([call], name), tokenizer=counter)
+                model = _model([call], name)
+                simulations[name] = Simulation(
+                    name, model=model, tokenizer=counter, keep_calls=False
+                )
+                naive[name] = Simulation(name, model=model, tokenizer=counter, keep_calls=False)
             checker = checkers[name]
             if retry_of is not None:
                 checker.retries[call.index] = retry_of
             elif call.event in retried:
                 checker.keep.add(call.index)
-            body = serialize_at(scenario, call, provider)
+            # The body as the provider's fragments: compared, hashed and priced by what
+            # changed since the body before, never joined unless a check fails.
+            body = fragments_at(scenario, call, provider).as_body()
             checker.add(body, call.request.epoch)
-            digests[name].append(hashlib.sha256(body).hexdigest())
-            totals[name] += len(body)
+            digest = running[name].hexdigest(body)
+            restarted[name].add(digest)
+            if seeded:
+                seeded[name].add(digest)
+            totals[name] += body.size
             if name in previous:
-                reused[name] += common_prefix(previous[name], body)
+                reused[name] += common_body_prefix(previous[name], body)
             previous[name] = body
-            bounds[name].add(simulations[name].add(body, at), call.request.epoch)
-            naive[name].add(naive_live[name].serialize(naive_request), at)
+            bounds[name].add(simulations[name].add_fragments(body, at), call.request.epoch)
+            # The same provider instance: the naive history's messages are mostly the
+            # same fragments (the instance's cache holds them once).
+            naive[name].add_fragments(provider.fragments(naive_request).as_body(), at)
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
     for name in names:
         found = list(checkers[name].failures) if name in checkers else []
-        if digests[name] != restarted[name]:
+        if not restarted[name].equal:
             slow = slow or replay_bodies(scenario, names)
             again = serialize_calls(list(iter_replay(scenario, restart=sparse_restarts())), [name])[
                 name
@@ -375,7 +425,7 @@ def verify_scenario(
         if elsewhere is not None:
             what = f"replay in a subprocess under {_describe_environment()}"
             if isinstance(elsewhere, _Elsewhere):
-                if digests[name] != list(elsewhere.digests.get(name, [])):
+                if not seeded[name].equal:
                     slow = slow or replay_bodies(scenario, names)
                     found += same_bytes(
                         label, name, "hash seed", what, slow[name], elsewhere.bodies(name), sources
@@ -387,8 +437,8 @@ def verify_scenario(
                 )
         failures += found
         total = totals[name]
-        simulated = simulations[name].report() if name in simulations else simulate(name, [])
-        naive_cost = naive[name].report().cost if name in naive else Fraction(0)
+        simulated = simulations[name].totals if name in simulations else CacheTotals()
+        naive_cost = naive[name].totals.cost if name in naive else Fraction(0)
         rows.append(
             Row(
                 scenario=label,

@@ -26,7 +26,7 @@ reported alone. Lines and columns are 1-based; columns count code points.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,7 @@ def load_yaml_text(text: str, file: str) -> LoadedDocument:
         raise SpecErrors([err.error]) from None
     finally:
         loader.dispose()
-    builder = _Builder(file, loader.errors)
+    builder = _Builder(file, loader.errors, loader.anchored)
     value = builder.build_document(root)
     if builder.errors:
         raise SpecErrors(_dedupe(builder.errors))
@@ -213,7 +213,7 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
     return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
-def _where(file: str, mark: Mark | None) -> Location:
+def _where(file: str, mark: Mark | _Mark | None) -> Location:
     if mark is None:
         return Location(file, 1, 1)
     return Location(file, mark.line + 1, mark.column + 1)
@@ -240,6 +240,26 @@ def _dedupe(errors: list[SpecError]) -> list[SpecError]:
 
 
 # --------------------------------------------------------------------------- composition
+
+
+class _Mark:
+    """Where a token starts or ends: the line and column (0-based) of PyYAML's ``Mark``,
+    all that is read of one. PyYAML's also holds the file name, offset and buffer
+    position as attributes of its own; a node keeps two marks, and a long scenario
+    file has hundreds of thousands of them (the bulk of its load's memory)."""
+
+    __slots__ = ("column", "line")
+    name = "<unicode string>"
+
+    def __init__(self, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+
+    def get_snippet(self) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return f'  in "{self.name}", line {self.line + 1}, column {self.column + 1}'
 
 
 class _Fatal(Exception):
@@ -308,6 +328,12 @@ class _Loader(
         self.file = file
         self.depth = 0  # collections being composed
         self.errors: list[SpecError] = []
+        #: ``id`` of every collection node with an anchor: an alias builds it again.
+        self.anchored: set[int] = set()
+
+    def get_mark(self) -> _Mark:  # type: ignore[override]  # the fields errors read
+        """The reader's position as a :class:`_Mark`."""
+        return _Mark(self.line, self.column)
 
     def next_event(self) -> Any:
         return self.get_event()  # type: ignore[no-untyped-call]
@@ -353,6 +379,8 @@ class _Loader(
                 node = self.compose_mapping_node(anchor)
         finally:
             self.depth -= 1
+        if anchor is not None:
+            self.anchored.add(id(node))
         return node
 
     def compose_scalar_node(self, anchor: Any) -> ScalarNode:
@@ -402,9 +430,15 @@ def _show_tag(tag: str) -> str:
 class _Builder:
     """Builds plain values from nodes, recording locations and collecting errors."""
 
-    def __init__(self, file: str, errors: list[SpecError]) -> None:
+    def __init__(
+        self, file: str, errors: list[SpecError], anchored: Collection[int] = frozenset()
+    ) -> None:
         self.file = file
         self.errors = list(errors)
+        #: Collections an alias may build again (see :meth:`consumable`), and how many of
+        #: them are being built now.
+        self.anchored = anchored
+        self.kept = 0
         self.locations: dict[str, Location] = {}
         self.key_locations: dict[str, Location] = {}
         self.expanded = 0  # values produced while expanding aliases
@@ -456,13 +490,35 @@ class _Builder:
         if node.tag not in (_MAP, _SEQ):
             self.error(node, parts, f"unsupported tag {_show_tag(node.tag)} {self.tag_hint()}")
             return None
-        with self.nested(node, parts) as ok:
-            if not ok:
-                return None
-            if isinstance(node, SequenceNode):
-                return [self.build(item, (*parts, i)) for i, item in enumerate(node.value)]
-            assert isinstance(node, MappingNode)
-            return self.mapping(node, parts)
+        kept = id(node) in self.anchored
+        self.kept += kept
+        try:
+            with self.nested(node, parts) as ok:
+                if not ok:
+                    return None
+                if isinstance(node, SequenceNode):
+                    return self.sequence(node, parts)
+                assert isinstance(node, MappingNode)
+                return self.mapping(node, parts)
+        finally:
+            self.kept -= kept
+
+    def consumable(self) -> bool:
+        """Whether the collection being built may drop each child node once built: the
+        node tree of a long file would otherwise stay whole until the last value is
+        built (with the values, twice the memory). Never inside an anchored collection
+        or an alias, which an alias may build again."""
+        return not self.kept and not self.alias_depth
+
+    def sequence(self, node: SequenceNode, parts: tuple[str | int, ...]) -> list[Any]:
+        items: list[Any] = node.value
+        consume = self.consumable()
+        out = []
+        for i, item in enumerate(items):
+            out.append(self.build(item, (*parts, i)))
+            if consume:
+                items[i] = None
+        return out
 
     @contextmanager
     def nested(self, node: Node, parts: tuple[str | int, ...]) -> Iterator[bool]:
@@ -606,7 +662,11 @@ class _Builder:
                     for key, value in built.items():
                         merged.setdefault(key, value)
         self.locations[here] = own
-        for key_node, value_node in node.value:
+        members: list[Any] = node.value
+        consume = self.consumable()
+        for index, (key_node, value_node) in enumerate(members):
+            if consume and not _is_merge_key(key_node):
+                members[index] = None  # built below; the locals keep it until then
             if _is_merge_key(key_node):
                 continue
             key = self.key(key_node, parts)

@@ -1,0 +1,270 @@
+"""Successive request bodies parsed by what changed: new history items only.
+
+A body is a JSON object with one history list member:
+``{<head members>,"<key>":[<item>,<item>,...]<,trail members>}``. The bodies of one
+conversation share their head and most of their history byte for byte, so
+:meth:`HistoryScanner.scan` finds, from the longest common byte prefix with the body
+before (:func:`~prefixlock.core.fragments.common_body_prefix`), how many leading history
+items are byte-identical to the previous body's (the delimiter after each included), and
+parses only the rest: the items after those and the trail members. A changed head is
+parsed again, and the history is then compared from where it starts in each body, so
+items the head only moved still count as the same.
+
+Values are read by :func:`~prefixlock.core.canonical.decoder`, the rules of
+:func:`~prefixlock.core.canonical.loads`. Only the compact form the canonical encoder
+writes is read: a body that is not an object with a history list, has whitespace between
+tokens, a duplicate member or any value :func:`canonical.loads` refuses scans as None,
+and the caller reads that body whole with :func:`canonical.loads`, which accepts or
+refuses it exactly as before.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from . import canonical
+from .errors import CanonicalJSONError
+from .fragments import Body, common_body_prefix, common_prefix
+
+__all__ = ["HistoryScanner", "Scan"]
+
+
+class _Shape(Exception):
+    """The text is not in the compact form the scanner reads."""
+
+
+def _text(data: bytes) -> str:
+    # json.loads decodes UTF-8 bytes with "surrogatepass"; the scanner reads the same.
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _byte_offsets(text: str, offsets: Sequence[int]) -> list[int]:
+    """UTF-8 byte offsets of the ascending character offsets ``offsets`` of ``text``."""
+    if text.isascii():
+        return list(offsets)
+    out: list[int] = []
+    chars = size = 0
+    for offset in offsets:
+        size += len(text[chars:offset].encode("utf-8", "surrogatepass"))
+        chars = offset
+        out.append(size)
+    return out
+
+
+@attrs.frozen
+class Scan:
+    """What :meth:`HistoryScanner.scan` read of one body, against the body before.
+
+    ``frame`` holds the values of every member but the history list; values the
+    previous scan read from unchanged bytes are the same objects: read them, never
+    change them.
+    """
+
+    #: Every member's key in order, the history list's included.
+    members: tuple[str, ...]
+    frame: Mapping[str, Any]
+    #: The bytes before the first history item equal the previous body's.
+    head_same: bool
+    #: The bytes after the history list equal the previous body's.
+    trail_same: bool
+    #: Leading history items byte-identical to the previous body's, delimiters included.
+    common: int
+    #: History items in this body.
+    count: int
+    #: This body's history items from ``common`` on, parsed.
+    items: tuple[Any, ...]
+    #: Longest common byte prefix with the previous body (0 without one).
+    common_bytes: int
+    #: The last history item (None when there is none: see ``count``).
+    last: Any
+    #: Where the previous body's items from ``common`` on are, to parse on demand.
+    old_body: Body | None = None
+    old_start: int = 0
+    old_count: int = 0
+
+    def old_items(self) -> list[Any]:
+        """The previous body's history items from ``common`` on, parsed."""
+        if self.old_body is None or not self.old_count:
+            return []
+        text = _text(self.old_body.tail(self.old_start))
+        decoder = canonical.decoder()
+        items: list[Any] = []
+        position = 0
+        while len(items) < self.old_count:
+            value, position = decoder.raw_decode(text, position)
+            items.append(value)
+            position += 1  # the "," or "]" after it, read before
+        return items
+
+
+@attrs.define
+class _State:
+    """The layout of the previous body."""
+
+    body: Body
+    #: Byte offset of the history list's first item (just after its ``[``).
+    start: int
+    head: dict[str, Any]
+    #: Per history item, relative to ``start``: where it starts, and where the
+    #: delimiter after it (``,`` or the list's ``]``) ends.
+    offsets: array[int]
+    ends: array[int]
+    #: Relative offset of the history list's ``]``.
+    close: int
+    trail: dict[str, Any]
+    trail_text: str
+    last: Any
+
+
+class HistoryScanner:
+    """:meth:`scan` one body after another of one wire (history list ``key``)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._decoder = canonical.decoder()
+        self._state: _State | None = None
+
+    def reset(self) -> None:
+        """Forget the previous body: the next one is read whole."""
+        self._state = None
+
+    def scan(self, body: Body) -> Scan | None:
+        """``body`` against the body before; None when it is not in the compact form
+        (see the module docstring), and the next body is then read whole."""
+        try:
+            return self._scan(body)
+        except (_Shape, ValueError, CanonicalJSONError, RecursionError):
+            # ValueError: JSONDecodeError, UnicodeDecodeError. canonical.loads decides.
+            self._state = None
+            return None
+
+    def _scan(self, body: Body) -> Scan:
+        previous = self._state
+        decode = self._decoder.raw_decode
+        data: bytes | None = None
+        if previous is not None:
+            common_bytes = common_body_prefix(previous.body, body)
+            if common_bytes >= previous.start:
+                start, head, head_same = previous.start, previous.head, True
+                relative = common_bytes - start
+            else:  # the head changed: read it again, compare the histories where they start
+                data = body.join()
+                head, start = self._head(data)
+                head_same = False
+                relative = common_prefix(previous.body.tail(previous.start), data, 0, start)
+            common = bisect_right(previous.ends, relative)
+            old = len(previous.offsets)
+            begin = previous.offsets[common] if common < old else previous.close
+        else:
+            common_bytes = common = old = begin = 0
+            data = body.join()
+            head, start = self._head(data)
+            head_same = False
+        at = start + begin
+        text = _text(data[at:] if data is not None else body.tail(at))
+        items, starts, ends, close = self._items(text, 0 < common < old)
+        trail: dict[str, Any] = {}
+        position = close + 1
+        while not text.startswith("}", position):
+            if not text.startswith(',"', position):
+                raise _Shape
+            key, position = decode(text, position + 1)
+            if not text.startswith(":", position):
+                raise _Shape
+            value, position = decode(text, position + 1)
+            if key == self.key or key in head or key in trail:
+                raise _Shape  # a duplicate member: canonical.loads refuses the body
+            trail[key] = value
+        if position + 1 != len(text):
+            raise _Shape
+        trail_text = text[close + 1 :]
+        offsets = [begin + o for o in _byte_offsets(text, starts)]
+        delimited = [begin + o for o in _byte_offsets(text, ends)]
+        (close_at,) = _byte_offsets(text, [close])
+        count = common + len(items)
+        if items:
+            last = items[-1]
+        elif count and previous is not None:
+            last = previous.last
+        else:
+            last = None
+        state = _State(
+            body,
+            start,
+            head,
+            (previous.offsets[:common] if previous is not None else array("q"))
+            + array("q", offsets),
+            (previous.ends[:common] if previous is not None else array("q"))
+            + array("q", delimited),
+            begin + close_at,
+            trail,
+            trail_text,
+            last,
+        )
+        self._state = state
+        return Scan(
+            members=(*head, self.key, *trail),
+            frame={**head, **trail},
+            head_same=head_same,
+            trail_same=previous is not None and trail_text == previous.trail_text,
+            common=common,
+            count=count,
+            items=tuple(items),
+            common_bytes=common_bytes,
+            last=last,
+            old_body=previous.body if previous is not None else None,
+            old_start=previous.start + begin if previous is not None else 0,
+            old_count=old - common,
+        )
+
+    def _head(self, data: bytes) -> tuple[dict[str, Any], int]:
+        """The members before the history list, and the byte offset of its first item."""
+        text = _text(data)
+        decode = self._decoder.raw_decode
+        if not text.startswith('{"'):
+            raise _Shape
+        head: dict[str, Any] = {}
+        position = 1
+        while True:
+            key, position = decode(text, position)
+            if not text.startswith(":", position):
+                raise _Shape
+            if key == self.key:
+                if not text.startswith("[", position + 1):
+                    raise _Shape
+                (start,) = _byte_offsets(text, [position + 2])
+                return head, start
+            if key in head:
+                raise _Shape
+            head[key], position = decode(text, position + 1)
+            if not text.startswith(',"', position):
+                raise _Shape  # "}": no history list
+            position += 1
+
+    def _items(self, text: str, after_comma: bool) -> tuple[list[Any], list[int], list[int], int]:
+        """The history items from the start of ``text`` to the list's ``]``: the items,
+        where each starts and where the delimiter after it ends, and where ``]`` is."""
+        decode = self._decoder.raw_decode
+        items: list[Any] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        position = 0
+        if not after_comma and text.startswith("]"):
+            return items, starts, ends, 0
+        while True:
+            starts.append(position)
+            value, position = decode(text, position)
+            items.append(value)
+            if text.startswith(",", position):
+                position += 1
+                ends.append(position)
+                continue
+            if text.startswith("]", position):
+                ends.append(position + 1)
+                return items, starts, ends, position
+            raise _Shape

@@ -1,0 +1,104 @@
+"""The cache simulation fed body after body as fragments (``Simulation.add_fragments``,
+what ``verify`` uses) gives exactly the figures of the whole-body path (``simulate``,
+``Simulation.add``), on every golden case, for every provider and for the naive
+harness's bodies (whose system prompt changes with the context)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import attrs
+import pytest
+from conv_helpers import open_conv, user
+from prefixlock import ToolCall, ToolResult
+from prefixlock import providers as registry
+from prefixlock.cache.simulator import Simulation, simulate
+from prefixlock.core import canonical
+from prefixlock.core.errors import CanonicalJSONError
+from prefixlock.providers.frame import BodyFragments
+from prefixlock.review.naive import NaiveHarness, tool_file_order
+from prefixlock.review.replay import Call, iter_replay
+from prefixlock.review.scenario import Scenario, golden_scenarios, load_scenario
+from prefixlock.review.verify import _model, call_time
+
+CASES = golden_scenarios()
+
+
+def _streams(scenario: Scenario, calls: list[Call], name: str) -> dict[str, list[BodyFragments]]:
+    provider = registry.get(name)
+    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
+    own, naive = [], []
+    for call in calls:
+        own.append(provider.fragments(call.request))
+        naive.append(provider.fragments(harness.request(call.request)))
+    return {"own": own, "naive": naive}
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.parent.name for p in CASES])
+def test_fragments_give_the_figures_of_whole_bodies(path: Path) -> None:
+    scenario = load_scenario(path)
+    calls = list(iter_replay(scenario))
+    times = [call_time(scenario, call) for call in calls]
+    for name, kind, stream in [
+        (provider, kind, stream)
+        for provider in registry.NAMES
+        for kind, stream in _streams(scenario, calls, provider).items()
+    ]:
+        model = _model(calls, name)
+        bodies = [fragments.join() for fragments in stream]
+        untimed = Simulation(name, model=model)
+        for fragments in stream:
+            untimed.add_fragments(fragments.as_body())
+        assert untimed.report() == simulate(name, bodies, model=model), (name, kind)
+        whole, pieces, joined = (Simulation(name, model=model) for _ in range(3))
+        for fragments, body, at in zip(stream, bodies, times, strict=True):
+            expected = whole.add(body, at)
+            assert pieces.add_fragments(fragments.as_body(), at) == expected, (name, kind)
+            assert joined.add_fragments(body, at) == expected, (name, kind)
+        assert pieces.report() == whole.report() == joined.report()
+
+
+def test_a_body_the_scanner_cannot_read_is_read_whole() -> None:
+    """Whitespace, a body after it and a refusal: the same figures and errors as add."""
+    stream = Simulation("openai-chat")
+    whole = Simulation("openai-chat")
+    bodies = [
+        b'{"model":"gpt-5","messages":[{"content":"' + b"x" * 4000 + b'","role":"user"}]}',
+        b'{"model": "gpt-5", "messages": [{"content": "' + b"x" * 4000 + b'", "role": "user"}]}',
+        b'{"model":"gpt-5","messages":[{"content":"' + b"x" * 4000 + b'","role":"user"},1]}',
+    ]
+    for body in bodies:
+        assert stream.add_fragments(body) == whole.add(body)
+    with pytest.raises(CanonicalJSONError):
+        stream.add_fragments(b'{"model":"gpt-5","messages":[NaN]}')
+    with pytest.raises(CanonicalJSONError):
+        whole.add(b'{"model":"gpt-5","messages":[NaN]}')
+    assert stream.add_fragments(bodies[0]) == whole.add(bodies[0])
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock-converse"])
+def test_one_hour_markers_price_the_same_when_streamed(provider: str) -> None:
+    """The one-hour write price reads the frame's markers once per frame and the last
+    message's every call; switching the TTL mid-conversation changes the frame."""
+    conv = open_conv()
+    requests = [conv.handle(user("u1"))]
+    conv.assistant("Reading.", [ToolCall("c1", "read_file", {"path": "a.py"})])
+    requests.append(conv.tool_results([ToolResult("c1", "print(1)")]))
+    conv.assistant("Done.")
+    requests.append(conv.handle(user("u2")))
+    ttls = ["1h", "1h", "5m"]
+    wire = registry.get(provider)
+    model = requests[0].settings_for(provider).model
+    whole, stream = Simulation(provider, model=model), Simulation(provider, model=model)
+    for request, ttl in zip(requests, ttls, strict=True):
+        settings = tuple(
+            attrs.evolve(s, options=canonical.dumps({**s.options_value, "cache_ttl": ttl}))
+            if s.provider == provider
+            else s
+            for s in request.settings
+        )
+        fragments = wire.fragments(attrs.evolve(request, settings=settings))
+        expected = whole.add(fragments.join(), 0.0)
+        assert stream.add_fragments(fragments.as_body(), 0.0) == expected
+    assert [c.write_multiplier for c in stream.report().calls] == [2, 2, Fraction("1.25")]
