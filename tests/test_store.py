@@ -296,7 +296,9 @@ def test_sqlite_bit_flip_in_the_file_is_detected(tmp_path: Path) -> None:
         s.load("c")
 
 
-def test_sqlite_flip_with_a_forged_digest_is_caught_by_the_chain(tmp_path: Path) -> None:
+def forged_store(tmp_path: Path) -> Path:
+    """A store of records e1..e4 whose record 2 has a changed byte and, beside it, the
+    digest of the changed bytes: the row is consistent, only the chain tells."""
     path = tmp_path / "s.db"
     with SQLiteStore(path) as s:
         fill(s, "c", 4)
@@ -308,6 +310,11 @@ def test_sqlite_flip_with_a_forged_digest_is_caught_by_the_chain(tmp_path: Path)
         (forged, canonical.sha256_hex(forged)),
     )
     conn.close()
+    return path
+
+
+def test_sqlite_flip_with_a_forged_digest_is_caught_by_the_chain(tmp_path: Path) -> None:
+    path = forged_store(tmp_path)
     with SQLiteStore(path) as s:
         stored = s.load("c")  # row digests agree; the decoded chain does not
         assert stored is not None
@@ -320,17 +327,7 @@ def test_sqlite_flip_with_a_forged_digest_is_caught_by_the_chain(tmp_path: Path)
 def test_hydration_forged_middle_record_names_its_message(tmp_path: Path) -> None:
     """The chain vouches for record 2 (its digest is record 3's prev), so its messages
     are not hashed on the way; the break at record 3 is explained by record 2 itself."""
-    path = tmp_path / "s.db"
-    with SQLiteStore(path) as s:
-        fill(s, "c", 4)
-    conn = raw(path)
-    (body,) = conn.execute("SELECT body FROM records WHERE seq = 2").fetchone()
-    forged = body.replace(b"hello 2", b"hellO 2")
-    conn.execute(
-        "UPDATE records SET body = ?, digest = ? WHERE seq = 2",
-        (forged, canonical.sha256_hex(forged)),
-    )
-    conn.close()
+    path = forged_store(tmp_path)
     with SQLiteStore(path) as s:
         stored = s.load("c")
         assert stored is not None

@@ -24,13 +24,17 @@ from .console import FINDING, OK, Command, err, out, out_json
 __all__ = ["COMMANDS"]
 
 
-def _calls(text: str) -> list[int]:
+def _numbers(text: str) -> list[int]:
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of numbers"
         ) from None
+
+
+def _calls(text: str) -> list[int]:
+    values = _numbers(text)
     if not values or min(values) < 2:
         raise argparse.ArgumentTypeError(f"{text!r}: every history length must be at least 2")
     return values
@@ -38,12 +42,7 @@ def _calls(text: str) -> list[int]:
 
 def _verify_calls(text: str) -> list[int]:
     """``200,2000``; ``0`` (or nothing) measures no verify."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of numbers"
-        ) from None
+    values = _numbers(text)
     if values == [0] or not values:
         return []
     if min(values) < MIN_LENGTH:

@@ -499,32 +499,33 @@ class BodyChecker:
         strip = self.wire.strip_cache_markers
         old = strip({key: scan.old_items()})[key]
         new = strip({key: list(scan.items)})[key]
-        if len(new) < len(old):
-            return False
-        if not old:  # nothing before, or every earlier item unchanged: something is added
-            return bool(new)
-        last = len(old) - 1
-        if old[:last] != new[:last]:
-            return False
-        if old[last] == new[last]:
-            return len(new) > len(old)
-        return bool(grown_blocks(old[last], new[last]))
+        # nothing before, or every earlier item unchanged: something must be added
+        return _history_appended(old, new)
 
     def _tail_append(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         key = self.wire.MESSAGES_KEY
         if list(a) != list(b) or any(a[k] != b[k] for k in a if k != key):
             return False
         old, new = a.get(key), b.get(key)
-        if not isinstance(old, list) or not isinstance(new, list) or len(new) < len(old):
+        if not isinstance(old, list) or not isinstance(new, list):
             return False
-        if not old:
-            return bool(new)
-        last = len(old) - 1
-        if old[:last] != new[:last]:
-            return False
-        if old[last] == new[last]:
-            return len(new) > len(old)
-        return bool(grown_blocks(old[last], new[last]))
+        return _history_appended(old, new)
+
+
+def _history_appended(old: list[Any], new: list[Any]) -> bool:
+    """Whether the history items ``new`` (markers stripped) extend ``old``: every item
+    of ``old`` unchanged but the last, which may only have grown blocks at its end
+    (merged same-role messages), and something added."""
+    if len(new) < len(old):
+        return False
+    if not old:
+        return bool(new)
+    last = len(old) - 1
+    if old[:last] != new[:last]:
+        return False
+    if old[last] == new[last]:
+        return len(new) > len(old)
+    return bool(grown_blocks(old[last], new[last]))
 
 
 def _body_failures(
