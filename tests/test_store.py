@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conv_helpers import example_bundle, user
 from helpers_store import (
     append_with_retry,
     build_chain,
@@ -27,6 +28,7 @@ from helpers_store import (
 )
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError, CheckpointRaceError
+from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.history import History
 from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.records import decode_chain
@@ -334,6 +336,34 @@ def test_hydration_forged_middle_record_names_its_message(tmp_path: Path) -> Non
         history_error = "conversation 'c' record 2: message event:e2: content digest mismatch"
         with pytest.raises(CheckpointError, match=history_error):
             History.hydrate(stored)
+
+
+def test_catch_up_applies_no_record_the_chain_then_refuses(tmp_path: Path) -> None:
+    """A warm reader catching up over a forged middle record (its row digest matches its
+    changed bytes) is refused naming that record, and its history stays where it was:
+    records are applied only once the chain has vouched for them."""
+    path = tmp_path / "s.db"
+    bundle = example_bundle()
+    with SQLiteStore(path) as store:
+        reader = Conversation.open(store, bundle, "conv-1")
+        reader.handle(user("u1"))
+        writer = Conversation.open(store, bundle, "conv-1")
+        writer.assistant("first answer")
+        writer.handle(user("u2"))
+        writer.assistant("second answer")
+        conn = raw(path)
+        (body,) = conn.execute("SELECT body FROM records WHERE seq = 2").fetchone()
+        forged = body.replace(b"first answer", b"first ANSWER")
+        assert forged != body
+        conn.execute(
+            "UPDATE records SET body = ?, digest = ? WHERE seq = 2",
+            (forged, canonical.sha256_hex(forged)),
+        )
+        conn.close()
+        with pytest.raises(CheckpointError, match="record 2: message assistant:1: content digest"):
+            reader.catch_up()
+        assert reader.history.seq == 1
+        assert [m.text for m in reader.request().messages][-1].endswith("</user_query>\n")
 
 
 def test_hydration_forged_last_record_is_caught_by_its_own_digests(tmp_path: Path) -> None:

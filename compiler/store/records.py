@@ -262,6 +262,10 @@ def read_chain(
     if digests is not None and len(digests) != count:
         digests = None
     before = prev
+    # A record is handed out only once the next one has vouched for it (or, the last,
+    # once its messages are hashed and the head matches): a caller applying records as
+    # they come (catch-up, on a live history) never applies one the chain then refuses.
+    pending: tuple[Record, str] | None = None
     for offset, data in enumerate(records):
         seq = first + offset
         chained = offset + 1 < count
@@ -271,14 +275,18 @@ def read_chain(
             if offset:
                 _explain(records[offset - 1], conversation_id, seq - 1, before)
             raise
+        if pending is not None:
+            yield pending
         digest = digests[offset] if digests is not None else canonical.sha256_hex(data)
-        yield record, digest
+        pending = (record, digest)
         before, prev = prev, digest
     if head is not None and prev != head:
         raise CheckpointError(
             f"conversation {conversation_id!r}: records end at a different head "
             "than the store recorded (truncated?)"
         )
+    if pending is not None:
+        yield pending
 
 
 def _explain(data: bytes, conversation_id: str, seq: int, prev: str) -> None:
