@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from prefixlock.bench import verifyscale
 from prefixlock.bench import workload as bench_workload
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
+from prefixlock.review import processes
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.store.contract import MemoryStore
 from prefixlock.store.records import _decode_record_checked, _scan_record
@@ -358,3 +361,33 @@ def test_bench_times_verify_in_a_process_of_its_own(capsys: pytest.CaptureFixtur
     assert "verify: python -m prefixlock verify FILE --json" in table
     assert table.count(" ms per call, peak RSS ") == 2
     assert table.count("[met ]") + table.count("[MISS]") == len(report["targets"]) == 10
+
+
+@pytest.mark.skipif(not hasattr(os, "wait4"), reason="the system reports no peak memory")
+def test_a_measured_process_reports_its_own_peak_memory_not_ours() -> None:
+    """Linux records at exec the peak of the memory a new process leaves, and a child
+    forked from us leaves ours: measured straight from a large bench process, a small
+    verify reported the bench's 897 MiB. The measured peak is the command's own."""
+    ballast = bytearray(300 * 2**20)
+    ballast[::4096] = b"\1" * len(ballast[::4096])  # resident, not just reserved
+    small = processes.run_measured([sys.executable, "-c", "pass"])
+    grown = processes.run_measured(
+        [sys.executable, "-c", "b = bytearray(80 * 2**20); b[::4096] = b'1' * len(b[::4096])"]
+    )
+    del ballast
+    assert small.returncode == grown.returncode == 0
+    assert small.max_rss_kib is not None and grown.max_rss_kib is not None
+    assert small.max_rss_kib < 100 * 1024
+    assert grown.max_rss_kib - small.max_rss_kib > 70 * 1024  # the child's own 80 MiB
+
+
+def test_a_measured_process_keeps_its_exit_code_and_output() -> None:
+    done = processes.run_measured(
+        [
+            sys.executable,
+            "-c",
+            "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)",
+        ]
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"out\n", b"err\n")
+    assert done.seconds > 0
