@@ -37,15 +37,9 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, InputError, UsageError
+from ..core.fragments import common_prefix
 from ..providers import NAMES, get
-from .jsondiff import (
-    MISSING,
-    Difference,
-    common_prefix,
-    describe,
-    first_difference,
-    value_at,
-)
+from .jsondiff import MISSING, Difference, describe, first_difference, value_at
 from .sources import SourceIndex
 
 __all__ = [

@@ -17,7 +17,6 @@ from ..core.jsonpath import json_path
 __all__ = [
     "MISSING",
     "Difference",
-    "common_prefix",
     "describe",
     "first_difference",
     "first_differing_char",
@@ -75,21 +74,6 @@ def first_difference(old: Any, new: Any, parts: tuple[str | int, ...] = ()) -> D
             )
         return None
     return None if _same(old, new) else Difference(parts, old, new)
-
-
-def common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common byte prefix."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def value_at(value: Any, parts: Sequence[str | int]) -> Any:
