@@ -272,8 +272,8 @@ def read_chain(
         try:
             record = decode_record(data, conversation_id, seq, prev, chained=chained)
         except CheckpointError:
-            if offset:
-                _explain(records[offset - 1], conversation_id, seq - 1, before)
+            if offset:  # the record before, the checked way: its own error, if it has one
+                _decode_record_checked(records[offset - 1], conversation_id, seq - 1, before)
             raise
         if pending is not None:
             yield pending
@@ -287,12 +287,6 @@ def read_chain(
         )
     if pending is not None:
         yield pending
-
-
-def _explain(data: bytes, conversation_id: str, seq: int, prev: str) -> None:
-    """Decode a record the chain cannot vouch for the checked way: raises its own error
-    (a changed message: its content digest), if it has one."""
-    _decode_record_checked(data, conversation_id, seq, prev)
 
 
 def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: str) -> Record:
