@@ -2,7 +2,8 @@
 OpenAI's 1,024-token minimum and 128-token increments, expiry from the calls' times
 (5 minutes, refreshed on every hit; one hour with ``ttl: 1h`` markers), Anthropic's
 20-block lookback (its 30-block example), the minimum tables of Anthropic, Bedrock (its
-own) and Gemini, and Bedrock's per-checkpoint minimum (its 1,024 / 2,048 example).
+own) and Gemini, Bedrock's per-checkpoint minimum (its 1,024 / 2,048 example), and
+mixed TTLs in one request (Anthropic's A / B / C billing, with its usage example).
 
 Sources and their quotations are in :mod:`prefixlock.cache.rules`. Token counts use the
 default estimate (see tests/test_cachesim.py for the block sizes)."""
@@ -485,3 +486,99 @@ def test_no_call_costs_less_than_its_floor(provider: str) -> None:
         assert floor.report().cost == real.report().cost
     else:
         assert floor.report().cost < real.report().cost
+
+
+# --- mixing TTLs in one request (Anthropic, "Mixing different TTLs") ---------------------
+
+
+def _system_blocks(*blocks: tuple[int, str | None], provider: str = "anthropic") -> bytes:
+    """System blocks of the given estimated tokens, each with a marker of its TTL ("5m":
+    a marker without ``ttl``; None: no marker), then a short unmarked user turn."""
+    if provider == "bedrock-converse":
+        system: list[Any] = []
+        for tokens, ttl in blocks:
+            system.append({"text": "x" * (4 * tokens - 11)})  # {"text":"..."}: 11 bytes
+            if ttl is not None:
+                point = {"type": "default", **({"ttl": ttl} if ttl == "1h" else {})}
+                system.append({"cachePoint": point})
+        return canonical.dumpb(
+            {"system": system, "messages": [{"role": "user", "content": [{"text": "hi"}]}]}
+        )
+    items = []
+    for tokens, ttl in blocks:
+        block: dict[str, Any] = {"type": "text", "text": "x" * (4 * tokens - 25)}
+        if ttl is not None:
+            block["cache_control"] = {"type": "ephemeral", **({"ttl": ttl} if ttl == "1h" else {})}
+        items.append(block)
+    body = {
+        "model": SONNET,
+        "max_tokens": 100,
+        "system": items,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    }
+    return canonical.dumpb(body)
+
+
+def _split(call: CallCache) -> tuple[int, int, int]:
+    """(reads, one-hour writes, five-minute writes)."""
+    one_hour = call.cache_write_1h_tokens
+    return call.cache_read_tokens, one_hour, call.cache_write_tokens - one_hour
+
+
+def test_mixed_ttls_bill_a_b_c_as_the_docs_usage_example() -> None:
+    # The page's usage: "cache_read_input_tokens": 1800, "ephemeral_1h_input_tokens": 100,
+    # "ephemeral_5m_input_tokens": 148: a hit at A = 1800, the highest 1h breakpoint
+    # after it at B = 1900, the last breakpoint at C = 2048.
+    sim = Simulation("anthropic")
+    first = sim.add(_system_blocks((1800, "1h")), at=0.0)
+    assert _split(first) == (0, 1800, 0)
+    call = sim.add(_system_blocks((1800, "1h"), (100, "1h"), (148, "5m")), at=1.0)
+    assert _split(call) == (1800, 100, 148)
+    assert call.cost - call.uncached_tokens == (
+        1800 * Fraction("0.1") + 100 * Fraction(2) + 148 * Fraction("1.25")
+    )
+    # A past every 1h breakpoint: B = A, the rest are 5-minute writes.
+    again = sim.add(_system_blocks((1800, "1h"), (100, "1h"), (148, "5m"), (200, "5m")), at=2.0)
+    assert _split(again) == (2048, 0, 200)
+
+
+def test_bedrock_bills_mixed_ttls_the_same_way() -> None:
+    # Bedrock's per-checkpoint minimum (1,024 since the previous one for Sonnet 4.5)
+    # keeps the docs' 100- and 148-token steps from counting; the same shape, larger.
+    sim = Simulation("bedrock-converse", model="anthropic.claude-sonnet-4-5-20250929-v1:0")
+    sim.add(_system_blocks((1800, "1h"), provider="bedrock-converse"), at=0.0)
+    blocks = ((1800, "1h"), (1100, "1h"), (1200, "5m"))
+    call = sim.add(_system_blocks(*blocks, provider="bedrock-converse"), at=1.0)
+    assert _split(call) == (1800, 1100, 1200)
+
+
+def test_a_uniform_ttl_bills_as_before() -> None:
+    # No 1h marker: C - A at 1.25x; every marker 1h: B = C, all at 2x.
+    for ttl, price in (("5m", Fraction("1.25")), ("1h", Fraction(2))):
+        call = Simulation("anthropic").add(_system_blocks((1100, ttl), (900, ttl)))
+        assert call.cache_write_tokens == 2000
+        assert call.cost - call.uncached_tokens == 2000 * price
+        assert call.write_multiplier == price
+
+
+def test_a_one_hour_marker_after_a_five_minute_one_is_refused() -> None:
+    # "Cache entries with longer TTL must appear before shorter TTLs"
+    with pytest.raises(PrefixlockError, match="ttl 1h cache marker after a 5m one"):
+        Simulation("anthropic").add(_system_blocks((1100, "5m"), (900, "1h")))
+    with pytest.raises(PrefixlockError, match="ttl 1h cache marker after a 5m one"):
+        Simulation("bedrock-converse").add(
+            _system_blocks((1100, "5m"), (900, "1h"), provider="bedrock-converse")
+        )
+
+
+def test_each_entry_lives_for_the_ttl_of_its_own_marker() -> None:
+    body = _system_blocks((1800, "1h"), (300, "5m"))
+    sim = Simulation("anthropic")
+    sim.add(body, at=0.0)
+    # 30 minutes on: the 5-minute entry is gone, the one-hour entry is read; nothing after
+    # A is a 1h breakpoint, so the rest is a 5-minute write
+    assert _split(sim.add(body, at=1800.0)) == (1800, 0, 300)
+    # the read refreshed the one-hour entry for an hour: 58 minutes later it still hits
+    assert _split(sim.add(body, at=1800.0 + 3500.0)) == (1800, 0, 300)
+    assert _split(sim.add(body, at=1800.0 + 3500.0 + 3601.0)) == (0, 1800, 300)
+    assert [c.lifetime for c in sim.calls] == [ONE_HOUR_TTL_SECONDS] * 4

@@ -20,6 +20,7 @@ __all__ = [
     "BEDROCK_MIN_TOKENS",
     "CLAUDE_MIN_TOKENS",
     "DEFAULT_TTL",
+    "FIVE_MINUTE_TTL",
     "GEMINI_MIN_TOKENS",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
@@ -90,11 +91,53 @@ _CLAUDE_READ = Fraction("0.1")
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
 # (``cache_control: {"type": "ephemeral", "ttl": "1h"}``; Bedrock ``cachePoint: {"type":
 # "default", "ttl": "1h"}``). Same pricing page: "1-hour cache write tokens are 2 times
-# the base input tokens price"; reads cost the same for both durations. The simulator has
-# no clock, so a TTL changes only the write price (:attr:`CacheRules.write_multiplier_1h`).
+# the base input tokens price"; reads cost the same for both durations. A TTL sets the
+# write price (:attr:`CacheRules.write_multiplier_1h`) and, with the calls' times, how
+# long an entry lives (below).
 _CLAUDE_WRITE_1H = Fraction(2)
 #: The ``ttl`` value of a one-hour cache marker (both wires).
 ONE_HOUR_TTL = "1h"
+#: The ``ttl`` of a marker without one (both wires' default).
+FIVE_MINUTE_TTL = "5m"
+
+# Mixed TTLs in one request (issue 15, the ``cache_ttl: turn`` policy of
+# providers/cache_ttl.py) [quoted 2026-12-03 from stored copies of the current page found
+# with the project's document search: a copy with Claude Opus 5 in its examples, and one
+# with Claude Opus 4.8; same text], "Mixing different TTLs":
+#   "You can use both 1-hour and 5-minute cache controls in the same request, but with an
+#   important constraint: Cache entries with longer TTL must appear before shorter TTLs
+#   (that is, a 1-hour cache entry must appear before any 5-minute cache entries).
+#   When mixing TTLs, the API determines three billing locations in your prompt:
+#   1. Position `A`: The token count at the highest cache hit (or 0 if no hits).
+#   2. Position `B`: The token count at the highest 1-hour `cache_control` block after
+#   `A` (or equals `A` if none exist).
+#   3. Position `C`: The token count at the last `cache_control` block.
+#   If `B` or `C` is larger than `A`, it is necessarily a cache miss, because `A` is the
+#   highest cache hit.
+#   You'll be charged for: 1. Cache read tokens for `A`. 2. 1-hour cache write tokens for
+#   `(B - A)`. 3. 5-minute cache write tokens for `(C - B)`."
+# The page's "three examples" are a diagram (prompt-cache-mixed-ttl.svg) whose figures no
+# stored copy holds as text; its one figure in text is the usage of the section "1-hour
+# cache duration": "cache_read_input_tokens": 1800, "cache_creation_input_tokens": 248,
+# "ephemeral_5m_input_tokens": 148, "ephemeral_1h_input_tokens": 100 (that is A = 1800,
+# B = 1900, C = 2048; tests/test_cache_rules_docs.py pins it). The same page: "The 1-hour
+# cache duration is available on the Claude API, Amazon Bedrock, ...".
+# Bedrock: the user guide gives the marker, "Specify the desired ttl value as below, when
+# ttl value not specified the default behavior of 5 minutes caching applies.
+# "cachePoint" : { "type": "default", "ttl" : "5m | 1h" }" [stored copy of the current
+# page, quoted 2026-12-03], and botocore 1.44.8's bedrock-runtime service model (the
+# installed one) has ``CachePointBlock.ttl`` (enum "5m", "1h": "Optional TTL duration for
+# cache entries") and ``TokenUsage.cacheDetails``: "Detailed breakdown of cache writes by
+# TTL. Empty if no cache creation occurred. Sorted by TTL duration (1h before 5m)", so one
+# call may write both. The ordering rule on Bedrock is not in AWS's pages we found; it is
+# observed: strands-agents/harness-sdk#3758 (2026-08-11) quotes the service's
+# "ValidationException: messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control
+# block must not come after a ttl='5m' cache_control block" ("Verified live against
+# us-west-2 / claude-sonnet-4-5"). NOT VERIFIED: that Bedrock bills A / B / C as Anthropic
+# does (the simulator assumes it: the same models, and the usage splits writes by TTL).
+# The simulator refuses a body with a 1h marker after a 5m one (an API error, like a fifth
+# breakpoint), keeps each entry for the TTL of the marker that wrote it (a read refreshes
+# an entry for its own TTL), and bills A / B / C.
 
 # Expiry (issue 15, item 4), from the scenario's timestamps (simulator ``at``).
 # [doc text as quoted 2026-12-02, not re-fetched in this change]

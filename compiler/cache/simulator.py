@@ -23,8 +23,9 @@ errs on the side of fewer hits). Nothing is evicted for lack of space.
 TTL from the last call that wrote or read it (the rules' ``ttl``: 5 minutes,
 :data:`~prefixlock.cache.rules.DEFAULT_TTL`, but 30 minutes from OpenAI's GPT-5.6;
 OpenAI's by the body's ``prompt_cache_retention`` before it;
-:data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` when that call's markers carry
-``ttl: 1h``); a later call finds it only within that time. A call without a time
+:data:`~prefixlock.cache.rules.ONE_HOUR_TTL_SECONDS` for an entry whose marker carries
+``ttl: 1h``: each explicit entry keeps the TTL of the marker that wrote it, and a read
+refreshes it for that TTL); a later call finds it only within that time. A call without a time
 arrives at the previous call's time (tool results follow the turn that asked for them);
 while no call has a time, nothing expires (the behaviour before timestamps).
 
@@ -33,8 +34,11 @@ while no call has a time, nothing expires (the behaviour before timestamps).
   boundaries (the breakpoint's own block is the first check; every tool definition,
   system block and message content block is one block); it *writes* a cache entry at
   every breakpoint whose prefix reaches the model's minimum, paying the write price for
-  the tokens beyond what it read up to its last such breakpoint. More than
-  :data:`MAX_BREAKPOINTS` breakpoints is an API error.
+  the tokens beyond what it read up to its last such breakpoint; with markers of both
+  TTLs, the tokens from the read up to the highest one-hour breakpoint at the one-hour
+  price, the rest at the five-minute one (Anthropic's A / B / C). More than
+  :data:`MAX_BREAKPOINTS` breakpoints, or a one-hour marker after a five-minute one, is
+  an API error.
 * **Implicit** caches (OpenAI, Gemini): a call reads the longest prefix (at a block
   boundary) that an earlier call of the same cache namespace sent, if it reaches the
   minimum, rounded down to the provider's increment; the rest of a cacheable prompt is
@@ -81,6 +85,7 @@ from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
 from ..core.fragments import Body, common_prefix
 from .rules import (
     DEFAULT_TTL,
+    FIVE_MINUTE_TTL,
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
@@ -109,30 +114,48 @@ __all__ = [
 
 @attrs.frozen
 class Block:
-    """One block of a body: its identity (tag + canonical JSON) and whether a cache
-    breakpoint ends at it."""
+    """One block of a body: its identity (tag + canonical JSON), whether a cache
+    breakpoint ends at it, and whether that breakpoint asks for a one-hour entry
+    (``"ttl": "1h"``)."""
 
     tag: tuple[Any, ...]
     value: Any
     breakpoint: bool = False
+    one_hour: bool = False
 
 
 _CACHE_CONTROL = "cache_control"
 
 
-def _without(value: Any, key: str) -> tuple[Any, bool]:
+def _ttl(marker: Any) -> str:
+    """The TTL a cache marker object asks for: its ``ttl``, else the 5-minute default."""
+    ttl = marker.get("ttl") if isinstance(marker, Mapping) else None
+    return ONE_HOUR_TTL if ttl == ONE_HOUR_TTL else FIVE_MINUTE_TTL
+
+
+def _marked(block: Block, ttl: str) -> Block:
+    """``block`` with a breakpoint of ``ttl`` (a block marked twice keeps the longer)."""
+    return attrs.evolve(block, breakpoint=True, one_hour=block.one_hour or ttl == ONE_HOUR_TTL)
+
+
+def _without(value: Any, key: str) -> tuple[Any, str | None]:
+    """``value`` without its marker ``key``, and the marker's TTL (None: no marker)."""
     if isinstance(value, dict) and key in value:
-        return {k: v for k, v in value.items() if k != key}, True
-    return value, False
+        return {k: v for k, v in value.items() if k != key}, _ttl(value[key])
+    return value, None
+
+
+def _block(tag: tuple[Any, ...], value: Any, ttl: str | None) -> Block:
+    return Block(tag, value, ttl is not None, ttl == ONE_HOUR_TTL)
 
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-#: A history item's blocks: whether it marks the block before it (a Bedrock
-#: ``cachePoint`` before any block of its own), and its own blocks.
-ItemBlocks = tuple[bool, list[Block]]
+#: A history item's blocks: the TTL of the marker it puts on the block before it (a
+#: Bedrock ``cachePoint`` before any block of its own; None: none), and its own blocks.
+ItemBlocks = tuple[str | None, list[Block]]
 
 
 @attrs.frozen
@@ -155,11 +178,11 @@ class Layout:
         blocks = self.frame(body)
         for item in _list(body.get(self.history)):
             marks_before, own = self.item(item)
-            if marks_before and blocks:
-                blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            if marks_before is not None and blocks:
+                blocks[-1] = _marked(blocks[-1], marks_before)
             blocks.extend(own)
         if self.top_marker and _CACHE_CONTROL in body and blocks:
-            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+            blocks[-1] = _marked(blocks[-1], _ttl(body[_CACHE_CONTROL]))
         return blocks
 
 
@@ -173,12 +196,12 @@ def _anthropic_frame(body: Mapping[str, Any]) -> list[Block]:
     """tools -> system; ``cache_control`` on a block is a breakpoint."""
     blocks: list[Block] = []
     for tool in _list(body.get("tools")):
-        value, marked = _without(tool, _CACHE_CONTROL)
-        blocks.append(Block(("tool",), value, marked))
+        value, ttl = _without(tool, _CACHE_CONTROL)
+        blocks.append(_block(("tool",), value, ttl))
     system = body.get("system")
     for block in [system] if isinstance(system, str) else _list(system):
-        value, marked = _without(block, _CACHE_CONTROL)
-        blocks.append(Block(("system",), value, marked))
+        value, ttl = _without(block, _CACHE_CONTROL)
+        blocks.append(_block(("system",), value, ttl))
     return blocks
 
 
@@ -187,9 +210,9 @@ def _anthropic_item(message: Any) -> ItemBlocks:
     role, content = _role_and(message, "content")
     blocks = []
     for j, block in enumerate([content] if isinstance(content, str) else _list(content)):
-        value, marked = _without(block, _CACHE_CONTROL)
-        blocks.append(Block(("message", role, j), value, marked))
-    return False, blocks
+        value, ttl = _without(block, _CACHE_CONTROL)
+        blocks.append(_block(("message", role, j), value, ttl))
+    return None, blocks
 
 
 def _is_cache_point(value: Any) -> bool:
@@ -198,16 +221,17 @@ def _is_cache_point(value: Any) -> bool:
 
 def _with_cache_points(tag: tuple[Any, ...], items: list[Any]) -> ItemBlocks:
     """``items`` as blocks; a ``cachePoint`` item marks the block before it (before any
-    block of ``items``: the one before them all, reported as the first value)."""
+    block of ``items``: the one before them all, its TTL reported as the first value)."""
     blocks: list[Block] = []
-    marks_before = False
+    marks_before: str | None = None
     index = 0
     for item in items:
         if _is_cache_point(item):
+            ttl = _ttl(item["cachePoint"])
             if blocks:
-                blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
-            else:
-                marks_before = True
+                blocks[-1] = _marked(blocks[-1], ttl)
+            elif marks_before is None or ttl == ONE_HOUR_TTL:
+                marks_before = ttl
             continue
         blocks.append(Block((*tag, index), item))
         index += 1
@@ -222,8 +246,8 @@ def _bedrock_frame(body: Mapping[str, Any]) -> list[Block]:
     tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
     for tag, items in ((("tool",), _list(tools)), (("system",), _list(body.get("system")))):
         marks_before, own = _with_cache_points(tag, items)
-        if marks_before and blocks:
-            blocks[-1] = attrs.evolve(blocks[-1], breakpoint=True)
+        if marks_before is not None and blocks:
+            blocks[-1] = _marked(blocks[-1], marks_before)
         blocks.extend(own)
     return blocks
 
@@ -239,7 +263,7 @@ def _openai_chat_frame(body: Mapping[str, Any]) -> list[Block]:
 
 
 def _openai_chat_item(message: Any) -> ItemBlocks:
-    return False, [Block(("message",), message)]
+    return None, [Block(("message",), message)]
 
 
 def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
@@ -251,7 +275,7 @@ def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
 
 
 def _openai_responses_item(item: Any) -> ItemBlocks:
-    return False, [Block(("item",), item)]
+    return None, [Block(("item",), item)]
 
 
 def _gemini_frame(body: Mapping[str, Any]) -> list[Block]:
@@ -271,7 +295,7 @@ def _gemini_frame(body: Mapping[str, Any]) -> list[Block]:
 
 def _gemini_item(content: Any) -> ItemBlocks:
     role, parts = _role_and(content, "parts")
-    return False, [Block(("part", role, j), part) for j, part in enumerate(_list(parts))]
+    return None, [Block(("part", role, j), part) for j, part in enumerate(_list(parts))]
 
 
 def _gemini(body: Mapping[str, Any]) -> list[Block]:
@@ -306,10 +330,18 @@ class CallCache:
     blocks: int
     breakpoints: int
     read_multiplier: Fraction
+    #: The price of the writes beyond the one-hour ones (:attr:`cache_write_1h_tokens`):
+    #: that of the TTL the call's last cache marker asks for (5 minutes unless it says
+    #: ``ttl: 1h``); the perfect-cache bound prices the call's writes at it.
     write_multiplier: Fraction
-    #: Seconds the entries this call wrote or read live after it (its markers' TTL, its
-    #: ``prompt_cache_retention``, else the rules' TTL).
+    #: Seconds the entries this call wrote or read live after it (the longest TTL its
+    #: markers ask for, its ``prompt_cache_retention``, else the rules' TTL).
     lifetime: float = DEFAULT_TTL
+    #: Of :attr:`cache_write_tokens`, those written as one-hour entries (Anthropic's
+    #: ``B - A`` of "Mixing different TTLs", :mod:`prefixlock.cache.rules`), priced at
+    #: :attr:`write_multiplier_1h`.
+    cache_write_1h_tokens: int = 0
+    write_multiplier_1h: Fraction = Fraction(0)
 
     @property
     def uncached_tokens(self) -> int:
@@ -318,9 +350,11 @@ class CallCache:
     @property
     def cost(self) -> Fraction:
         """In base input-token units."""
+        one_hour = self.cache_write_1h_tokens
         return (
             self.uncached_tokens
-            + self.cache_write_tokens * self.write_multiplier
+            + (self.cache_write_tokens - one_hour) * self.write_multiplier
+            + one_hour * self.write_multiplier_1h
             + self.cache_read_tokens * self.read_multiplier
         )
 
@@ -507,7 +541,16 @@ class _Prompt:
     tokens are those of a leading part (``lead``) and of the rest counted from the end
     of the lead (the blocks of the history, which do not change with the frame)."""
 
-    __slots__ = ("breakpoints", "count", "lead", "lead_total", "packed", "rest", "total")
+    __slots__ = (
+        "breakpoints",
+        "count",
+        "lead",
+        "lead_total",
+        "one_hour",
+        "packed",
+        "rest",
+        "total",
+    )
 
     def __init__(
         self,
@@ -515,9 +558,12 @@ class _Prompt:
         rest: Sequence[int],
         packed: bytes,
         breakpoints: Sequence[int],
+        one_hour: Sequence[int] = (),
     ) -> None:
         self.lead, self.rest, self.packed = lead, rest, packed
         self.breakpoints = breakpoints
+        #: The breakpoints (in order) that ask for a one-hour entry.
+        self.one_hour = one_hour
         self.count = len(lead) + len(rest)
         self.lead_total = lead[-1] if lead else 0
         self.total = self.lead_total + (rest[-1] if rest else 0)
@@ -578,11 +624,18 @@ class _Expiries(dict[bytes, float]):
     later call can find, so the map holds what is alive, not everything ever sent (a
     naive harness's context change sends a whole new history of prefixes)."""
 
-    __slots__ = ("limit",)
+    __slots__ = ("lifetimes", "limit")
 
     def __init__(self) -> None:
         super().__init__()
         self.limit = 1024
+        #: Explicit caches: entry -> the TTL it was last written with (seconds).
+        self.lifetimes: dict[bytes, float] = {}
+
+    def keep(self, entry: bytes, now: float, lifetime: float) -> None:
+        """``entry`` was written or read at ``now``: it lives ``lifetime`` more."""
+        self[entry] = now + lifetime
+        self.lifetimes[entry] = lifetime
 
     def forget_expired(self, now: float) -> None:
         """Drop the entries expired at ``now``, from time to time (when the map has
@@ -591,8 +644,10 @@ class _Expiries(dict[bytes, float]):
         finite ``now`` is never found again (:class:`_Live`)."""
         if len(self) <= self.limit or now == math.inf:
             return
+        lifetimes = self.lifetimes
         for entry in [entry for entry, until in self.items() if until < now]:
             del self[entry]
+            lifetimes.pop(entry, None)
         self.limit = max(2 * len(self), 1024)
 
 
@@ -616,16 +671,17 @@ class _Stream:
         self.frame_digests: list[bytes] = []
         self.frame_cumulative: list[int] = []
         self.frame_packed = b""
+        #: The frame's breakpoints, and those of them that ask for one hour.
         self.frame_marks: list[int] = []
-        #: :func:`_frame_marked_one_hour` of the frame (a walk over tools and system)
-        self.frame_one_hour = False
+        self.frame_long: list[int] = []
         self.digests = bytearray()  # _HASH bytes per history block
         self.cumulative = array("q")  # tokens of the history up to each of its blocks
         self.hashes = bytearray()  # _HASH bytes per history block
         self.starts = array("q")  # per history item, its first block
-        #: (item, marks the block before it, its own blocks that are breakpoints), in
-        #: item order: only the items that mark something.
-        self.marked: list[tuple[int, bool, tuple[int, ...]]] = []
+        #: (item, the TTL of its mark on the block before it or None, its own blocks
+        #: that are breakpoints, those of them that ask for one hour), in item order:
+        #: only the items that mark something.
+        self.marked: list[tuple[int, str | None, tuple[int, ...], tuple[int, ...]]] = []
 
     def update(self, scan: Scan) -> _Prompt:
         """The blocks of the body ``scan`` read."""
@@ -635,7 +691,6 @@ class _Stream:
         rechain = False
         if fresh or not (scan.head_same and scan.trail_same):
             rechain = self._frame(layout.frame(scan.frame)) and not fresh
-            self.frame_one_hour = _frame_marked_one_hour(scan.frame)
         self.fresh = False
         starts, cumulative, digests, hashes = (
             self.starts,
@@ -661,8 +716,9 @@ class _Stream:
             marks_before, own = layout.item(item)
             starts.append(len(cumulative))
             marks = tuple(j for j, block in enumerate(own) if block.breakpoint)
-            if marks_before or marks:
-                marked.append((common + offset, marks_before, marks))
+            if marks_before is not None or marks:
+                long = tuple(j for j in marks if own[j].one_hour)
+                marked.append((common + offset, marks_before, marks, long))
             for block in own:
                 digest = _key_digest(block)
                 total += count(block)
@@ -670,17 +726,17 @@ class _Stream:
                 digests += digest
                 cumulative.append(total)
                 hashes += state
+        top = _ttl(scan.frame[_CACHE_CONTROL]) if _CACHE_CONTROL in scan.frame else None
+        breakpoints, one_hour = self._breakpoints(top)
         return _Prompt(
-            self.frame_cumulative,
-            cumulative,
-            self.frame_packed + hashes,
-            self._breakpoints(_CACHE_CONTROL in scan.frame),
+            self.frame_cumulative, cumulative, self.frame_packed + hashes, breakpoints, one_hour
         )
 
     def _frame(self, blocks: list[Block]) -> bool:
         """Take the frame's blocks; whether their keys changed."""
         digests = [_key_digest(block) for block in blocks]
         self.frame_marks = [i for i, block in enumerate(blocks) if block.breakpoint]
+        self.frame_long = [i for i in self.frame_marks if blocks[i].one_hour]
         if digests == self.frame_digests and not self.fresh:
             return False
         cumulative: list[int] = []
@@ -695,26 +751,30 @@ class _Stream:
         self.frame_packed = bytes(packed)
         return True
 
-    def _breakpoints(self, top: bool) -> list[int]:
+    def _breakpoints(self, top: str | None) -> tuple[list[int], list[int]]:
         """The breakpoints in block order (the frame's, the history items', the top
-        level's on the last block), each once."""
+        level's on the last block; ``top``: its TTL, None without one), each once, and
+        those of them that ask for one hour."""
         out = list(self.frame_marks)
+        long = list(self.frame_long)
         lead = len(self.frame_digests)
 
-        def add(index: int) -> None:
+        def add(index: int, one_hour: bool) -> None:
             if not out or out[-1] != index:
                 out.append(index)
+            if one_hour and (not long or long[-1] != index):
+                long.append(index)
 
-        for item, marks_before, marks in self.marked:
+        for item, marks_before, marks, long_marks in self.marked:
             first = lead + self.starts[item]
-            if marks_before and first:
-                add(first - 1)
+            if marks_before is not None and first:
+                add(first - 1, marks_before == ONE_HOUR_TTL)
             for j in marks:
-                add(first + j)
+                add(first + j, j in long_marks)
         count = lead + len(self.cumulative)
-        if top and self.layout.top_marker and count:
-            add(count - 1)
-        return out
+        if top is not None and self.layout.top_marker and count:
+            add(count - 1, top == ONE_HOUR_TTL)
+        return out, long
 
 
 def simulate(
@@ -827,7 +887,9 @@ class Simulation:
             state = _chained(state, digest)
             packed += state
         breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
-        return self._price(index, body, _Prompt(cumulative, (), bytes(packed), breakpoints), at)
+        one_hour = [i for i, b in enumerate(blocks) if b.breakpoint and b.one_hour]
+        prompt = _Prompt(cumulative, (), bytes(packed), breakpoints, one_hour)
+        return self._price(index, body, prompt, at)
 
     def add_fragments(
         self, body: Body | bytes | Iterable[bytes], at: float | None = None
@@ -848,19 +910,13 @@ class Simulation:
             raise
         head = dict(scan.frame)
         head[self.layout.history] = [scan.last] if scan.count else []
-        return self._price(index, head, prompt, at, self._stream.frame_one_hour)
+        return self._price(index, head, prompt, at)
 
     def _price(
-        self,
-        index: int,
-        body: Mapping[str, Any],
-        prompt: _Prompt,
-        at: float | None,
-        frame_one_hour: bool | None = None,
+        self, index: int, body: Mapping[str, Any], prompt: _Prompt, at: float | None
     ) -> CallCache:
         """One call's figures from its blocks; ``body``: its members (of the history,
-        the last item is enough); ``frame_one_hour``: :func:`_frame_marked_one_hour` of
-        it, when known."""
+        the last item is enough)."""
         provider, counter = self.provider, self.counter
         body_model = body.get("model")
         model_name = body_model if isinstance(body_model, str) else (self.model or "")
@@ -869,7 +925,16 @@ class Simulation:
         namespace = (model_name, *(body.get(key) for key in _NAMESPACE_KEYS))
         total = prompt.total
         breakpoints = prompt.breakpoints
-        write_multiplier = _write_multiplier(rules, body, frame_one_hour)
+        # Only the explicit caches' markers have a TTL (rules.write_multiplier_1h).
+        one_hour_price = rules.write_multiplier_1h
+        timed = one_hour_price is not None
+        long_marks = prompt.one_hour if timed else ()
+        last_one_hour = bool(long_marks) and long_marks[-1] == breakpoints[-1]
+        write_multiplier = (
+            one_hour_price
+            if one_hour_price is not None and last_one_hour
+            else rules.write_multiplier
+        )
         if at is not None and self.last_at is not None and at < self.last_at:
             raise CacheSimulationError(
                 f"{provider} call {index}: its time goes back {self.last_at - at:g} s"
@@ -878,11 +943,10 @@ class Simulation:
             now = math.inf if self.last_at is None else self.last_at
         else:
             now = self.last_at = at
-        one_hour = rules.write_multiplier_1h is not None and (
-            write_multiplier == rules.write_multiplier_1h
-        )
-        lifetime = ONE_HOUR_TTL_SECONDS if one_hour else _lifetime(rules, body)
+        short = _lifetime(rules, body)
+        lifetime = ONE_HOUR_TTL_SECONDS if long_marks else short
         until = now + lifetime
+        write_1h = 0
         if self.floor:  # after the lifetime: it depends on the real rules and markers
             rules = attrs.evolve(rules, explicit=False)
             write_multiplier = min(write_multiplier, Fraction(1))
@@ -892,15 +956,20 @@ class Simulation:
                     f"{provider} call {index}: {len(breakpoints)} cache breakpoints; the API "
                     f"accepts at most {rules.max_breakpoints}"
                 )
+            if long_marks and long_marks != breakpoints[: len(long_marks)]:
+                raise CacheSimulationError(
+                    f"{provider} call {index}: a ttl {ONE_HOUR_TTL} cache marker after a "
+                    f"{FIVE_MINUTE_TTL} one; the API needs longer TTLs before shorter ones"
+                )
             entries = self.explicit_entries.get(namespace)
             if entries is None:
                 entries = self.explicit_entries[namespace] = _Expiries()
             live = _Live(entries, now)
-            read, write, written, hit = _explicit(rules, prompt, live)
-            if hit is not None:
-                entries[hit] = until  # reading an entry refreshes it
-            for entry in written:
-                entries[entry] = until
+            read, write, write_1h, written, hit = _explicit(rules, prompt, live)
+            if hit is not None:  # reading an entry refreshes it, for its own TTL
+                entries.keep(hit, now, entries.lifetimes.get(hit, short))
+            for entry, long in written:
+                entries.keep(entry, now, ONE_HOUR_TTL_SECONDS if long else short)
             entries.forget_expired(now)
         else:
             seen = self.implicit_seen.get(namespace)
@@ -929,6 +998,8 @@ class Simulation:
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
             lifetime=lifetime,
+            cache_write_1h_tokens=write_1h,
+            write_multiplier_1h=one_hour_price or Fraction(0),
         )
         self.totals = self.totals.plus(call)
         if self.keep_calls:
@@ -959,9 +1030,14 @@ class _Live:
 
 def _explicit(
     rules: CacheRules, prompt: _Prompt, entries: _Live
-) -> tuple[int, int, list[bytes], bytes | None]:
-    """(read tokens, write tokens, entries written, the entry read) of one
-    explicit-cache call."""
+) -> tuple[int, int, int, list[tuple[bytes, bool]], bytes | None]:
+    """(read tokens, write tokens, of them one-hour writes, entries written with whether
+    each is a one-hour one, the entry read) of one explicit-cache call.
+
+    Billing, Anthropic's "Mixing different TTLs": A is the tokens up to the highest cache
+    hit, B those up to the highest one-hour breakpoint after A (else A), C those up to
+    the last breakpoint; reads A, one-hour writes B - A, five-minute writes C - B. Only
+    breakpoints whose prefix reaches the minimum write (are counted as B or C)."""
     hit = -1
     breakpoints = prompt.breakpoints
     for b in breakpoints:
@@ -980,10 +1056,14 @@ def _explicit(
             valid.append(b)
             since = upto
     write = max(0, prompt.tokens_to(valid[-1]) - read) if valid else 0
+    long = set(prompt.one_hour)
+    highest = max((prompt.tokens_to(b) for b in valid if b in long), default=read)
+    write_1h = min(write, max(0, highest - read))
     return (
         read,
         write,
-        [prompt.hash_at(b) for b in valid],
+        write_1h,
+        [(prompt.hash_at(b), b in long) for b in valid],
         prompt.hash_at(hit) if hit >= 0 else None,
     )
 
@@ -997,47 +1077,6 @@ def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:
         if isinstance(retention, str)
         else rules.ttl
     )
-
-
-def _write_multiplier(
-    rules: CacheRules, body: Mapping[str, Any], frame_marked: bool | None = None
-) -> Fraction:
-    """The call's cache-write price: ``write_multiplier_1h`` when its cache markers ask
-    for a one-hour TTL (issue 10, item 5; the TTL is one setting per agent, so every
-    marker of a body carries the same one), else ``write_multiplier``.
-    ``frame_marked``: :func:`_frame_marked_one_hour` of this body, when known."""
-    if rules.write_multiplier_1h is None:
-        return rules.write_multiplier
-    # Only where prefixlock places markers besides the history (top level, tools, system)
-    # and the last message (Bedrock's tail cachePoint): no walk over the whole history.
-    messages = body.get("messages")
-    last = messages[-1:] if isinstance(messages, list) else []
-    if frame_marked is None:
-        frame_marked = _frame_marked_one_hour(body)
-    if frame_marked or _has_one_hour_marker(last):
-        return rules.write_multiplier_1h
-    return rules.write_multiplier
-
-
-def _frame_marked_one_hour(body: Mapping[str, Any]) -> bool:
-    """Whether a marker outside the history (top level, tools, system) asks for 1h."""
-    places = [body.get(k) for k in ("tools", "system", "toolConfig")]
-    return _has_one_hour_marker({"cache_control": body.get("cache_control")}) or (
-        _has_one_hour_marker(places)
-    )
-
-
-def _has_one_hour_marker(value: Any) -> bool:
-    """Whether a ``cache_control`` or ``cachePoint`` object in ``value`` has ttl 1h."""
-    if isinstance(value, Mapping):
-        for key in ("cache_control", "cachePoint"):
-            marker = value.get(key)
-            if isinstance(marker, Mapping) and marker.get("ttl") == ONE_HOUR_TTL:
-                return True
-        return any(_has_one_hour_marker(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_one_hour_marker(v) for v in value)
-    return False
 
 
 def _cached_tokens(
