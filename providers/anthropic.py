@@ -37,6 +37,10 @@ block of the hinted (latest request-context) message; TAIL -> top-level
 on opaque (thinking) blocks. Every marker carries ``"ttl": "1h"`` when the agent's
 settings options say ``cache_ttl: 1h`` (:mod:`prefixlock.providers.cache_ttl`; the
 option itself is never sent; without it, or with ``5m``, markers have no ``ttl``).
+``cache_ttl: turn`` places them as that module says: TOOLS only without instructions;
+a one-hour marker on the last markable block of the latest user-role message (TURN);
+the root's and CONTEXT's markers one-hour, the top-level TAIL five-minute, and no
+top-level marker when the turn's message is the last (its marker is that block's).
 """
 
 from __future__ import annotations
@@ -56,7 +60,15 @@ from ..core.messages import (
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
-from .cache_ttl import cache_ttl, without_ttl_option
+from .cache_ttl import (
+    active_policy,
+    cache_ttl,
+    frame_ttl,
+    message_ttl,
+    place_turn_markers,
+    tail_ttl,
+    without_ttl_option,
+)
 
 #: The one cache marker this module writes.
 CACHE_CONTROL_KEY = "cache_control"
@@ -102,7 +114,7 @@ class Anthropic(Provider):
     TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
     TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
     CACHE_POSITIONS = frozenset(CachePosition)
-    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT})
+    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
     RESERVED_OPTIONS = frozenset({"system", "tools", CACHE_CONTROL_KEY})
     #: Media types of base64 image sources (``Base64ImageSourceParam.media_type``).
     IMAGE_TYPES: ClassVar[frozenset[str]] = frozenset(
@@ -113,12 +125,26 @@ class Anthropic(Provider):
 
     # ------------------------------------------------------------------------ frame
 
+    def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
+        return active_policy(self.message_variant(options), markers)
+
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
-        """The cache TTL (``None``: the 5-minute default): it is in every marker."""
+        """The cache TTL policy (``None``: the 5-minute default): it is in the markers."""
         return cache_ttl(self.name, options)
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         return {}, without_ttl_option(options)
+
+    def place_markers(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        frame: Markers,
+        per_message: dict[int, Markers],
+    ) -> tuple[Markers, dict[int, Markers]]:
+        return place_turn_markers(
+            self.name, request, settings.options, frame, per_message, tail_in_frame=True
+        )
 
     def head(
         self,
@@ -128,7 +154,8 @@ class Anthropic(Provider):
         nested: Mapping[str, Any],
     ) -> Ordered:
         out = super().head(request, settings, markers, nested)
-        ttl = cache_ttl(self.name, self._options(settings))
+        policy = active_policy(cache_ttl(self.name, self._options(settings)), markers)
+        ttl = frame_ttl(policy)
         for key in ("system", "tools"):
             for item in out.get(key, ()):
                 if CACHE_CONTROL_KEY in item:
@@ -151,7 +178,8 @@ class Anthropic(Provider):
 
     def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
         if CachePosition.TAIL in markers:
-            ttl = cache_ttl(self.name, self._options(settings))
+            policy = active_policy(cache_ttl(self.name, self._options(settings)), markers)
+            ttl = tail_ttl(policy)
             return Ordered(cache_control=_ephemeral(ttl))
         return Ordered()
 
@@ -198,10 +226,10 @@ class Anthropic(Provider):
         return self.user_message(message, at)
 
     def _marked(self, wire: Ordered, at: MessageAt) -> Ordered:
-        if CachePosition.CONTEXT in at.markers:
+        if at.markers & self.MESSAGE_MARKERS:
             for block in reversed(wire["content"]):
                 if block.get("type") in self.MARKABLE and not isinstance(block, _Verbatim):
-                    block[CACHE_CONTROL_KEY] = _ephemeral(at.variant)
+                    block[CACHE_CONTROL_KEY] = _ephemeral(message_ttl(at.variant, at.markers))
                     break
         return wire
 

@@ -562,6 +562,24 @@ class Provider(Transport):
 
     # ------------------------------------------------------------ messages (overridable)
 
+    def place_markers(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        frame: Markers,
+        per_message: dict[int, Markers],
+    ) -> tuple[Markers, dict[int, Markers]]:
+        """The cache positions this wire marks: the frame's and those per message index,
+        from the request's hints (given). A wire whose settings choose another placement
+        (:mod:`prefixlock.providers.cache_ttl`) changes them here, by a fixed rule.
+        Default: the hints' places."""
+        return frame, per_message
+
+    def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
+        """The message variant of a frame with these cache positions. Default:
+        :meth:`message_variant`."""
+        return self.message_variant(options)
+
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
         """What every message's bytes depend on from the settings options (parsed), e.g.
         Responses' ``store`` policy. It joins each message's fragment-cache key and
@@ -777,7 +795,9 @@ class Provider(Transport):
     def _frame_and_markers(self, request: ModelRequest) -> tuple[Frame, dict[int, Markers]]:
         """The frame and the cache positions per message index."""
         settings = self._settings(request)
-        frame_markers, message_markers = self._markers(request)
+        frame_markers, message_markers = self.place_markers(
+            request, settings, *self._markers(request)
+        )
         key = (request.instructions, request.tools, settings, request.cache_key, frame_markers)
         frame = self._frames.get(key)
         if frame is None:
@@ -813,7 +833,7 @@ class Provider(Transport):
         self, request: ModelRequest, settings: ProviderSettings, markers: Markers
     ) -> Frame:
         options = self._options(settings)
-        variant = self.message_variant(options)
+        variant = self.frame_variant(options, markers)
         nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")

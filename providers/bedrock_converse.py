@@ -75,6 +75,10 @@ has nothing to mark (no tools, empty instructions) simply gets no cachePoint; hi
 never move a marker anywhere else. :meth:`strip_cache_markers` removes exactly these
 blocks. Every cachePoint carries ``"ttl": "1h"`` when the agent's settings options say
 ``cache_ttl: 1h`` (:mod:`prefixlock.providers.cache_ttl`; the option is never sent).
+``cache_ttl: turn`` places them as that module says: the tools' cachePoint only without
+instructions; one after the last block of the latest user-role message (TURN); those of
+the root, CONTEXT and TURN one-hour, TAIL's five-minute (no ``ttl``); a message marked
+for several positions still gets one cachePoint, one-hour if any of them is.
 """
 
 from __future__ import annotations
@@ -95,7 +99,14 @@ from ..core.messages import (
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
-from .cache_ttl import cache_ttl, without_ttl_option
+from .cache_ttl import (
+    active_policy,
+    cache_ttl,
+    frame_ttl,
+    message_ttl,
+    place_turn_markers,
+    without_ttl_option,
+)
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
 
@@ -112,7 +123,7 @@ class BedrockConverse(Provider):
     TOOL_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
     #: ``ToolUseId``: min 1, max 64, pattern ``[a-zA-Z0-9_.:-]+``.
     TOOL_USE_ID_PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
-    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TAIL})
+    MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TAIL, CachePosition.TURN})
     CACHE_POSITIONS = _ALL_POSITIONS
     RESERVED_OPTIONS = frozenset({"modelId", "messages", "system", "toolConfig", "inferenceConfig"})
     URI_MEMBERS = ("modelId",)
@@ -159,8 +170,11 @@ class BedrockConverse(Provider):
 
     # ------------------------------------------------------------------------ frame
 
+    def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
+        return active_policy(self.message_variant(options), markers)
+
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
-        """The cache TTL (``None``: the 5-minute default): it is in every cachePoint."""
+        """The cache TTL policy (``None``: the 5-minute default): it is in the cachePoints."""
         return cache_ttl(self.name, options)
 
     def head(
@@ -171,7 +185,8 @@ class BedrockConverse(Provider):
         nested: Mapping[str, Any],
     ) -> Ordered:
         out = super().head(request, settings, markers, nested)
-        ttl = cache_ttl(self.name, self._options(settings))
+        policy = active_policy(cache_ttl(self.name, self._options(settings)), markers)
+        ttl = frame_ttl(policy)
         if ttl is not None:
             tool_config = out.get("toolConfig") or {}
             for blocks in (out.get("system") or [], tool_config.get("tools") or []):
@@ -179,6 +194,17 @@ class BedrockConverse(Provider):
                     if isinstance(block, dict) and set(block) == {"cachePoint"}:
                         blocks[i] = self._cache_point(ttl)
         return out
+
+    def place_markers(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        frame: Markers,
+        per_message: dict[int, Markers],
+    ) -> tuple[Markers, dict[int, Markers]]:
+        return place_turn_markers(
+            self.name, request, settings.options, frame, per_message, tail_in_frame=False
+        )
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         options = without_ttl_option(options)
@@ -225,7 +251,7 @@ class BedrockConverse(Provider):
     def _message(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
         content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
         if at.markers & self.MESSAGE_MARKERS:
-            content.append(self._cache_point(at.variant))
+            content.append(self._cache_point(message_ttl(at.variant, at.markers)))
         return Ordered(role=self.ROLES[message.role], content=content)
 
     # ------------------------------------------------------------------------ parts

@@ -2,11 +2,10 @@
 ``cache_control``, Bedrock ``cachePoint``).
 
 ``cache_ttl`` is prefixlock's own settings option, set per agent in
-``rules/providers.yaml`` (``options: {cache_ttl: 1h}``) and never sent as a body key:
-the TTL of every cache marker the wire places. ``"5m"`` (five minutes) is the services'
-default and prefixlock's: with it, or without the option, markers carry no ``ttl``
-member, so bodies stay byte-identical to before the option existed. ``"1h"`` adds
-``"ttl": "1h"`` to every marker:
+``rules/providers.yaml`` (``options: {cache_ttl: 1h}``) and never sent as a body key.
+``"5m"`` (five minutes) is the services' default and prefixlock's: with it, or without
+the option, markers carry no ``ttl`` member, so bodies stay byte-identical to before the
+option existed. ``"1h"`` adds ``"ttl": "1h"`` to every marker:
 
 * Anthropic: ``cache_control: {"type": "ephemeral", "ttl": "1h"}`` (Messages API,
   ``CacheControlEphemeralParam.ttl``: ``"5m"`` or ``"1h"``, "Defaults to ``5m``";
@@ -14,32 +13,138 @@ member, so bodies stay byte-identical to before the option existed. ``"1h"`` add
 * Bedrock Converse: ``cachePoint: {"type": "default", "ttl": "1h"}`` (botocore
   ``bedrock-runtime`` service model, ``CachePointBlock.ttl``, enum ``5m`` / ``1h``).
 
-One TTL for every marker of a body also keeps Anthropic's ordering rule (entries with a
-longer TTL must come before shorter ones) trivially. The cache simulator prices a
-one-hour write at 2x the base input price (:mod:`prefixlock.cache.rules`).
+``"turn"`` mixes the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
+must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rules`):
+
+* from the epoch's second user turn on (the first turn's write holds the whole root;
+  a one-hour write of it costs 0.75x more for a conversation that never pauses five
+  minutes, so the first turn's bodies are the five-minute ones), a one-hour marker at
+  the end of the **latest user-role message** (the one that opens
+  the current turn: its runtime message, an event, a summary; never a tool result), the
+  prefix every later call of the turn and the next turn's first call can read;
+* the markers before it one-hour too (the ordering rule): the stable root gets **one**
+  (the system block; the last tool when there are no instructions), the latest request
+  context its usual one;
+* the moving tail marker (Anthropic's top-level ``cache_control``, Bedrock's last
+  ``cachePoint``) stays five-minute (no ``ttl``); when the tail *is* the turn's message
+  (a turn's first call) that one marker is the one-hour turn marker.
+
+So a body carries at most 4 markers (root, context, turn, tail). Why: with short gaps a
+one-hour write covers only what the turn added since the previous call's five-minute
+hit; across a gap longer than five minutes the previous turn's one-hour entry is still
+there, so a turn rewrites only the last turn, not the whole history.
+
+The cache simulator prices one-hour writes at 2x the base input price and five-minute
+ones at 1.25x, and bills a mixed body by the A / B / C rule
+(:mod:`prefixlock.cache.simulator`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Hashable, Mapping
 from typing import Any
 
-from ..core.errors import SerializationError
+from ..core import canonical
+from ..core.errors import CanonicalJSONError, SerializationError
+from ..core.messages import MessageKind
+from ..core.model import CachePosition, ModelRequest
 
 #: The settings option (never sent).
 OPTION = "cache_ttl"
 #: The accepted values; the first is the default (no ``ttl`` member on the wire).
-VALUES = ("5m", "1h")
+VALUES = ("5m", "1h", "turn")
+#: The ``ttl`` of a one-hour marker.
+ONE_HOUR = "1h"
+#: The mixed policy (see the module docstring).
+TURN = "turn"
+
+Markers = frozenset[CachePosition]
+
+#: The message positions that carry a one-hour marker with ``cache_ttl: turn``.
+_TURN_LONG = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
 
 
 def cache_ttl(provider: str, options: Mapping[str, Any]) -> str | None:
-    """The ``ttl`` every cache marker carries: ``None`` for the default, else ``"1h"``."""
+    """The agent's TTL policy: ``None`` for the default (5 minutes), ``"1h"`` or
+    ``"turn"``."""
     value = options.get(OPTION, VALUES[0])
     if value not in VALUES or not isinstance(value, str):
         raise SerializationError(
             f"{provider}: settings option {OPTION!r} must be one of {list(VALUES)}, not {value!r}"
         )
     return None if value == VALUES[0] else value
+
+
+@functools.lru_cache(maxsize=256)
+def _policy_of(provider: str, options: str) -> str | None:
+    try:
+        value = canonical.loads(options)
+    except (CanonicalJSONError, ValueError):
+        return None  # the frame builder refuses it with its own error
+    return cache_ttl(provider, value) if isinstance(value, dict) else None
+
+
+def active_policy(policy: Hashable, frame: Markers) -> Hashable:
+    """The policy a body with these frame positions follows: ``turn`` only where
+    :func:`place_turn_markers` placed a turn marker, else the five-minute default."""
+    if policy == TURN and CachePosition.TURN not in frame:
+        return None
+    return policy
+
+
+def frame_ttl(policy: Hashable) -> str | None:
+    """The ``ttl`` of the stable root's markers (tools, system)."""
+    return ONE_HOUR if policy in (ONE_HOUR, TURN) else None
+
+
+def tail_ttl(policy: Hashable) -> str | None:
+    """The ``ttl`` of Anthropic's top-level (tail) marker: five minutes with ``turn``."""
+    return ONE_HOUR if policy == ONE_HOUR else None
+
+
+def message_ttl(policy: Any, markers: Markers) -> str | None:
+    """The ``ttl`` of the marker on a message with these cache positions."""
+    if policy == ONE_HOUR or (policy == TURN and markers & _TURN_LONG):
+        return ONE_HOUR
+    return None
+
+
+def place_turn_markers(
+    provider: str,
+    request: ModelRequest,
+    options: str,
+    frame: Markers,
+    per_message: dict[int, Markers],
+    *,
+    tail_in_frame: bool,
+) -> tuple[Markers, dict[int, Markers]]:
+    """With ``cache_ttl: turn`` (in the settings' ``options`` JSON) from the epoch's
+    second user turn on, the positions of the module docstring: one root marker,
+    :attr:`CachePosition.TURN` on the latest user-role message and in the frame's
+    positions (the body mixes TTLs: :func:`active_policy`), and (``tail_in_frame``:
+    Anthropic's top-level marker) no separate tail marker when the turn's message is the
+    last. Otherwise the positions given (the five-minute body)."""
+    if _policy_of(provider, options) != TURN:
+        return frame, per_message
+    messages = request.messages
+    turn = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    # The epoch's first user turn stays five-minute: its write holds the whole root and
+    # context, and a one-hour write of it costs 0.75x more on every conversation that
+    # never pauses for five minutes (most: the golden cases). From the second turn on, a
+    # turn's one-hour write is what the conversation added since the last hit.
+    if turn is None or not any(
+        messages[i].kind is MessageKind.RUNTIME for i in range(turn - 1, -1, -1)
+    ):
+        return frame, per_message
+    frame = frame | {CachePosition.TURN}  # this body mixes TTLs (active_policy)
+    if request.instructions and CachePosition.INSTRUCTIONS in frame:
+        frame = frame - {CachePosition.TOOLS}  # the system marker's prefix holds the tools
+    per_message = dict(per_message)
+    per_message[turn] = per_message.get(turn, frozenset()) | {CachePosition.TURN}
+    if tail_in_frame and turn == len(messages) - 1:
+        frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
+    return frame, per_message
 
 
 def without_ttl_option(options: Mapping[str, Any]) -> dict[str, Any]:

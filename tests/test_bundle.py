@@ -120,6 +120,18 @@ BROKEN: list[tuple[str, Mutation, list[str]]] = [
         ],
     ),
     (
+        "schema-cache-ttl",
+        edit(
+            "rules/providers.yaml",
+            "max_tokens: 4096}",
+            "max_tokens: 4096, options: {cache_ttl: hourly}}",
+        ),
+        [
+            "rules/providers.yaml:3:80: $.providers.anthropic.options.cache_ttl:"
+            " expected one of 5m, 1h, turn; got 'hourly'"
+        ],
+    ),
+    (
         "duplicate-tool",
         edit("rules/tools.yaml", "  - name: edit_file", "  - name: read_file"),
         [

@@ -72,6 +72,10 @@ class CachePosition(StrEnum):
     INSTRUCTIONS = "instructions"  # end of the system instructions
     CONTEXT = "context"  # the latest request-context message
     TAIL = "tail"  # the last message (moves every call)
+    #: The latest user-role message, the one that opens the current turn: placed by the
+    #: marker wires themselves with ``cache_ttl: turn`` (providers/cache_ttl.py), never
+    #: a runtime hint.
+    TURN = "turn"
 
 
 @attrs.frozen
