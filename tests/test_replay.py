@@ -258,12 +258,60 @@ def test_an_operation_the_history_refuses_is_located_at_its_step(scenario: Scena
 def test_write_replay_writes_numbered_bodies(scenario: Scenario, tmp_path: Path) -> None:
     written = write_replay(scenario, ["anthropic", "gemini"], tmp_path)
     bodies = replay_bodies(scenario, ["anthropic", "gemini"])
-    assert list(written) == ["anthropic", "gemini"]
-    for name, paths in written.items():
+    assert list(written.paths) == ["anthropic", "gemini"]
+    assert written.sizes == {name: sum(map(len, bodies[name])) for name in bodies}
+    for name, paths in written.paths.items():
         assert [p.name for p in paths] == [f"{n:04d}.json" for n in range(1, 9)]
         assert sorted((tmp_path / name).iterdir()) == paths
         assert [p.read_bytes() for p in paths] == bodies[name]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["anthropic", "gemini"]
+
+
+def test_write_replay_writes_each_body_as_it_is_made(
+    scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Streaming: when call N's body is asked for, calls 1..N-1 are already on disk in
+    # the provider's staging folder (no body waits in memory for the others), and
+    # nothing is in place under ``out`` until the last call is written.
+    seen: list[tuple[str, int, list[str]]] = []
+    made = replay_module.fragments_at
+
+    def watching(sc: Scenario, call: Any, provider: Any) -> Any:
+        staged = [p for p in tmp_path.iterdir() if p.name.startswith(f".{provider.name}.")]
+        assert len(staged) == 1 and not (tmp_path / provider.name).exists()
+        seen.append((provider.name, call.index, sorted(p.name for p in staged[0].iterdir())))
+        return made(sc, call, provider)
+
+    monkeypatch.setattr(replay_module, "fragments_at", watching)
+    written = write_replay(scenario, ["anthropic", "gemini"], tmp_path)
+    assert [(name, index) for name, index, _ in seen] == [
+        (name, n) for n in range(1, 9) for name in ("anthropic", "gemini")
+    ]
+    for _, index, files in seen:
+        assert files == [f"{n:04d}.json" for n in range(1, index)]
+    assert written.sizes == {
+        name: sum(p.stat().st_size for p in paths) for name, paths in written.paths.items()
+    }
+
+
+def test_write_replay_failure_writes_nothing(
+    scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "gemini").mkdir()
+    (tmp_path / "gemini" / "0001.json").write_bytes(b"old")
+    made = replay_module.fragments_at
+
+    def failing(sc: Scenario, call: Any, provider: Any) -> Any:
+        if call.index == 5:
+            raise SerializationError("call 5 cannot be sent")
+        return made(sc, call, provider)
+
+    monkeypatch.setattr(replay_module, "fragments_at", failing)
+    with pytest.raises(SerializationError, match="call 5 cannot be sent"):
+        write_replay(scenario, ["anthropic", "gemini"], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemini"]
+    assert [p.name for p in (tmp_path / "gemini").iterdir()] == ["0001.json"]
+    assert (tmp_path / "gemini" / "0001.json").read_bytes() == b"old"
 
 
 def test_write_bodies_replaces_a_provider_folder_whole(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.invariants import Failure
 from ..review.page import report_page
 from ..review.preview import load_context, preview
-from ..review.replay import provider_names, replay_bodies, replay_digests, write_bodies
+from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
 from .console import FINDING, OK, Command, choice, err, out, out_json, safe
@@ -59,11 +59,10 @@ def _run_replay(args: argparse.Namespace) -> int:
         for name in names:
             out(f"{name}: {len(digests[name])} calls -> {args.digests}")
         return OK
-    bodies = replay_bodies(scenario, names, restart_everywhere=args.restart_everywhere)
-    written = write_bodies(bodies, args.out)
+    written = write_replay(scenario, names, args.out, restart_everywhere=args.restart_everywhere)
     for name in names:
-        size = sum(len(body) for body in bodies[name])
-        out(f"{name}: {len(written[name])} calls, {size} bytes -> {args.out / name}/")
+        calls, size = len(written.paths[name]), written.sizes[name]
+        out(f"{name}: {calls} calls, {size} bytes -> {args.out / name}/")
     return OK
 
 

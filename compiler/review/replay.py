@@ -328,24 +328,34 @@ def replay_digests(
     return out
 
 
-def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, list[Path]]:
-    """Write ``out/NAME/0001.json`` ... for every provider; returns the paths.
+@attrs.frozen
+class Written:
+    """What :func:`write_replay` wrote: provider name -> the paths of its calls' bodies
+    (``out/NAME/0001.json`` ...) and -> their total size in bytes."""
 
-    Each ``out/NAME`` folder is built in a temporary folder next to it and renamed into
-    place, replacing the old one whole, so a reader never sees a mix of old and new
-    calls. Nothing else under ``out`` is touched.
-    """
+    paths: dict[str, list[Path]]
+    sizes: dict[str, int]
+
+
+def _staged_folders(
+    out: Path,
+    names: Sequence[str],
+    fill: Callable[[dict[str, Path]], Mapping[str, int]],
+) -> dict[str, list[Path]]:
+    """Make a staging folder next to ``out/NAME`` for each name, let ``fill`` write the
+    numbered bodies into them (it returns how many per name), then rename each into
+    place, replacing the old folder whole (a reader never sees a mix of old and new
+    calls). If ``fill`` raises, nothing under ``out`` changes. Returns the final paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     staged: dict[str, Path] = {}
-    written: dict[str, list[Path]] = {}
     try:
-        for name, items in bodies.items():
-            staging = staging_dir(out, f".{name}.replay-")
-            staged[name] = staging
-            for number, data in enumerate(items, start=1):
-                (staging / f"{number:04d}.json").write_bytes(data)
-            written[name] = [out / name / f"{n:04d}.json" for n in range(1, len(items) + 1)]
+        for name in names:
+            staged[name] = staging_dir(out, f".{name}.replay-")
+        counts = fill(staged)
+        written = {
+            name: [_body_file(out / name, n) for n in range(1, counts[name] + 1)] for name in staged
+        }
         for name, staging in staged.items():
             swap_in(staging, out / name)
     finally:
@@ -355,12 +365,55 @@ def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, 
     return written
 
 
-def write_replay(scenario: Scenario, providers: Sequence[str], out: Path) -> dict[str, list[Path]]:
+def _body_file(folder: Path, number: int) -> Path:
+    return folder / f"{number:04d}.json"
+
+
+def write_bodies(bodies: Mapping[str, Sequence[bytes]], out: Path) -> dict[str, list[Path]]:
+    """Write ``out/NAME/0001.json`` ... for every provider; returns the paths.
+
+    Each ``out/NAME`` folder is built in a temporary folder next to it and renamed into
+    place, replacing the old one whole, so a reader never sees a mix of old and new
+    calls. Nothing else under ``out`` is touched.
+    """
+
+    def fill(staged: dict[str, Path]) -> dict[str, int]:
+        for name, items in bodies.items():
+            for number, data in enumerate(items, start=1):
+                _body_file(staged[name], number).write_bytes(data)
+        return {name: len(items) for name, items in bodies.items()}
+
+    return _staged_folders(out, list(bodies), fill)
+
+
+def write_replay(
+    scenario: Scenario,
+    providers: Sequence[str],
+    out: Path,
+    *,
+    restart_everywhere: bool = False,
+) -> Written:
     """Replay and write ``out/NAME/0001.json`` ... (the bytes exactly as POSTed).
 
-    Everything is serialized before anything is written: a failure writes nothing.
+    Each body is written, fragment by fragment, into ``NAME``'s staging folder as its
+    call is made, so no body outlives its call; the folders are swapped in once every
+    call is written: a failure writes nothing (as :func:`write_bodies`).
     """
-    return write_bodies(replay_bodies(scenario, providers), out)
+    live = {name: registry.get(name) for name in providers}
+    sizes = dict.fromkeys(live, 0)
+    counts = dict.fromkeys(live, 0)
+
+    def fill(staged: dict[str, Path]) -> dict[str, int]:
+        for call in iter_replay(scenario, restart=lambda _: restart_everywhere):
+            for name, provider in live.items():
+                fragments = fragments_at(scenario, call, provider)
+                with _body_file(staged[name], call.index).open("wb") as file:
+                    file.writelines(fragments)
+                sizes[name] += sum(map(len, fragments))
+                counts[name] += 1
+        return counts
+
+    return Written(_staged_folders(out, list(live), fill), sizes)
 
 
 # --------------------------------------------------------------------------- prefixes
