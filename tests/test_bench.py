@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,6 +128,19 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "golden long-session (31 calls), simulated cost: vs perfect cache / vs naive" in out
     assert "\n  openai-chat  " in out
     assert out.count("[met ]") + out.count("[MISS]") == 8
+    assert "cache_ttl" not in out  # openai-chat has no TTL setting
+
+
+def test_cli_table_prices_each_cache_ttl_value(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["bench", "--calls", "4,6", "--provider", "anthropic", "--verify-calls", "0"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    [line] = [x for x in out.splitlines() if x.startswith("    cache_ttl: ")]
+    assert re.fullmatch(
+        r"    cache_ttl: 5m 1\.75x \(today\), 1h \d\.\d\dx \(cost \d\.\d\dx today's\), "
+        r"turn \d\.\d\dx \(cost \d\.\d\dx today's\)",
+        line,
+    ), line
 
 
 def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -200,3 +200,35 @@ def test_the_targets_take_the_worst_provider_and_need_the_invariants() -> None:
     assert (naive["name"], naive["value"], naive["met"]) == (econ.NAIVE_TARGET, 0.2, True)
     figures["ok"] = False
     assert [t["met"] for t in _long_session_targets(figures)] == [False, False]
+
+
+def test_every_cache_ttl_policy_is_priced_on_the_case(figures: dict[str, Any]) -> None:
+    # The wires with a TTL setting report the case under each of its values, each
+    # against its own perfect-cache bound (what verify prints with that setting) and as a
+    # share of today's cost; the settings' own value is the row's figure.
+    for name, f in figures["providers"].items():
+        policies = f["cache_ttl"]
+        if rules_for(name, f["model"]).write_multiplier_1h is None:
+            assert policies == {}, name
+            continue
+        assert list(policies) == ["5m", "1h", "turn"], name
+        today = policies["5m"]  # the example's setting
+        assert today == {"cost_vs_bound": f["cost_vs_bound"], "cost_vs_today": 1.0, "today": True}
+        assert not policies["1h"]["today"] and not policies["turn"]["today"]
+        # A longer lifetime keeps what the idle gaps expire: cheaper on this case.
+        for value in ("1h", "turn"):
+            assert policies[value]["cost_vs_today"] < 1.0, (name, value)
+            assert policies[value]["cost_vs_bound"] < f["cost_vs_bound"], (name, value)
+        assert (
+            f"`cache_ttl: turn`: {policies['turn']['cost_vs_bound']:.2f}x the bound"
+            in (f["reasons"][econ.BOUND_TARGET])
+        )
+
+
+def test_a_ttl_policy_replays_the_same_conversation_with_only_that_option_changed() -> None:
+    scenario = load_scenario(econ.scenario_path())
+    figures = econ._ttl_policies(scenario, ["anthropic", "gemini"], "estimate")
+    rows, _ = verify_scenario(scenario, ["anthropic"])
+    assert figures["anthropic"]["5m"]["cost_vs_bound"] == round(rows[0].cost_vs_bound, 4)
+    assert figures["anthropic"]["5m"]["cost_vs_today"] == 1.0
+    assert figures["gemini"] == {}  # no TTL setting

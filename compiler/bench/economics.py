@@ -35,12 +35,16 @@ from ..cache.rules import (
     OPENAI_EXACT_TTL,
     RETENTION_OPTION,
     CacheRules,
+    rules_for,
 )
-from ..cache.simulator import Simulation
+from ..cache.simulator import PerfectBound, Simulation
 from ..cache.tokens import get_tokenizer
+from ..core import canonical
 from ..core.messages import MessageKind
+from ..core.model import ModelRequest
 from ..core.resources import example_dir
 from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
+from ..providers.cache_ttl import VALUES as CACHE_TTL_VALUES
 from ..review.replay import iter_replay, serialize_at
 from ..review.scenario import Scenario, load_scenario
 from ..review.verify import Row, call_time, scenario_label, verify_scenario
@@ -96,6 +100,9 @@ class ProviderEconomics:
     expired_context_changes: int
     #: Target name -> why it is missed (only the missed targets).
     reasons: tuple[tuple[str, str], ...]
+    #: For a wire with a ``cache_ttl`` setting, each value -> the case's cost with it, as
+    #: a multiple of its own perfect-cache bound and of the cost with today's setting.
+    cache_ttl: tuple[tuple[str, tuple[tuple[str, float | bool], ...]], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
@@ -103,6 +110,7 @@ class ProviderEconomics:
             if isinstance(value, float):
                 out[key] = round(value, 4)
         out["reasons"] = dict(self.reasons)
+        out["cache_ttl"] = {value: dict(figures) for value, figures in self.cache_ttl}
         return out
 
 
@@ -131,6 +139,7 @@ def long_session(
     scenario = load_scenario(path or scenario_path())
     rows, failures = verify_scenario(scenario, names, tokenizer=tokenizer)
     floors, changes = _floors(scenario, names, tokenizer)
+    policies = _ttl_policies(scenario, names, tokenizer)
     return {
         "scenario": scenario_label(scenario.path),
         "name": scenario.name,
@@ -138,7 +147,10 @@ def long_session(
         "ok": not failures,
         "failures": len(failures),
         "providers": {
-            row.provider: _economics(row, floors[row.provider], changes).to_json() for row in rows
+            row.provider: _economics(
+                row, floors[row.provider], changes, policies[row.provider]
+            ).to_json()
+            for row in rows
         },
     }
 
@@ -189,9 +201,67 @@ def _floors(
     return out, frozenset(changes)
 
 
-def _economics(row: Row, floors: _Floors, changes: frozenset[int]) -> ProviderEconomics:
+def _with_ttl(request: ModelRequest, name: str, value: str) -> ModelRequest:
+    """``request`` with provider ``name``'s ``cache_ttl`` option set to ``value``."""
+    settings = []
+    for item in request.settings:
+        if item.provider == name:
+            options = {**item.options_value, CACHE_TTL_OPTION: value}
+            item = attrs.evolve(item, options=canonical.dumps(options))
+        settings.append(item)
+    return attrs.evolve(request, settings=tuple(settings))
+
+
+def _ttl_policies(
+    scenario: Scenario, names: Sequence[str], tokenizer: str
+) -> dict[str, dict[str, dict[str, float | bool]]]:
+    """Per provider, for a wire with a ``cache_ttl`` setting (its rules price one-hour
+    writes), each value -> ``cost_vs_bound`` (the case replayed with only that option
+    changed, as a multiple of its own :class:`PerfectBound`: what verify reports with
+    that setting), ``cost_vs_today`` (as a multiple of the cost with the setting the
+    case has) and ``today`` (whether it is that setting). Other wires: ``{}``."""
+    counter = get_tokenizer(tokenizer)
+    runs: dict[tuple[str, str], tuple[providers.Provider, Simulation, PerfectBound]] = {}
+    today: dict[str, str] = {}
+    out: dict[str, dict[str, dict[str, float | bool]]] = {name: {} for name in names}
+    for call in iter_replay(scenario):
+        at = call_time(scenario, call)
+        for name in names:
+            settings = call.request.settings_for(name)
+            if name not in today:
+                if rules_for(name, settings.model).write_multiplier_1h is None:
+                    continue
+                today[name] = settings.options_value.get(CACHE_TTL_OPTION, CACHE_TTL_VALUES[0])
+                for value in CACHE_TTL_VALUES:
+                    sim = Simulation(name, model=settings.model, tokenizer=counter)
+                    runs[name, value] = (providers.get(name), sim, PerfectBound())
+            for value in CACHE_TTL_VALUES:
+                wire, sim, bound = runs[name, value]
+                priced = attrs.evolve(call, request=_with_ttl(call.request, name, value))
+                body = serialize_at(scenario, priced, wire)
+                bound.add(sim.add(body, at), call.request.epoch)
+    for name, current in today.items():
+        base = runs[name, current][1].totals.cost
+        for value in CACHE_TTL_VALUES:
+            _, sim, bound = runs[name, value]
+            cost = sim.totals.cost
+            out[name][value] = {
+                "cost_vs_bound": round(bound.ratio(cost), 4),
+                "cost_vs_today": round(float(cost / base), 4) if base else 1.0,
+                "today": value == current,
+            }
+    return out
+
+
+def _economics(
+    row: Row,
+    floors: _Floors,
+    changes: frozenset[int],
+    policies: dict[str, dict[str, float | bool]] | None = None,
+) -> ProviderEconomics:
     """The figures of ``row`` with the floors beside them (the floors as shares of the
-    same bodies' real cost, times verify's ratios) and the reasons for missed targets."""
+    same bodies' real cost, times verify's ratios), the ``cache_ttl`` alternatives and
+    the reasons for missed targets."""
     share = float(floors.floor / floors.cost) if floors.cost else 1.0
     untimed_share = float(floors.untimed / floors.cost) if floors.cost else 1.0
     economics = ProviderEconomics(
@@ -209,6 +279,9 @@ def _economics(row: Row, floors: _Floors, changes: frozenset[int]) -> ProviderEc
         context_changes=len(changes),
         expired_context_changes=len(changes & floors.expired),
         reasons=(),
+        cache_ttl=tuple(
+            (value, tuple(sorted(figures.items()))) for value, figures in (policies or {}).items()
+        ),
     )
     return attrs.evolve(economics, reasons=_reasons(economics, floors.rules))
 
@@ -232,12 +305,20 @@ def _lifetime_rule(rules: CacheRules, lifetime: float) -> str:
 
 
 def _longer_lifetime(economics: ProviderEconomics, rules: CacheRules) -> str:
-    """The setting that would keep entries longer, if the wire has one (from the rules)."""
+    """The setting that would keep entries longer, if the wire has one (from the rules),
+    with what the case costs under each other value of it where it was priced."""
     if rules.write_multiplier_1h is not None and economics.lifetime_s < ONE_HOUR_TTL_SECONDS:
-        return (
+        text = (
             f"; `{CACHE_TTL_OPTION}: {ONE_HOUR_TTL}` would keep them "
             f"{_minutes(ONE_HOUR_TTL_SECONDS)} (writes at {float(rules.write_multiplier_1h):g}x)"
         )
+        priced = [
+            f"`{CACHE_TTL_OPTION}: {value}`: {figures['cost_vs_bound']:.2f}x the bound, "
+            f"{figures['cost_vs_today']:.2f}x today's cost"
+            for value, figures in ((v, dict(f)) for v, f in economics.cache_ttl)
+            if not figures["today"]
+        ]
+        return text + (f"; on this case {'; '.join(priced)}" if priced else "")
     longer = [(ttl, name) for name, ttl in rules.retention_ttl if ttl > economics.lifetime_s]
     if longer:
         ttl, name = max(longer)

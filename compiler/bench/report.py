@@ -327,6 +327,15 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _ttl_figures(policies: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each ``cache_ttl`` value's cost vs its perfect-cache bound, and vs today's cost."""
+    return [
+        f"{value} {f['cost_vs_bound']:.2f}x "
+        + ("(today)" if f["today"] else f"(cost {f['cost_vs_today']:.2f}x today's)")
+        for value, f in policies.items()
+    ]
+
+
 def _long_session_lines(economics: Mapping[str, Any]) -> list[str]:
     """The long-session figures: per provider, the simulated cost against the bound and
     the naive harness, and the floor (what no placement of cache markers goes below)."""
@@ -343,6 +352,8 @@ def _long_session_lines(economics: Mapping[str, Any]) -> list[str]:
             f"({f['floor_vs_bound']:.2f}x / {f['floor_vs_naive']:.2f}x), "
             f"{f['cost_ratio']:.1%} of uncached; entries live {f['lifetime_s'] / 60:g} min"
         )
+        if f.get("cache_ttl"):
+            lines.append("    cache_ttl: " + ", ".join(_ttl_figures(f["cache_ttl"])))
     lines.append(
         "  floor: what no placement of cache markers goes below under the service's "
         "lifetimes, minimum and increment; --json gives the reason for every miss"
