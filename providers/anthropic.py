@@ -65,7 +65,7 @@ from .cache_ttl import (
     cache_ttl,
     frame_ttl,
     message_ttl,
-    place_turn_markers,
+    TurnMarkers,
     tail_ttl,
     without_ttl_option,
 )
@@ -104,8 +104,9 @@ def wire_tool_use_id(call_id: str) -> str:
     return f"{_NOT_ID_CHAR.sub('_', call_id)}_{digest}"
 
 
-class Anthropic(Provider):
+class Anthropic(TurnMarkers, Provider):
     name: ClassVar[str] = "anthropic"
+    TAIL_IN_FRAME = True
 
     MESSAGES_KEY = "messages"
     MAX_TOKENS_KEY = "max_tokens"
@@ -134,17 +135,6 @@ class Anthropic(Provider):
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         return {}, without_ttl_option(options)
-
-    def place_markers(
-        self,
-        request: ModelRequest,
-        settings: ProviderSettings,
-        frame: Markers,
-        per_message: dict[int, Markers],
-    ) -> tuple[Markers, dict[int, Markers]]:
-        return place_turn_markers(
-            self.name, request, settings.options, frame, per_message, tail_in_frame=True
-        )
 
     def head(
         self,

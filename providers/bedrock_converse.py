@@ -104,15 +104,16 @@ from .cache_ttl import (
     cache_ttl,
     frame_ttl,
     message_ttl,
-    place_turn_markers,
+    TurnMarkers,
     without_ttl_option,
 )
 
 _ALL_POSITIONS: Markers = frozenset(CachePosition)
 
 
-class BedrockConverse(Provider):
+class BedrockConverse(TurnMarkers, Provider):
     name: ClassVar[str] = "bedrock-converse"
+    TAIL_IN_FRAME = False
 
     MESSAGES_KEY = "messages"
     MODEL_KEY = None  # a URI member: see URI_MEMBERS and body()
@@ -194,17 +195,6 @@ class BedrockConverse(Provider):
                     if isinstance(block, dict) and set(block) == {"cachePoint"}:
                         blocks[i] = self._cache_point(ttl)
         return out
-
-    def place_markers(
-        self,
-        request: ModelRequest,
-        settings: ProviderSettings,
-        frame: Markers,
-        per_message: dict[int, Markers],
-    ) -> tuple[Markers, dict[int, Markers]]:
-        return place_turn_markers(
-            self.name, request, settings.options, frame, per_message, tail_in_frame=False
-        )
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         options = without_ttl_option(options)

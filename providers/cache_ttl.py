@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.messages import MessageKind
-from ..core.model import CachePosition, ModelRequest
+from ..core.model import CachePosition, ModelRequest, ProviderSettings
 
 #: The settings option (never sent).
 OPTION = "cache_ttl"
@@ -145,6 +145,32 @@ def place_turn_markers(
     if tail_in_frame and turn == len(messages) - 1:
         frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
     return frame, per_message
+
+
+class TurnMarkers:
+    """Mixin of a wire with explicit cache markers (before :class:`~.base.Provider` in
+    the bases): its ``place_markers`` hook is :func:`place_turn_markers`."""
+
+    name: ClassVar[str]
+    #: Whether the wire's moving tail marker is a frame position (Anthropic's top-level
+    #: ``cache_control``) rather than a block of the last message (Bedrock's).
+    TAIL_IN_FRAME: ClassVar[bool]
+
+    def place_markers(
+        self,
+        request: ModelRequest,
+        settings: ProviderSettings,
+        frame: Markers,
+        per_message: dict[int, Markers],
+    ) -> tuple[Markers, dict[int, Markers]]:
+        return place_turn_markers(
+            self.name,
+            request,
+            settings.options,
+            frame,
+            per_message,
+            tail_in_frame=self.TAIL_IN_FRAME,
+        )
 
 
 def without_ttl_option(options: Mapping[str, Any]) -> dict[str, Any]:
