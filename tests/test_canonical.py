@@ -81,8 +81,21 @@ def test_fast_path_checks_exactly_as_the_walk(value: Any) -> None:
         assert _outcome(check, value) == _outcome(walk, value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_check_encodable_refuses_exactly_as_the_walk(value: Any) -> None:
+    def walk(v: Any) -> None:
+        _reference(v)
+
+    assert _outcome(canonical.check_encodable, value) == _outcome(walk, value)
+
+
 def test_nesting_at_the_limits_is_refused_at_its_path_by_both() -> None:
-    for limit, call in ((ENCODE_DEPTH, canonical.dumps), (MAX_DEPTH, canonical.check)):
+    for limit, call in (
+        (ENCODE_DEPTH, canonical.dumps),
+        (ENCODE_DEPTH, canonical.check_encodable),
+        (MAX_DEPTH, canonical.check),
+    ):
         deep: Any = "x"
         for _ in range(limit):
             deep = [deep]

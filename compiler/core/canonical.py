@@ -154,6 +154,59 @@ def _fast(value: JsonValue, limit: int, depth: int, nul: bool) -> Any:
     raise _Walk  # subclasses and other types: the walk decides
 
 
+def _valid(value: JsonValue, limit: int, depth: int, nul: bool) -> None:
+    """:func:`_fast` without its result: the same types vouched for, no object rebuilt
+    or sorted (a check that encodes nothing needs neither). Anything it cannot vouch
+    for raises :class:`_Walk`, and the caller runs :func:`_check`, which names it."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Walk from None
+        if not nul and "\0" in value:
+            raise _Walk
+        return
+    if kind is dict or kind is Ordered:
+        if depth >= limit:
+            raise _Walk
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii() or "\0" in key:
+                raise _Walk  # a key that is not ASCII text is checked by the walk
+            if type(item) is str and item.isascii() and (nul or "\0" not in item):
+                continue
+            _valid(item, limit, depth + 1, nul)
+        return
+    if kind is list or kind is tuple:
+        if depth >= limit:
+            raise _Walk
+        for item in value:
+            if type(item) is str and item.isascii() and (nul or "\0" not in item):
+                continue
+            _valid(item, limit, depth + 1, nul)
+        return
+    if value is None or kind is bool:
+        return
+    if kind is int:
+        if -MAX_INT <= value <= MAX_INT:
+            return
+        raise _Walk
+    if kind is float:
+        if value - value == 0.0:  # finite: NaN and the infinities give NaN
+            return
+        raise _Walk
+    raise _Walk  # subclasses and other types: the walk decides
+
+
+def _verified(value: JsonValue, path: str, limit: int, nul: bool) -> None:
+    """:func:`_checked` for a caller that needs no result."""
+    try:
+        _valid(value, limit, 0, nul)
+    except (_Walk, RecursionError):
+        _check(value, path, limit, 0, nul)
+
+
 def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
     """What :func:`json.dumps` should see of ``value``, or a :class:`CanonicalJSONError`."""
     try:
@@ -165,13 +218,13 @@ def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
 def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
     """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
     form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
-    _checked(value, path, MAX_DEPTH, not strings_without_nul)
+    _verified(value, path, MAX_DEPTH, not strings_without_nul)
 
 
 def check_encodable(value: JsonValue) -> None:
     """Raise :class:`CanonicalJSONError` exactly where :func:`dumps` would, without
     encoding: for a caller that only needs to know that ``value`` can be sent."""
-    _checked(value, "$", ENCODE_DEPTH)
+    _verified(value, "$", ENCODE_DEPTH, True)
 
 
 def dumps(value: JsonValue) -> str:
