@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import CanonicalJSONError
@@ -236,6 +236,12 @@ def dumps(value: JsonValue) -> str:
         separators=(",", ":"),
         sort_keys=False,
     )
+
+
+#: The JSON string of a ``str`` exactly as :func:`dumps` writes it (the encoder's own
+#: string function, ``ensure_ascii=False``), unchecked: a lone surrogate passes here and
+#: is refused by the caller's UTF-8 encoding.
+string_text: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def dumpb(value: JsonValue) -> bytes:
