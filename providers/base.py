@@ -43,6 +43,7 @@ call may add blocks to the last wire message, never change or drop an earlier bl
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import re
 import threading
@@ -160,6 +161,53 @@ class PartAt:
         raise SerializationError(
             f"{self.at.provider}: message {self.at.message.id!r} part {self.index}: {text}"
         )
+
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_arguments(text: str) -> Any:
+    """A tool call's arguments parsed; shared, so only ever handed out as a copy. A text
+    that does not parse is not cached: each caller gets the parser's own error."""
+    return canonical.loads(text)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a parsed JSON value (dicts and lists; the rest is immutable)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _fresh(item) for key, item in value.items()}
+    if kind is list:
+        return [_fresh(item) for item in value]
+    return value
+
+
+def _encoded_texts(message: CanonicalMessage) -> frozenset[str]:
+    """The non-ASCII texts and outputs of a message that
+    :meth:`CanonicalMessage.create` encoded (``parts_json`` set): known to be UTF-8,
+    so a wire item that carries them needs no second check of them."""
+    if message.parts_json is None:
+        return frozenset()
+    texts = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            text = part.output
+        elif isinstance(part, TextPart):
+            text = part.text
+        else:
+            continue
+        if type(text) is str and not text.isascii():
+            texts.append(text)
+    return frozenset(texts)
+
+
+def _arguments_value(text: str) -> Any:
+    """``canonical.loads(text)``: a value of its own, the parse shared."""
+    if type(text) is not str:
+        return canonical.loads(text)  # the parser's own refusal of a non-text
+    try:
+        return _fresh(_parsed_arguments(text))
+    except RecursionError:  # deeper than a copy can go: parse afresh, as before
+        return canonical.loads(text)
 
 
 class Provider(Transport):
@@ -486,10 +534,11 @@ class Provider(Transport):
             key = keys[-1]
         index = len(earlier)
         items = self._message_items(message, index, _NO_MARKERS, key, ())
+        known = _encoded_texts(message)
         for item in items:
             # The encoder's refusals without its work; the encoder names a refusal.
             try:
-                canonical.check_encodable(item)
+                canonical.check_encodable(item, known=known)
             except CanonicalJSONError:
                 self._encode_item(message, item)
                 raise
@@ -619,9 +668,11 @@ class Provider(Transport):
         return name
 
     def arguments_object(self, part: ToolCallPart, at: PartAt) -> Any:
-        """The call's canonical arguments text parsed; it must be a JSON object."""
+        """The call's canonical arguments text parsed; it must be a JSON object. A fresh
+        value on every call (the caller may keep or change it), parsed once for all the
+        providers that map the same call (admission asks each of them)."""
         try:
-            value = canonical.loads(part.arguments)
+            value = _arguments_value(part.arguments)
         except (CanonicalJSONError, ValueError) as err:
             at.fail(f"tool call {part.call_id!r}: arguments are not JSON ({err})")
         if not isinstance(value, dict):

@@ -7,6 +7,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prefixlock.core import canonical
@@ -126,3 +127,12 @@ def test_tool_results_digest_from_the_message_bytes_is_the_request_digest(
         return  # a lone surrogate: refused before either digest is taken
     message = CanonicalMessage.create("tool-results:x", MessageKind.TOOL_RESULT, Role.TOOL, parts)
     assert results_digest(message) == want
+
+
+def test_check_encodable_takes_known_strings_as_encoded_and_checks_the_rest() -> None:
+    canonical.check_encodable({"a": ["café", "é"]}, known=frozenset({"café", "é"}))
+    with pytest.raises(CanonicalJSONError, match=r"^\$\.a\[1\]: string contains a lone"):
+        canonical.check_encodable({"a": ["café", "\ud800"]}, known=frozenset({"café"}))
+    # known says nothing about NUL, depth or types: those are still checked
+    with pytest.raises(CanonicalJSONError, match="not a JSON value"):
+        canonical.check_encodable({"a": {1.5j}}, known=frozenset({"café"}))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from .errors import CanonicalJSONError
@@ -154,13 +154,14 @@ def _fast(value: JsonValue, limit: int, depth: int, nul: bool) -> Any:
     raise _Walk  # subclasses and other types: the walk decides
 
 
-def _valid(value: JsonValue, limit: int, depth: int, nul: bool) -> None:
+def _valid(value: JsonValue, limit: int, depth: int, nul: bool, known: Container[str]) -> None:
     """:func:`_fast` without its result: the same types vouched for, no object rebuilt
     or sorted (a check that encodes nothing needs neither). Anything it cannot vouch
-    for raises :class:`_Walk`, and the caller runs :func:`_check`, which names it."""
+    for raises :class:`_Walk`, and the caller runs :func:`_check`, which names it.
+    A non-ASCII string in ``known`` is taken as UTF-8 checked."""
     kind = type(value)
     if kind is str:
-        if not value.isascii():
+        if not value.isascii() and value not in known:
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
@@ -176,7 +177,7 @@ def _valid(value: JsonValue, limit: int, depth: int, nul: bool) -> None:
                 raise _Walk  # a key that is not ASCII text is checked by the walk
             if type(item) is str and item.isascii() and (nul or "\0" not in item):
                 continue
-            _valid(item, limit, depth + 1, nul)
+            _valid(item, limit, depth + 1, nul, known)
         return
     if kind is list or kind is tuple:
         if depth >= limit:
@@ -184,7 +185,7 @@ def _valid(value: JsonValue, limit: int, depth: int, nul: bool) -> None:
         for item in value:
             if type(item) is str and item.isascii() and (nul or "\0" not in item):
                 continue
-            _valid(item, limit, depth + 1, nul)
+            _valid(item, limit, depth + 1, nul, known)
         return
     if value is None or kind is bool:
         return
@@ -199,10 +200,12 @@ def _valid(value: JsonValue, limit: int, depth: int, nul: bool) -> None:
     raise _Walk  # subclasses and other types: the walk decides
 
 
-def _verified(value: JsonValue, path: str, limit: int, nul: bool) -> None:
+def _verified(
+    value: JsonValue, path: str, limit: int, nul: bool, known: Container[str] = frozenset()
+) -> None:
     """:func:`_checked` for a caller that needs no result."""
     try:
-        _valid(value, limit, 0, nul)
+        _valid(value, limit, 0, nul, known)
     except (_Walk, RecursionError):
         _check(value, path, limit, 0, nul)
 
@@ -221,10 +224,15 @@ def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = Fals
     _verified(value, path, MAX_DEPTH, not strings_without_nul)
 
 
-def check_encodable(value: JsonValue) -> None:
+def check_encodable(value: JsonValue, *, known: Container[str] = frozenset()) -> None:
     """Raise :class:`CanonicalJSONError` exactly where :func:`dumps` would, without
-    encoding: for a caller that only needs to know that ``value`` can be sent."""
-    _verified(value, "$", ENCODE_DEPTH, True)
+    encoding: for a caller that only needs to know that ``value`` can be sent.
+
+    ``known``: strings the caller has already had encoded (a message's part texts,
+    encoded by :meth:`~prefixlock.core.messages.CanonicalMessage.create`); they are not
+    UTF-8 checked again. A string of ``known`` that would not encode is the caller's
+    error: the check would pass it."""
+    _verified(value, "$", ENCODE_DEPTH, True, known)
 
 
 def dumps(value: JsonValue) -> str:
