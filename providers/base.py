@@ -58,8 +58,10 @@ from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
+    MessageKind,
     OpaquePart,
     Part,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -78,6 +80,12 @@ PART_NAMES: Mapping[type[Any], str] = {
     OpaquePart: "opaque",
     ImagePart: "image",
 }
+
+#: Part class -> its handler's name; message kind / role -> theirs (no string built
+#: per part or message).
+_PART_HANDLERS: Mapping[type[Any], str] = {cls: f"{stem}_part" for cls, stem in PART_NAMES.items()}
+_KIND_HANDLERS: Mapping[str, str] = {kind: f"{kind}_message" for kind in MessageKind}
+_ROLE_HANDLERS: Mapping[str, str] = {role: f"{role}_message" for role in Role}
 
 Markers = frozenset[CachePosition]
 _NO_MARKERS: Markers = frozenset()
@@ -708,9 +716,11 @@ class Provider(Transport):
         return out
 
     def part(self, part: Part, at: PartAt) -> Any:
-        stem = PART_NAMES[type(part)]
-        handler: Callable[[Any, PartAt], Any] | None = getattr(self, f"{stem}_part", None)
+        handler: Callable[[Any, PartAt], Any] | None = getattr(
+            self, _PART_HANDLERS[type(part)], None
+        )
         if handler is None:
+            stem = PART_NAMES[type(part)]
             at.fail(f"{self.name} cannot express a {stem} part in a {at.message.kind} message")
         return handler(part, at)
 
@@ -722,9 +732,10 @@ class Provider(Transport):
         at = MessageAt(self.name, message, index, markers, key, variant)
         if not message.parts:
             at.fail("message has no parts")
+        kind, role = message.kind, message.role
         handler: Callable[[CanonicalMessage, MessageAt], list[Any]] | None = getattr(
-            self, f"{message.kind}_message", None
-        ) or getattr(self, f"{message.role}_message", None)
+            self, _KIND_HANDLERS.get(kind) or f"{kind}_message", None
+        ) or getattr(self, _ROLE_HANDLERS.get(role) or f"{role}_message", None)
         if handler is None:
             at.fail(f"{self.name} cannot express a {message.kind} message")
         items = handler(message, at)
