@@ -43,7 +43,6 @@ call may add blocks to the last wire message, never change or drop an earlier bl
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import re
 import threading
@@ -171,14 +170,6 @@ class PartAt:
         )
 
 
-
-@functools.lru_cache(maxsize=64)
-def _parsed_arguments(text: str) -> Any:
-    """A tool call's arguments parsed; shared, so only ever handed out as a copy. A text
-    that does not parse is not cached: each caller gets the parser's own error."""
-    return canonical.loads(text)
-
-
 def _fresh(value: Any) -> Any:
     """A copy of a parsed JSON value (dicts and lists; the rest is immutable)."""
     kind = type(value)
@@ -189,10 +180,19 @@ def _fresh(value: Any) -> Any:
     return value
 
 
+#: The last message :func:`_encoded_texts` was asked about, and its answer: admission
+#: asks once per configured provider about the same message.
+_last_texts: tuple[CanonicalMessage | None, frozenset[str]] = (None, frozenset())
+
+
 def _encoded_texts(message: CanonicalMessage) -> frozenset[str]:
     """The non-ASCII texts and outputs of a message that
     :meth:`CanonicalMessage.create` encoded (``parts_json`` set): known to be UTF-8,
     so a wire item that carries them needs no second check of them."""
+    global _last_texts
+    last, texts_of_last = _last_texts
+    if last is message:
+        return texts_of_last
     if message.parts_json is None:
         return frozenset()
     texts = []
@@ -205,7 +205,9 @@ def _encoded_texts(message: CanonicalMessage) -> frozenset[str]:
             continue
         if type(text) is str and not text.isascii():
             texts.append(text)
-    return frozenset(texts)
+    known = frozenset(texts)
+    _last_texts = (message, known)  # one tuple: a reader sees a pair, never a mix
+    return known
 
 
 def _arguments_value(text: str) -> Any:
@@ -213,7 +215,7 @@ def _arguments_value(text: str) -> Any:
     if type(text) is not str:
         return canonical.loads(text)  # the parser's own refusal of a non-text
     try:
-        return _fresh(_parsed_arguments(text))
+        return _fresh(canonical.parsed(text))
     except RecursionError:  # deeper than a copy can go: parse afresh, as before
         return canonical.loads(text)
 

@@ -25,6 +25,7 @@ characters in strings there. Every refusal is a :class:`CanonicalJSONError` whos
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -221,6 +222,8 @@ def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
 def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
     """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
     form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
+    if type(value) is str and value.isascii() and not (strings_without_nul and "\0" in value):
+        return  # the common case (an id, a name, an output): nothing to refuse
     _verified(value, path, MAX_DEPTH, not strings_without_nul)
 
 
@@ -310,3 +313,13 @@ def decoder() -> json.JSONDecoder:
 def loads(data: bytes | str) -> JsonValue:
     """Parse JSON, refusing NaN/Infinity literals and duplicate keys."""
     return json.loads(data, object_pairs_hook=_pairs, parse_constant=_constant)
+
+
+@functools.lru_cache(maxsize=64)
+def parsed(text: str) -> JsonValue:
+    """:func:`loads` of ``text``, shared: the same value for the same text while it is
+    among the latest 64 parsed (tool-call arguments are parsed by the boundary and by
+    every provider that maps the call). Never change it; a caller that hands the value
+    on hands out a copy. A text that does not parse is not cached: each caller gets the
+    parser's own error."""
+    return loads(text)
