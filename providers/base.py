@@ -57,8 +57,10 @@ from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
+    MessageKind,
     OpaquePart,
     Part,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -77,6 +79,12 @@ PART_NAMES: Mapping[type[Any], str] = {
     OpaquePart: "opaque",
     ImagePart: "image",
 }
+
+#: Part class -> its handler's name; message kind / role -> theirs (no string built
+#: per part or message).
+_PART_HANDLERS: Mapping[type[Any], str] = {cls: f"{stem}_part" for cls, stem in PART_NAMES.items()}
+_KIND_HANDLERS: Mapping[str, str] = {kind: f"{kind}_message" for kind in MessageKind}
+_ROLE_HANDLERS: Mapping[str, str] = {role: f"{role}_message" for role in Role}
 
 Markers = frozenset[CachePosition]
 _NO_MARKERS: Markers = frozenset()
@@ -160,6 +168,56 @@ class PartAt:
         raise SerializationError(
             f"{self.at.provider}: message {self.at.message.id!r} part {self.index}: {text}"
         )
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a parsed JSON value (dicts and lists; the rest is immutable)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _fresh(item) for key, item in value.items()}
+    if kind is list:
+        return [_fresh(item) for item in value]
+    return value
+
+
+#: The last message :func:`_encoded_texts` was asked about, and its answer: admission
+#: asks once per configured provider about the same message.
+_last_texts: tuple[CanonicalMessage | None, frozenset[str]] = (None, frozenset())
+
+
+def _encoded_texts(message: CanonicalMessage) -> frozenset[str]:
+    """The non-ASCII texts and outputs of a message that
+    :meth:`CanonicalMessage.create` encoded (``parts_json`` set): known to be UTF-8,
+    so a wire item that carries them needs no second check of them."""
+    global _last_texts
+    last, texts_of_last = _last_texts
+    if last is message:
+        return texts_of_last
+    if message.parts_json is None:
+        return frozenset()
+    texts = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            text = part.output
+        elif isinstance(part, TextPart):
+            text = part.text
+        else:
+            continue
+        if type(text) is str and not text.isascii():
+            texts.append(text)
+    known = frozenset(texts)
+    _last_texts = (message, known)  # one tuple: a reader sees a pair, never a mix
+    return known
+
+
+def _arguments_value(text: str) -> Any:
+    """``canonical.loads(text)``: a value of its own, the parse shared."""
+    if type(text) is not str:
+        return canonical.loads(text)  # the parser's own refusal of a non-text
+    try:
+        return _fresh(canonical.parsed(text))
+    except RecursionError:  # deeper than a copy can go: parse afresh, as before
+        return canonical.loads(text)
 
 
 class Provider(Transport):
@@ -486,10 +544,11 @@ class Provider(Transport):
             key = keys[-1]
         index = len(earlier)
         items = self._message_items(message, index, _NO_MARKERS, key, ())
+        known = _encoded_texts(message)
         for item in items:
             # The encoder's refusals without its work; the encoder names a refusal.
             try:
-                canonical.check_encodable(item)
+                canonical.check_encodable(item, known=known)
             except CanonicalJSONError:
                 self._encode_item(message, item)
                 raise
@@ -619,9 +678,11 @@ class Provider(Transport):
         return name
 
     def arguments_object(self, part: ToolCallPart, at: PartAt) -> Any:
-        """The call's canonical arguments text parsed; it must be a JSON object."""
+        """The call's canonical arguments text parsed; it must be a JSON object. A fresh
+        value on every call (the caller may keep or change it), parsed once for all the
+        providers that map the same call (admission asks each of them)."""
         try:
-            value = canonical.loads(part.arguments)
+            value = _arguments_value(part.arguments)
         except (CanonicalJSONError, ValueError) as err:
             at.fail(f"tool call {part.call_id!r}: arguments are not JSON ({err})")
         if not isinstance(value, dict):
@@ -657,9 +718,11 @@ class Provider(Transport):
         return out
 
     def part(self, part: Part, at: PartAt) -> Any:
-        stem = PART_NAMES[type(part)]
-        handler: Callable[[Any, PartAt], Any] | None = getattr(self, f"{stem}_part", None)
+        handler: Callable[[Any, PartAt], Any] | None = getattr(
+            self, _PART_HANDLERS[type(part)], None
+        )
         if handler is None:
+            stem = PART_NAMES[type(part)]
             at.fail(f"{self.name} cannot express a {stem} part in a {at.message.kind} message")
         return handler(part, at)
 
@@ -671,9 +734,10 @@ class Provider(Transport):
         at = MessageAt(self.name, message, index, markers, key, variant)
         if not message.parts:
             at.fail("message has no parts")
+        kind, role = message.kind, message.role
         handler: Callable[[CanonicalMessage, MessageAt], list[Any]] | None = getattr(
-            self, f"{message.kind}_message", None
-        ) or getattr(self, f"{message.role}_message", None)
+            self, _KIND_HANDLERS.get(kind) or f"{kind}_message", None
+        ) or getattr(self, _ROLE_HANDLERS.get(role) or f"{role}_message", None)
         if handler is None:
             at.fail(f"{self.name} cannot express a {message.kind} message")
         items = handler(message, at)

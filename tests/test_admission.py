@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conv_helpers import CONV, background, example_bundle, user
 from prefixlock import Conversation, HistoryError, SQLiteStore, ToolCall, ToolResult, providers
-from prefixlock.core.errors import PrefixlockError, SerializationError
+from prefixlock.core.errors import CanonicalJSONError, PrefixlockError, SerializationError
 from prefixlock.core.messages import (
     CanonicalMessage,
     MessageKind,
@@ -412,3 +412,16 @@ def test_admission_checks_wire_items_without_encoding_them(
     )
     with pytest.raises(SerializationError, match=r"not stored.*lone surrogate"):
         admission.check((bad,), history, "assistant")
+
+
+@pytest.mark.parametrize("name", providers.NAMES)
+def test_a_lone_surrogate_in_a_message_not_made_by_create_is_still_refused(name: str) -> None:
+    """Admission takes the part texts of a message made by ``create`` as encoded (it
+    encoded them); a message built any other way is checked string by string."""
+    text = "caf\u00e9 \ud800"
+    built = CanonicalMessage("runtime:e1", MessageKind.RUNTIME, Role.USER, (TextPart(text),), "x")
+    assert built.parts_json is None
+    with pytest.raises(SerializationError, match="lone surrogate U\\+D800"):
+        providers.get(name).check_message(built)
+    with pytest.raises(CanonicalJSONError, match="lone surrogate"):
+        CanonicalMessage.create("runtime:e1", MessageKind.RUNTIME, Role.USER, built.parts)

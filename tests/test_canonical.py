@@ -7,6 +7,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prefixlock.core import canonical
@@ -81,8 +82,21 @@ def test_fast_path_checks_exactly_as_the_walk(value: Any) -> None:
         assert _outcome(check, value) == _outcome(walk, value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_check_encodable_refuses_exactly_as_the_walk(value: Any) -> None:
+    def walk(v: Any) -> None:
+        _reference(v)
+
+    assert _outcome(canonical.check_encodable, value) == _outcome(walk, value)
+
+
 def test_nesting_at_the_limits_is_refused_at_its_path_by_both() -> None:
-    for limit, call in ((ENCODE_DEPTH, canonical.dumps), (MAX_DEPTH, canonical.check)):
+    for limit, call in (
+        (ENCODE_DEPTH, canonical.dumps),
+        (ENCODE_DEPTH, canonical.check_encodable),
+        (MAX_DEPTH, canonical.check),
+    ):
         deep: Any = "x"
         for _ in range(limit):
             deep = [deep]
@@ -113,3 +127,12 @@ def test_tool_results_digest_from_the_message_bytes_is_the_request_digest(
         return  # a lone surrogate: refused before either digest is taken
     message = CanonicalMessage.create("tool-results:x", MessageKind.TOOL_RESULT, Role.TOOL, parts)
     assert results_digest(message) == want
+
+
+def test_check_encodable_takes_known_strings_as_encoded_and_checks_the_rest() -> None:
+    canonical.check_encodable({"a": ["café", "é"]}, known=frozenset({"café", "é"}))
+    with pytest.raises(CanonicalJSONError, match=r"^\$\.a\[1\]: string contains a lone"):
+        canonical.check_encodable({"a": ["café", "\ud800"]}, known=frozenset({"café"}))
+    # known says nothing about NUL, depth or types: those are still checked
+    with pytest.raises(CanonicalJSONError, match="not a JSON value"):
+        canonical.check_encodable({"a": {1.5j}}, known=frozenset({"café"}))

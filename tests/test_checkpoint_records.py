@@ -5,16 +5,22 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 from helpers_store import build_chain, fill, make_record, make_root, rich_messages
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prefixlock.core import canonical
-from prefixlock.core.errors import CheckpointError
+from prefixlock.core.errors import CanonicalJSONError, CheckpointError
 from prefixlock.core.messages import (
+    CanonicalMessage,
     ImagePart,
+    MessageKind,
     OpaquePart,
     Part,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -540,3 +546,49 @@ def test_root_bytes_are_the_canonical_encoding_of_the_root(conversation_id: str)
     root = attrs.evolve(make_root("c"), conversation_id=conversation_id)
     assert root.encode() == canonical.dumpb(root.to_json())
     assert Root.decode(root.encode(), conversation_id) == root
+
+
+_record_text = st.text(max_size=12) | st.sampled_from(['"', "\\", "é\u2028", "\ud800", "\0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    conversation=_record_text,
+    event_id=_record_text,
+    prev=_record_text,
+    digest=st.none() | _record_text,
+    seq=st.integers(min_value=-(2**65), max_value=2**65),
+    reset=st.booleans(),
+    kind=st.sampled_from(list(RecordType)),
+    texts=st.lists(_record_text, min_size=1, max_size=2),
+)
+def test_record_bytes_are_the_encoders_bytes_of_its_value(
+    conversation: str,
+    event_id: str,
+    prev: str,
+    digest: str | None,
+    seq: int,
+    reset: bool,
+    kind: RecordType,
+    texts: list[str],
+) -> None:
+    """The envelope written around the spliced messages is what the encoder makes of
+    the whole record (or the encoder's own refusal)."""
+    messages = []
+    for i, text in enumerate(texts):
+        try:
+            messages.append(
+                CanonicalMessage.create(f"m{i}", MessageKind.EVENT, Role.USER, (TextPart(text),))
+            )
+        except CanonicalJSONError:
+            return
+    record = Record(seq, kind, event_id, tuple(messages), digest, reset)
+
+    def outcome(encode: Any) -> tuple[str, Any]:
+        try:
+            return "ok", encode()
+        except CanonicalJSONError as err:
+            return "refused", str(err)
+
+    whole = lambda: canonical.dumpb(record._value(conversation, prev, record.messages))  # noqa: E731
+    assert outcome(lambda: record.encode(conversation, prev)) == outcome(whole)

@@ -87,3 +87,29 @@ def test_unparseable_arguments_are_a_typed_error_naming_the_call(
         ToolCall("c1", "read_file", arguments).to_part()
     assert str(raised.value).startswith(message)
     assert not isinstance(raised.value, ValueError)  # never a bare json.JSONDecodeError
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock-converse", "gemini"])
+def test_each_body_gets_arguments_of_its_own(tmp_path: Path, provider: str) -> None:
+    """The arguments are parsed once for every provider that maps the same call; each
+    body still holds a value of its own, so changing one changes no other."""
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("c1", "read_file", '{"path":"a.py","lines":[1,2]}')])
+    request = conv.tool_results([ToolResult("c1", "text")])
+    wire = providers.get(provider)
+    first, second = wire.body(request), wire.body(request)
+
+    def arguments(body: dict[str, Any]) -> Any:
+        text = json.dumps(body)
+        assert '"a.py"' in text
+        if provider == "gemini":
+            return body["contents"][-2]["parts"][0]["functionCall"]["args"]
+        block = body["messages"][-2]["content"][0]
+        return block["input"] if provider == "anthropic" else block["toolUse"]["input"]
+
+    arguments(first)["lines"].append(3)
+    arguments(first)["path"] = "changed.py"
+    assert arguments(second) == {"path": "a.py", "lines": [1, 2]}
+    assert arguments(wire.body(request)) == {"path": "a.py", "lines": [1, 2]}
+    assert wire.serialize(request) == wire.serialize(request)

@@ -25,9 +25,10 @@ characters in strings there. Every refusal is a :class:`CanonicalJSONError` whos
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from .errors import CanonicalJSONError
@@ -154,6 +155,62 @@ def _fast(value: JsonValue, limit: int, depth: int, nul: bool) -> Any:
     raise _Walk  # subclasses and other types: the walk decides
 
 
+def _valid(value: JsonValue, limit: int, depth: int, nul: bool, known: Container[str]) -> None:
+    """:func:`_fast` without its result: the same types vouched for, no object rebuilt
+    or sorted (a check that encodes nothing needs neither). Anything it cannot vouch
+    for raises :class:`_Walk`, and the caller runs :func:`_check`, which names it.
+    A non-ASCII string in ``known`` is taken as UTF-8 checked."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii() and value not in known:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Walk from None
+        if not nul and "\0" in value:
+            raise _Walk
+        return
+    if kind is dict or kind is Ordered:
+        if depth >= limit:
+            raise _Walk
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii() or "\0" in key:
+                raise _Walk  # a key that is not ASCII text is checked by the walk
+            if type(item) is str and item.isascii() and (nul or "\0" not in item):
+                continue
+            _valid(item, limit, depth + 1, nul, known)
+        return
+    if kind is list or kind is tuple:
+        if depth >= limit:
+            raise _Walk
+        for item in value:
+            if type(item) is str and item.isascii() and (nul or "\0" not in item):
+                continue
+            _valid(item, limit, depth + 1, nul, known)
+        return
+    if value is None or kind is bool:
+        return
+    if kind is int:
+        if -MAX_INT <= value <= MAX_INT:
+            return
+        raise _Walk
+    if kind is float:
+        if value - value == 0.0:  # finite: NaN and the infinities give NaN
+            return
+        raise _Walk
+    raise _Walk  # subclasses and other types: the walk decides
+
+
+def _verified(
+    value: JsonValue, path: str, limit: int, nul: bool, known: Container[str] = frozenset()
+) -> None:
+    """:func:`_checked` for a caller that needs no result."""
+    try:
+        _valid(value, limit, 0, nul, known)
+    except (_Walk, RecursionError):
+        _check(value, path, limit, 0, nul)
+
+
 def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
     """What :func:`json.dumps` should see of ``value``, or a :class:`CanonicalJSONError`."""
     try:
@@ -165,13 +222,20 @@ def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
 def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
     """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
     form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
-    _checked(value, path, MAX_DEPTH, not strings_without_nul)
+    if type(value) is str and value.isascii() and not (strings_without_nul and "\0" in value):
+        return  # the common case (an id, a name, an output): nothing to refuse
+    _verified(value, path, MAX_DEPTH, not strings_without_nul)
 
 
-def check_encodable(value: JsonValue) -> None:
+def check_encodable(value: JsonValue, *, known: Container[str] = frozenset()) -> None:
     """Raise :class:`CanonicalJSONError` exactly where :func:`dumps` would, without
-    encoding: for a caller that only needs to know that ``value`` can be sent."""
-    _checked(value, "$", ENCODE_DEPTH)
+    encoding: for a caller that only needs to know that ``value`` can be sent.
+
+    ``known``: strings the caller has already had encoded (a message's part texts,
+    encoded by :meth:`~prefixlock.core.messages.CanonicalMessage.create`); they are not
+    UTF-8 checked again. A string of ``known`` that would not encode is the caller's
+    error: the check would pass it."""
+    _verified(value, "$", ENCODE_DEPTH, True, known)
 
 
 def dumps(value: JsonValue) -> str:
@@ -183,6 +247,12 @@ def dumps(value: JsonValue) -> str:
         separators=(",", ":"),
         sort_keys=False,
     )
+
+
+#: The JSON string of a ``str`` exactly as :func:`dumps` writes it (the encoder's own
+#: string function, ``ensure_ascii=False``), unchecked: a lone surrogate passes here and
+#: is refused by the caller's UTF-8 encoding.
+string_text: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def dumpb(value: JsonValue) -> bytes:
@@ -243,3 +313,13 @@ def decoder() -> json.JSONDecoder:
 def loads(data: bytes | str) -> JsonValue:
     """Parse JSON, refusing NaN/Infinity literals and duplicate keys."""
     return json.loads(data, object_pairs_hook=_pairs, parse_constant=_constant)
+
+
+@functools.lru_cache(maxsize=64)
+def parsed(text: str) -> JsonValue:
+    """:func:`loads` of ``text``, shared: the same value for the same text while it is
+    among the latest 64 parsed (tool-call arguments are parsed by the boundary and by
+    every provider that maps the call). Never change it; a caller that hands the value
+    on hands out a copy. A text that does not parse is not cached: each caller gets the
+    parser's own error."""
+    return loads(text)

@@ -183,19 +183,92 @@ def _content_digest(kind: MessageKind, role: Role, parts: tuple[Part, ...]) -> s
     )
 
 
+_string = canonical.string_text
+
+
+def _part_text(part: Part) -> str | None:
+    """The canonical JSON text of a part of the shapes every writer produces (exact
+    ``str`` fields, keys in sorted order), without building its object; None for any
+    other part, which the encoder takes. Lone surrogates survive here: the caller's UTF-8
+    encoding refuses them."""
+    kind = type(part)
+    p: Any = part
+    if kind is ToolResultPart:
+        if type(p.call_id) is str and type(p.output) is str and type(p.is_error) is bool:
+            return (
+                '{"call_id":'
+                + _string(p.call_id)
+                + (',"is_error":true,"output":' if p.is_error else ',"is_error":false,"output":')
+                + _string(p.output)
+                + ',"type":"tool_result"}'
+            )
+    elif kind is TextPart:
+        if type(p.text) is str:
+            if p.thought_signature is None:
+                return '{"text":' + _string(p.text) + ',"type":"text"}'
+            if type(p.thought_signature) is str:
+                return (
+                    '{"text":'
+                    + _string(p.text)
+                    + ',"thought_signature":'
+                    + _string(p.thought_signature)
+                    + ',"type":"text"}'
+                )
+    elif (
+        kind is ToolCallPart
+        and type(p.arguments) is str
+        and type(p.call_id) is str
+        and type(p.name) is str
+    ):
+        head = (
+            '{"arguments":'
+            + _string(p.arguments)
+            + ',"call_id":'
+            + _string(p.call_id)
+            + ',"name":'
+            + _string(p.name)
+        )
+        if p.thought_signature is None:
+            return head + ',"type":"tool_call"}'
+        if type(p.thought_signature) is str:
+            return (
+                head
+                + ',"thought_signature":'
+                + _string(p.thought_signature)
+                + ',"type":"tool_call"}'
+            )
+    return None
+
+
+def _parts_json(parts: tuple[Part, ...]) -> bytes:
+    """``canonical.dumpb([part_to_json(p) for p in parts])``, the common part shapes
+    written directly (the same bytes; tests/test_messages_encoding.py checks it)."""
+    texts = [_part_text(p) for p in parts]
+    if None in texts:
+        return canonical.dumpb([part_to_json(p) for p in parts])
+    try:
+        return ("[" + ",".join(texts) + "]").encode("utf-8")  # type: ignore[arg-type]
+    except UnicodeEncodeError:  # a lone surrogate: the encoder names it
+        return canonical.dumpb([part_to_json(p) for p in parts])
+
+
+_KIND_JSON = {k: canonical.dumpb(str(k)) for k in MessageKind}
+_ROLE_JSON = {r: canonical.dumpb(str(r)) for r in Role}
+
+
 def _content(kind: MessageKind, role: Role, parts: tuple[Part, ...]) -> tuple[bytes, bytes]:
     """The canonical encoding of ``parts``, and of kind, role and parts (what the digest
     is over): the parts are encoded once, and the record encoder reuses their bytes."""
     try:
-        parts_json = canonical.dumpb([part_to_json(p) for p in parts])
+        parts_json = _parts_json(parts)
     except CanonicalJSONError:
         _content_digest(kind, role, parts)  # the refusal, with its path in the content
         raise
     # The canonical object: keys sorted, "kind" < "parts" < "role".
     return parts_json, b'{"kind":%s,"parts":%s,"role":%s}' % (
-        canonical.dumpb(str(kind)),
+        _KIND_JSON.get(kind) or canonical.dumpb(str(kind)),
         parts_json,
-        canonical.dumpb(str(role)),
+        _ROLE_JSON.get(role) or canonical.dumpb(str(role)),
     )
 
 

@@ -307,7 +307,8 @@ class Conversation:
         parts = tuple(_result_part(r, i) for i, r in enumerate(results))
         for part in parts:  # types checked and blanks normalized: now their content
             ToolResult(part.call_id, part.output, part.is_error).check()
-            size = len(part.output.encode("utf-8", "replace"))
+            output = part.output
+            size = len(output) if output.isascii() else len(output.encode("utf-8", "replace"))
             self.limits.check_tool_output(part.call_id, size)
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)

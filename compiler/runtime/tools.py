@@ -42,7 +42,7 @@ class ToolCall:
         text: str | None = None
         if isinstance(self.arguments, str):
             try:
-                value = canonical.loads(self.arguments)
+                value = canonical.parsed(self.arguments)  # shared: only checked here
             except RecursionError:
                 raise HistoryError(
                     f"{where}: nesting deeper than {canonical.MAX_DEPTH} levels"

@@ -149,10 +149,13 @@ class Record:
         return canonical.dumpb(self._value(conversation_id, prev, self.messages))
 
     def _spliced(self, conversation_id: str, prev: str) -> bytes:
-        envelope = canonical.dumpb(self._value(conversation_id, prev, ()))
-        # Keys are sorted and every key before "messages" holds a JSON string, in which
-        # a quote is escaped: the first '"messages":[]' is the member itself.
-        at = envelope.index(b'"messages":[]') + len(b'"messages":[')
+        halves = self._envelope(conversation_id, prev)
+        if halves is None:
+            envelope = canonical.dumpb(self._value(conversation_id, prev, ()))
+            # Keys are sorted and every key before "messages" holds a JSON string, in
+            # which a quote is escaped: the first '"messages":[]' is the member itself.
+            at = envelope.index(b'"messages":[]') + len(b'"messages":[')
+            halves = envelope[:at], envelope[at:]
         joined = b",".join(
             b'{"digest":%s,"id":%s,"kind":%s,"parts":%s,"role":%s}'
             % (
@@ -164,7 +167,50 @@ class Record:
             )
             for m in self.messages
         )
-        return envelope[:at] + joined + envelope[at:]
+        return halves[0] + joined + halves[1]
+
+    def _envelope(self, conversation_id: str, prev: str) -> tuple[bytes, bytes] | None:
+        """The canonical envelope of a record without usage, written directly around
+        its messages list (keys in sorted order, exact types only), or None for the
+        encoder to write (and to refuse a lone surrogate, naming it)."""
+        digest = self.request_digest
+        if not (
+            self.usage is None
+            and type(conversation_id) is str
+            and type(self.event_id) is str
+            and type(prev) is str
+            and (digest is None or type(digest) is str)
+            and type(self.reset) is bool
+            and type(self.seq) is int
+            and -canonical.MAX_INT <= self.seq <= canonical.MAX_INT
+            and isinstance(self.type, RecordType)
+        ):
+            return None
+        text = canonical.string_text
+        head = (
+            '{"conversation":'
+            + text(conversation_id)
+            + ',"event_id":'
+            + text(self.event_id)
+            + ',"format":'
+            + str(FORMAT)
+            + ',"kind":"record","messages":['
+        )
+        tail = (
+            '],"prev":'
+            + text(prev)
+            + ',"request_digest":'
+            + ("null" if digest is None else text(digest))
+            + (',"reset":true,"seq":' if self.reset else ',"reset":false,"seq":')
+            + str(self.seq)
+            + ',"type":'
+            + text(str(self.type))
+            + "}"
+        )
+        try:
+            return head.encode("utf-8"), tail.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
 
     def _value(
         self, conversation_id: str, prev: str, messages: tuple[CanonicalMessage, ...]
