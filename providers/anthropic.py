@@ -61,11 +61,11 @@ from ..core.messages import (
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
 from .cache_ttl import (
+    TurnMarkers,
     active_policy,
     cache_ttl,
     frame_ttl,
     message_ttl,
-    TurnMarkers,
     tail_ttl,
     without_ttl_option,
 )
