@@ -271,3 +271,67 @@ def test_cache_markers_sit_inside_the_items_that_carry_them() -> None:
                 assert [
                     wire.strip_cache_markers({key: [item]})[key][0] for item in value[key]
                 ] == whole
+
+
+def _provider_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """Every ``fragments`` call of a provider ``registry.get`` hands out, from now on:
+    (its provider's name, the names of the provider instances still alive then)."""
+    import gc
+    import weakref
+
+    made: list[tuple[str, weakref.ref[Any]]] = []
+    log: list[tuple[str, list[str]]] = []
+    real = providers.get
+
+    def get(name: str) -> Any:
+        provider = real(name)
+        inner = type(provider).fragments
+
+        def fragments(request: Any) -> Any:
+            gc.collect()
+            log.append((name, sorted({n for n, ref in made if ref() is not None})))
+            return inner(provider, request)
+
+        provider.fragments = fragments  # type: ignore[method-assign]
+        made.append((name, weakref.ref(provider)))
+        return provider
+
+    monkeypatch.setattr(providers, "get", get)
+    return log
+
+
+def _runs(log: list[tuple[str, list[str]]]) -> list[str]:
+    """The provider names of ``log`` with consecutive repeats merged."""
+    return [name for i, (name, _) in enumerate(log) if i == 0 or log[i - 1][0] != name]
+
+
+def test_digests_are_made_one_provider_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay's calls are made once and serialized by one provider after the other, so
+    only one provider's fragment cache is alive at a time (memory: one provider's
+    bodies, not five)."""
+    scenario = load_scenario(write_long_scenario(tmp_path, 10))
+    log = _provider_log(monkeypatch)
+    names = ["anthropic", "gemini", "openai-chat"]
+    digests = replay_digests(scenario, names)
+    assert _runs(log) == names
+    assert all(alive == [name] for name, alive in log)
+    assert [len(digests[name]) for name in names] == [10, 10, 10]
+
+
+def test_verify_serializes_one_provider_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify's restart replay and its main pass each serialize for one provider after
+    the other; the naive harness of a provider is priced in that provider's pass."""
+    scenario = load_scenario(write_long_scenario(tmp_path, 10))
+    log = _provider_log(monkeypatch)
+    names = ["anthropic", "bedrock-converse", "openai-responses"]
+    rows, failures = verify_scenario(scenario, names)
+    assert failures == []
+    assert _runs(log) == names + names
+    assert all(alive == [name] for name, alive in log)
+    assert [row.calls for row in rows] == [10, 10, 10]
+    # each pass: every call once for prefixlock's body and once for the naive harness's
+    assert len(log) == 3 * 10 + 3 * 2 * 10

@@ -61,6 +61,7 @@ __all__ = [
     "history_blocks",
     "history_length",
     "iter_replay",
+    "provider_digests",
     "provider_names",
     "replay",
     "replay_bodies",
@@ -314,18 +315,21 @@ def replay_digests(
     *,
     restart: Callable[[int], bool] | None = None,
 ) -> dict[str, list[str]]:
-    """Provider name -> the SHA-256 (hex) of every call's body, made as the replay goes:
+    """Provider name -> the SHA-256 (hex) of every call's body. The calls are made once
+    (they share the replay's messages: a list per epoch that only grows) and serialized
+    by one provider after the other, so one provider's fragments are alive at a time;
     no body outlives its call, and each is hashed from its fragments, from the state
     after those it shares with the body before (:class:`RunningDigest`), so the work
     per call follows what is new."""
-    live = {name: registry.get(name) for name in providers}
-    running = {name: RunningDigest() for name in providers}
-    out: dict[str, list[str]] = {name: [] for name in providers}
-    for call in iter_replay(scenario, restart=restart):
-        for name, provider in live.items():
-            body = fragments_at(scenario, call, provider).as_body()
-            out[name].append(running[name].hexdigest(body))
-    return out
+    calls = list(iter_replay(scenario, restart=restart))
+    return {name: provider_digests(scenario, calls, name) for name in providers}
+
+
+def provider_digests(scenario: Scenario, calls: Sequence[Call], name: str) -> list[str]:
+    """The SHA-256 (hex) of every call's body for provider ``name``, from a provider
+    instance of its own (gone when this returns)."""
+    provider, running = registry.get(name), RunningDigest()
+    return [running.hexdigest(fragments_at(scenario, call, provider).as_body()) for call in calls]
 
 
 @attrs.frozen

@@ -38,7 +38,7 @@ import attrs
 
 from .. import providers as registry
 from ..cache.simulator import CacheTotals, PerfectBound, Simulation
-from ..cache.tokens import get_tokenizer
+from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
 from ..core.messages import CanonicalMessage, MessageKind
@@ -308,6 +308,76 @@ class _DigestCheck:
 _HEX = 64
 
 
+@attrs.frozen
+class _Pass:
+    """What one provider's pass over a scenario's calls reads (:func:`_provider_pass`)."""
+
+    scenario: Scenario
+    label: str
+    sources: SourceIndex
+    name: str
+    retried: set[str]  # the events retried later
+    originals: Sequence[int | None]  # per call: a retry's original call number
+    tools: tuple[str, ...]  # the tool order of the naive harness
+    counter: Tokenizer
+
+
+@attrs.define
+class _Passed:
+    """What one provider's pass found: its invariant failures, its bodies' bytes in all
+    and those equal to the body before's prefix, the simulated cache totals, the
+    perfect-cache bound and the naive harness's cost."""
+
+    failures: Sequence[Failure] = ()
+    total: int = 0
+    reused: int = 0
+    simulated: CacheTotals = attrs.field(factory=CacheTotals)
+    bound: PerfectBound = attrs.field(factory=PerfectBound)
+    naive_cost: Fraction = Fraction(0)
+
+
+def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestCheck]) -> _Passed:
+    """Serialize every call for one provider (a new instance) and check, hash and price
+    each body as it is made (``digests``: the other replays' lists the bodies' digests
+    must equal); no body outlives the next call."""
+    scenario, name = job.scenario, job.name
+    out = _Passed()
+    if not calls:
+        return out
+    provider = registry.get(name)
+    checker = BodyChecker(job.label, name, sources=job.sources)
+    model = _model(calls, name)
+    simulation = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
+    naive = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
+    harness = NaiveHarness(job.tools)
+    running = RunningDigest()
+    previous: Body | None = None
+    for call, retry_of in zip(calls, job.originals, strict=True):
+        if retry_of is not None:
+            checker.retries[call.index] = retry_of
+        elif call.event in job.retried:
+            checker.keep.add(call.index)
+        at = call_time(scenario, call)
+        # The body as the provider's fragments: compared, hashed and priced by what
+        # changed since the body before, never joined unless a check fails.
+        body = fragments_at(scenario, call, provider).as_body()
+        checker.add(body, call.request.epoch)
+        digest = running.hexdigest(body)
+        for check in digests:
+            check.add(digest)
+        out.total += body.size
+        if previous is not None:
+            out.reused += common_body_prefix(previous, body)
+        previous = body
+        out.bound.add(simulation.add_fragments(body, at), call.request.epoch)
+        # The same provider instance: the naive history's messages are mostly the
+        # same fragments (the instance's cache holds them once).
+        naive.add_fragments(provider.fragments(harness.request(call.request)).as_body(), at)
+    out.failures = checker.failures
+    out.simulated, out.naive_cost = simulation.totals, naive.totals.cost
+    return out
+
+
 def verify_scenario(
     scenario: Scenario,
     names: Sequence[str],
@@ -318,10 +388,12 @@ def verify_scenario(
     """Rows and failures of one loaded scenario. ``elsewhere``: the bodies of the
     hash-seed replay (checked when given).
 
-    Streaming: the scenario is replayed once, each call serialized for every provider
-    and checked against the call before (:class:`HistoryChecker`, :class:`BodyChecker`)
-    and fed to the cache simulation as it is made; of the bodies only digests are kept
-    (and the bodies of retried calls). The replay with restarts (before every step up to
+    Streaming: the scenario is replayed once and its calls kept (they share the
+    replay's messages); then each provider in turn serializes every call, each body
+    checked against the one before (:class:`HistoryChecker`, :class:`BodyChecker`) and
+    fed to the cache simulations as it is made, so one provider's fragments are alive
+    at a time; of the bodies only digests are kept (and the bodies of retried calls).
+    The replay with restarts (before every step up to
     :data:`~prefixlock.review.replay.RESTART_EVERY_STEP` steps, then on a geometric
     schedule) and the hash-seed replay are compared by digest; when one differs, the
     bodies are made again to name the first difference.
@@ -339,32 +411,21 @@ def verify_scenario(
         if isinstance(elsewhere, _Elsewhere)
     }
     history = HistoryChecker(label, sources, retried)
-    counter = get_tokenizer(tokenizer)
-    live = {name: registry.get(name) for name in names}
-    checkers: dict[str, BodyChecker] = {}
-    simulations: dict[str, Simulation] = {}
-    bounds = {name: PerfectBound() for name in names}
-    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
-    naive: dict[str, Simulation] = {}
-    running = {name: RunningDigest() for name in names}
-    totals = dict.fromkeys(names, 0)
-    reused = dict.fromkeys(names, 0)
-    previous: dict[str, Body] = {}
     contexts: set[str] = set()
     read: Sequence[CanonicalMessage] = ()  # the messages whose context ids are in `contexts`
     events: dict[str, int] = {}  # event -> the number of its first (original) call
     steps: dict[int, int] = {}  # call number -> the index of the step that made it
-    calls = 0
+    made: list[Call] = []
+    originals: list[int | None] = []  # per call: a retry's original call, else None
     for call in iter_replay(scenario):
-        calls += 1
+        made.append(call)
         steps[call.index] = call.step
         if call.kind == "retry":
-            retry_of = events.get(call.event)
+            originals.append(events.get(call.event))
         else:
-            retry_of = None
+            originals.append(None)
             events.setdefault(call.event, call.index)
         history.add(call)
-        at = call_time(scenario, call)
         messages = call.request.messages
         extends = isinstance(read, MessageView) and read.shared_with(messages) == len(read)
         contexts.update(
@@ -373,41 +434,26 @@ def verify_scenario(
             if messages[i].kind is MessageKind.REQUEST_CONTEXT
         )
         read = messages
-        naive_request = harness.request(call.request)
-        for name, provider in live.items():
-            if name not in checkers:
-                checkers[name] = BodyChecker(label, name, sources=sources)
-                model = _model([call], name)
-                simulations[name] = Simulation(
-                    name, model=model, tokenizer=counter, keep_calls=False
-                )
-                naive[name] = Simulation(name, model=model, tokenizer=counter, keep_calls=False)
-            checker = checkers[name]
-            if retry_of is not None:
-                checker.retries[call.index] = retry_of
-            elif call.event in retried:
-                checker.keep.add(call.index)
-            # The body as the provider's fragments: compared, hashed and priced by what
-            # changed since the body before, never joined unless a check fails.
-            body = fragments_at(scenario, call, provider).as_body()
-            checker.add(body, call.request.epoch)
-            digest = running[name].hexdigest(body)
-            restarted[name].add(digest)
-            if seeded:
-                seeded[name].add(digest)
-            totals[name] += body.size
-            if name in previous:
-                reused[name] += common_body_prefix(previous[name], body)
-            previous[name] = body
-            bounds[name].add(simulations[name].add_fragments(body, at), call.request.epoch)
-            # The same provider instance: the naive history's messages are mostly the
-            # same fragments (the instance's cache holds them once).
-            naive[name].add_fragments(provider.fragments(naive_request).as_body(), at)
+    calls = len(made)
+    counter = get_tokenizer(tokenizer)
+    tools = tool_file_order(scenario.bundle_root)
+    # One provider after the other, each from instances of its own: one provider's
+    # fragments (and simulations) are alive at a time.
+    passes = {
+        name: _provider_pass(
+            _Pass(scenario, label, sources, name, retried, originals, tools, counter),
+            made,
+            [restarted[name], *([seeded[name]] if seeded else [])],
+        )
+        for name in names
+    }
+    del made
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
     for name in names:
-        found = list(checkers[name].failures) if name in checkers else []
+        done = passes[name]
+        found = list(done.failures)
         if not restarted[name].equal:
             slow = slow or replay_bodies(scenario, names)
             again = serialize_calls(list(iter_replay(scenario, restart=sparse_restarts())), [name])[
@@ -436,9 +482,7 @@ def verify_scenario(
                     label, name, "hash seed", what, slow[name], elsewhere.get(name, []), sources
                 )
         failures += found
-        total = totals[name]
-        simulated = simulations[name].totals if name in simulations else CacheTotals()
-        naive_cost = naive[name].totals.cost if name in naive else Fraction(0)
+        total, simulated, naive_cost = done.total, done.simulated, done.naive_cost
         rows.append(
             Row(
                 scenario=label,
@@ -448,10 +492,10 @@ def verify_scenario(
                 calls=calls,
                 context_messages=len(contexts),
                 prefix_stable=not any(f.check == "prefix" for f in found),
-                bytes_reused=reused[name] / total if total else 0.0,
+                bytes_reused=done.reused / total if total else 0.0,
                 cached_share=simulated.cached_share,
                 cost_ratio=simulated.cost_ratio,
-                cost_vs_bound=bounds[name].ratio(simulated.cost),
+                cost_vs_bound=done.bound.ratio(simulated.cost),
                 cost_vs_naive=float(simulated.cost / naive_cost) if naive_cost else 1.0,
             )
         )
