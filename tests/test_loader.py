@@ -658,3 +658,88 @@ def test_yaml_is_imported_only_by_the_loader() -> None:
         if "yaml" in _imports(path)
     )
     assert importers == ["compiler/spec/loader.py"]
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def _loaded(text: str, *, stream: bool) -> object:
+    """What loading ``text`` gives (value, locations, key locations; or the errors),
+    with the items of sequences built as they are composed or the tree built whole."""
+    try:
+        composer, builder, root = loader._composed(text, "x.yaml", stream=stream)
+        builder.errors[:0] = composer.errors
+        value = builder.build_document(root)
+    except SpecErrors as err:
+        return [str(e) for e in err.errors]
+    if builder.errors:
+        return [str(e) for e in SpecErrors(loader._dedupe(builder.errors)).errors]
+    return value, builder.locations, builder.key_locations
+
+
+STREAMED = [
+    "steps:\n- user: {text: hi, n: 1}\n- user: {text: 2, n: 0x1f}\n",
+    "a: [[1, {b: [2, {c: x}]}], {d: [e, f]}]\n",
+    # errors inside items: all of them, where the whole tree would report them
+    "steps:\n- {n: !!int x}\n- {b: .nan}\n- {1: x}\n- [yes, ~x]\n",
+    # a duplicate key: its value is not built, its items' errors are not reported
+    "steps:\n- {n: 1}\nsteps:\n- {n: !!int x}\n- {m: 1.0e}\n",
+    # a key the builder rewrites (escaped surrogates), then the same key plain
+    '"\\ud83d\\ude00": [{a: 1}]\n"\U0001f600": [{a: !!int x}]\n',
+    # a lone surrogate key; the members after it
+    '"\\ud800": [{a: 1}]\nb: [{c: !!int x}]\n',
+    # a non-string key whose value holds sequences; a collection key holding one
+    "1: [{a: !!int x}]\nb: [{c: 1}]\n",
+    "? [{a: !!int x}, [1]]\n: [{b: !!int x}]\n",
+    # tags: an unsupported one on a sequence (its items are not built), explicit ones
+    "a: !x [{b: !!int x}]\nc: !!seq [{d: 1}]\ne: !!map {f: [{g: !!int x}]}\n",
+    "a: !!str [{b: 1}]\n",
+    # anchors without aliases build once
+    "a: &x [{b: 1}, &y {c: [{d: !!int x}]}]\n",
+    # nesting at and beyond the limit
+    "a: " + "[" * (MAX_DEPTH - 1) + "{b: 1}" + "]" * (MAX_DEPTH - 1) + "\n",
+    "a: " + "[" * MAX_DEPTH + "{b: 1}" + "]" * MAX_DEPTH + "\n",
+    "- [1, 2]\n- {a: [{}]}\n- []\n",
+    "a: [{b: 1}]\n---\nc: 2\n",
+    "a: [{b: 1}]\nb: &k [x]\nc: &k [y]\n",
+]
+
+
+@pytest.mark.parametrize("text", STREAMED)
+def test_streaming_builds_exactly_what_the_whole_tree_builds(text: str) -> None:
+    assert _loaded(text, stream=True) == _loaded(text, stream=False)
+
+
+def test_streaming_keeps_values_not_the_nodes_of_sequence_items() -> None:
+    _, builder, root = loader._composed(
+        "steps:\n- {user: {text: hi}}\n- [1, 2]\n- 3\n", "x.yaml", stream=True
+    )
+    assert root is not None
+    steps = root.value[0][1].value
+    assert [type(item).__name__ for item in steps] == ["_Built", "_Built", "ScalarNode"]
+    assert steps[0].value == {"user": {"text": "hi"}}
+    assert builder.locations["$.steps[1][0]"] == loc(3, 4)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &a [{b: 1}]\nc: [*a, {d: *a}]\n",
+        "base: &b {x: 1}\nitems:\n- {<<: *b, y: [{z: 2}]}\n- {y: [{z: !!int x}]}\n",
+        "items:\n- {a: [{z: 1}]}\n- {<<: {a: [{z: !!int x}]}}\n",
+        "a: [*nope, {b: !!int x}]\n",
+        "a: &r [{b: *r}]\n",  # a recursive alias, inside the item it refers to
+        "m:\n  a: [{z: 1}]\n  <<: {a: [{z: 2}]}\n",  # merged members' locations first
+    ],
+)
+def test_a_file_with_aliases_or_merge_keys_is_loaded_whole(text: str) -> None:
+    """An alias builds a node again, merged members come before explicit ones: such a
+    file is composed again without streaming, and loads as the whole tree would."""
+    composer, _, _ = loader._composed(text, "x.yaml", stream=True)
+    assert composer.aliases or composer.merges
+    try:
+        document = load_yaml_text(text, "x.yaml")
+        found: object = (document.value, document.locations, document.key_locations)
+    except SpecErrors as err:
+        found = [str(e) for e in err.errors]
+    assert found == _loaded(text, stream=False)

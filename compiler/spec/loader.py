@@ -108,12 +108,30 @@ def load_yaml_text(text: str, file: str) -> LoadedDocument:
     """Parse one YAML document; raises :class:`SpecErrors` naming every problem."""
     if text.startswith("\ufeff"):
         raise SpecErrors([_bom_error(file)])
+    loader, builder, root = _composed(text, file, stream=True)
+    if loader.aliases or loader.merges:
+        # An alias may build a node again and a merge key's members come first: the
+        # items built early could differ; such files are loaded again, whole.
+        loader, builder, root = _composed(text, file, stream=False)
+    builder.errors[:0] = loader.errors
+    value = builder.build_document(root)
+    if builder.errors:
+        raise SpecErrors(_dedupe(builder.errors))
+    return LoadedDocument(file, value, builder.locations, builder.key_locations)
+
+
+def _composed(text: str, file: str, *, stream: bool) -> tuple[_Loader, _Builder, Node | None]:
+    """The loader, the builder and the root node of ``text``; ``stream``: the items of
+    sequences are built as soon as each is composed (:meth:`_Loader.settle`)."""
     try:
         loader = _Loader(text, file)
     except ReaderError as err:
         line, column = _line_col(text, int(err.position))
         message = f"character U+{int(err.character):04X} is not allowed in YAML"
         raise SpecErrors([SpecError(Location(file, line, column), "", message)]) from None
+    builder = _Builder(file, [], loader.anchored)
+    if stream:
+        loader.builder = builder
     try:
         root = _compose(loader)
     except MarkedYAMLError as err:
@@ -122,11 +140,7 @@ def load_yaml_text(text: str, file: str) -> LoadedDocument:
         raise SpecErrors([err.error]) from None
     finally:
         loader.dispose()
-    builder = _Builder(file, loader.errors, loader.anchored)
-    value = builder.build_document(root)
-    if builder.errors:
-        raise SpecErrors(_dedupe(builder.errors))
-    return LoadedDocument(file, value, builder.locations, builder.key_locations)
+    return loader, builder, root
 
 
 def load_yaml_bytes(data: bytes, file: str) -> LoadedDocument:
@@ -287,6 +301,18 @@ class _UndefinedAlias(Node):
         self.anchor = anchor
 
 
+class _Built(Node):
+    """A sequence item built as soon as it was composed (:meth:`_Loader.settle`): its
+    value (and its locations and errors, in the builder) instead of its nodes."""
+
+    def __init__(self, node: Node, value: Any) -> None:
+        super().__init__(node.tag, value, node.start_mark, node.end_mark)
+
+
+#: The path part of the root collection on :attr:`_Loader.trail`.
+_ROOT = ""
+
+
 class _CoreResolver(yaml.resolver.BaseResolver):
     """The YAML 1.2 core schema, plus the merge key ``<<``."""
 
@@ -330,6 +356,19 @@ class _Loader(
         self.errors: list[SpecError] = []
         #: ``id`` of every collection node with an anchor: an alias builds it again.
         self.anchored: set[int] = set()
+        #: Whether the document has an alias, a merge key (then streaming is undone).
+        self.aliases = self.merges = False
+        #: Streaming: builds each sequence item once composed (None: build at the end).
+        self.builder: _Builder | None = None
+        #: Per collection being composed: its path part (the root's :data:`_ROOT`), or
+        #: None when the builder would not reach it by that path (a key, a duplicate or
+        #: non-string key's value, a tag other than !!map and !!seq).
+        self.trail: list[str | int | None] = []
+        self.unplain = 0  # the Nones on the trail
+        #: Per mapping being composed: the string keys so far (None after one that the
+        #: builder would rewrite: surrogate escapes).
+        self.keys: list[set[str] | None] = []
+        self.part: str | int | None = None  # the next collection's, from compose_node
 
     def get_mark(self) -> _Mark:  # type: ignore[override]  # the fields errors read
         """The reader's position as a :class:`_Mark`."""
@@ -346,6 +385,7 @@ class _Loader(
         if self.check_event(AliasEvent):
             event = self.next_event()
             anchor = str(event.anchor)
+            self.aliases = True
             if anchor not in self.anchors:
                 return _UndefinedAlias(anchor, event.start_mark, event.end_mark)
             return _AliasNode(anchor, self.anchors[anchor], event.start_mark, event.end_mark)
@@ -371,6 +411,7 @@ class _Loader(
                     f"nesting deeper than {MAX_DEPTH} levels",
                 )
             )
+        self.part = self.part_of(parent, index)
         try:
             node: Node
             if self.check_event(yaml.events.SequenceStartEvent):
@@ -383,6 +424,91 @@ class _Loader(
             self.anchored.add(id(node))
         return node
 
+    def part_of(self, parent: Node | None, index: Any) -> str | int | None:
+        """The path part of the collection composed next (see :attr:`trail`): an item's
+        index, a member's key when it is a string the mapping has not had yet."""
+        if parent is None:
+            return _ROOT
+        if isinstance(index, int):
+            return index
+        if not isinstance(index, ScalarNode) or index.tag != _STR:
+            return None
+        key, seen = str(index.value), self.keys[-1]
+        if seen is None or key in seen or not _encodes(key):
+            return None
+        return key
+
+    def opened(self, node: Node) -> None:
+        """``node``'s children are composed next: its part goes on the trail."""
+        part = self.part if node.tag in (_MAP, _SEQ) else None
+        self.trail.append(part)
+        self.unplain += part is None
+
+    def closed(self) -> None:
+        self.unplain -= self.trail.pop() is None
+
+    def settle(self, item: Node, index: int) -> Node:
+        """Streaming: an item of the sequence being composed, as the builder builds it
+        when it gets there (a :class:`_Built` node), once the path to it is plain; the
+        tree then holds values where it held the item's nodes."""
+        builder = self.builder
+        if builder is None or self.unplain or not isinstance(item, MappingNode | SequenceNode):
+            return item
+        parts = tuple(p for p in self.trail[1:] if p is not None)
+        builder.depth = self.depth
+        try:
+            return _Built(item, builder.build(item, (*parts, index)))
+        finally:
+            builder.depth = 0
+
+    def compose_sequence_node(self, anchor: Any) -> SequenceNode:
+        """PyYAML's, settling each item (:meth:`settle`)."""
+        start = self.next_event()
+        tag = start.tag
+        if tag is None or tag == "!":
+            tag = self.resolve(SequenceNode, None, start.implicit)  # type: ignore[no-untyped-call]
+        node = SequenceNode(tag, [], start.start_mark, None, flow_style=start.flow_style)
+        if anchor is not None:
+            self.anchors[anchor] = node
+        self.opened(node)
+        items: list[Node] = node.value
+        try:
+            while not self.check_event(yaml.events.SequenceEndEvent):
+                items.append(self.settle(self.compose_node(node, len(items)), len(items)))
+        finally:
+            self.closed()
+        node.end_mark = self.next_event().end_mark
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> MappingNode:
+        """PyYAML's, keeping the string keys so far (:meth:`part_of`)."""
+        start = self.next_event()
+        tag = start.tag
+        if tag is None or tag == "!":
+            tag = self.resolve(MappingNode, None, start.implicit)  # type: ignore[no-untyped-call]
+        node = MappingNode(tag, [], start.start_mark, None, flow_style=start.flow_style)
+        if anchor is not None:
+            self.anchors[anchor] = node
+        self.opened(node)
+        self.keys.append(set())
+        try:
+            while not self.check_event(yaml.events.MappingEndEvent):
+                key = self.compose_node(node, None)
+                value = self.compose_node(node, key)
+                seen = self.keys[-1]
+                if seen is not None and isinstance(key, ScalarNode) and key.tag == _STR:
+                    text = str(key.value)
+                    if _encodes(text):
+                        seen.add(text)
+                    else:
+                        self.keys[-1] = None
+                node.value.append((key, value))
+        finally:
+            self.keys.pop()
+            self.closed()
+        node.end_mark = self.next_event().end_mark
+        return node
+
     def compose_scalar_node(self, anchor: Any) -> ScalarNode:
         """PyYAML's, except that the non-specific tag ``!`` means a string (YAML spec)."""
         event = self.next_event()
@@ -392,6 +518,7 @@ class _Loader(
             tag = self.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
         else:
             tag = event.tag
+        self.merges = self.merges or tag == _MERGE
         node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
         if anchor is not None:
             self.anchors[anchor] = node
@@ -421,6 +548,15 @@ def _compose(loader: _Loader) -> Node | None:
 
 class _BudgetExceeded(Exception):
     pass
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is UTF-8 as it is (no surrogates for :meth:`_Builder.string`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _show_tag(tag: str) -> str:
@@ -475,6 +611,8 @@ class _Builder:
     # -- nodes
 
     def build(self, node: Node, parts: tuple[str | int, ...]) -> Any:
+        if isinstance(node, _Built):
+            return node.value
         if isinstance(node, _AliasNode):
             return self.build_alias(node, parts)
         if isinstance(node, _UndefinedAlias):
