@@ -113,6 +113,32 @@ def test_key_locations_point_at_the_key() -> None:
     assert doc.key_location("$.rules[1]") == Location("a.yaml", 5, 5)
 
 
+def test_locations_read_as_mappings_of_every_node_and_every_key() -> None:
+    """Nodes and keys are kept packed, one entry per path; read, they are two plain
+    ``path -> Location`` mappings: the keys' only has the mapping members."""
+    doc = load_yaml_text("a: [1, {b: x}]\nc: {}\n", "m.yaml")
+    nodes, keys = doc.locations, doc.key_locations
+    assert dict(nodes) == {
+        "$": loc(1, 1, "m.yaml"),
+        "$.a": loc(1, 4, "m.yaml"),
+        "$.a[0]": loc(1, 5, "m.yaml"),
+        "$.a[1]": loc(1, 8, "m.yaml"),
+        "$.a[1].b": loc(1, 12, "m.yaml"),
+        "$.c": loc(2, 4, "m.yaml"),
+    }
+    assert dict(keys) == {
+        "$.a": loc(1, 1, "m.yaml"),
+        "$.a[1].b": loc(1, 9, "m.yaml"),
+        "$.c": loc(2, 1, "m.yaml"),
+    }
+    assert (len(nodes), len(keys), sorted(keys)) == (6, 3, ["$.a", "$.a[1].b", "$.c"])
+    assert "$.a[0]" in nodes and "$.a[0]" not in keys and 3 not in nodes
+    assert keys.get("$.a[0]") is None and keys.get("$", "none") == "none"
+    with pytest.raises(KeyError):
+        keys["$"]
+    assert nodes == dict(nodes) and keys != nodes
+
+
 def test_location_falls_back_to_the_nearest_ancestor_then_the_file_start() -> None:
     doc = load_yaml_text(NESTED, "a.yaml")
     assert doc.location("$.rules[0].missing") == doc.locations["$.rules[0]"]
@@ -674,7 +700,7 @@ def _loaded(text: str, *, stream: bool) -> object:
         return [str(e) for e in err.errors]
     if builder.errors:
         return [str(e) for e in SpecErrors(loader._dedupe(builder.errors)).errors]
-    return value, builder.locations, builder.key_locations
+    return value, dict(builder.positions.nodes), dict(builder.positions.keys)
 
 
 STREAMED = [
@@ -718,7 +744,7 @@ def test_streaming_keeps_values_not_the_nodes_of_sequence_items() -> None:
     steps = root.value[0][1].value
     assert [type(item).__name__ for item in steps] == ["_Built", "_Built", "ScalarNode"]
     assert steps[0].value == {"user": {"text": "hi"}}
-    assert builder.locations["$.steps[1][0]"] == loc(3, 4)
+    assert builder.positions.nodes["$.steps[1][0]"] == loc(3, 4)
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,72 @@ _MAP, _SEQ = _TAG + "map", _TAG + "seq"
 # --------------------------------------------------------------------------- documents
 
 
+#: Bits of each field of a packed position (:class:`_Positions`).
+_FIELD = 32
+_FIELD_MASK = (1 << _FIELD) - 1
+_NODE_MASK = (1 << 2 * _FIELD) - 1
+
+
+def _pack(mark: Mark | _Mark) -> int:
+    """A mark's 1-based line and column as one int: ``line | column << 32``."""
+    return (mark.line + 1) | (mark.column + 1) << _FIELD
+
+
+class _Positions:
+    """Where every node and mapping key of a file starts, one int per JSON path: the
+    node's line and column in the low 64 bits, its key's (a mapping member's) in the
+    high ones, 0 where there is none. A long file has tens of thousands of paths; a
+    :class:`Location` each, for the node and for the key, would be most of its load's
+    memory. :attr:`nodes` and :attr:`keys` read it as ``path -> Location``."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.packed: dict[str, int] = {}
+        self.nodes = _PositionView(self, key=False)
+        self.keys = _PositionView(self, key=True)
+
+    def node(self, path: str, packed: int) -> None:
+        self.packed[path] = self.packed.get(path, 0) & ~_NODE_MASK | packed
+
+    def key(self, path: str, packed: int) -> None:
+        self.packed[path] = self.packed.get(path, 0) & _NODE_MASK | packed << 2 * _FIELD
+
+    def location(self, packed: int) -> Location:
+        return Location(self.file, packed & _FIELD_MASK, packed >> _FIELD & _FIELD_MASK)
+
+
+class _PositionView(Mapping[str, Location]):
+    """``path -> Location`` of the nodes or the keys of :class:`_Positions`."""
+
+    def __init__(self, positions: _Positions, *, key: bool) -> None:
+        self._positions, self._shift = positions, 2 * _FIELD if key else 0
+
+    def _at(self, path: str) -> int:
+        return self._positions.packed.get(path, 0) >> self._shift & _NODE_MASK
+
+    def __getitem__(self, path: str) -> Location:
+        packed = self._at(path)
+        if not packed:
+            raise KeyError(path)
+        return self._positions.location(packed)
+
+    def get(self, path: str, default: Any = None) -> Any:
+        packed = self._at(path)
+        return self._positions.location(packed) if packed else default
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and bool(self._at(path))
+
+    def __iter__(self) -> Iterator[str]:
+        shift = self._shift
+        return (
+            path for path, packed in self._positions.packed.items() if packed >> shift & _NODE_MASK
+        )
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @attrs.frozen
 class LoadedDocument:
     """A parsed spec file: its plain JSON value and where every node of it starts."""
@@ -117,7 +183,7 @@ def load_yaml_text(text: str, file: str) -> LoadedDocument:
     value = builder.build_document(root)
     if builder.errors:
         raise SpecErrors(_dedupe(builder.errors))
-    return LoadedDocument(file, value, builder.locations, builder.key_locations)
+    return LoadedDocument(file, value, builder.positions.nodes, builder.positions.keys)
 
 
 def _composed(text: str, file: str, *, stream: bool) -> tuple[_Loader, _Builder, Node | None]:
@@ -575,8 +641,7 @@ class _Builder:
         #: them are being built now.
         self.anchored = anchored
         self.kept = 0
-        self.locations: dict[str, Location] = {}
-        self.key_locations: dict[str, Location] = {}
+        self.positions = _Positions(file)
         self.expanded = 0  # values produced while expanding aliases
         self.alias_depth = 0
         self.outer_alias: _AliasNode | None = None
@@ -591,7 +656,7 @@ class _Builder:
 
     def build_document(self, root: Node | None) -> Any:
         if root is None:
-            self.locations["$"] = Location(self.file, 1, 1)
+            self.positions.node("$", _pack(_Mark(0, 0)))
             return None
         try:
             return self.build(root, ())
@@ -610,7 +675,8 @@ class _Builder:
 
     # -- nodes
 
-    def build(self, node: Node, parts: tuple[str | int, ...]) -> Any:
+    def build(self, node: Node, parts: tuple[str | int, ...], path: str | None = None) -> Any:
+        """``node``'s value; ``path``: ``json_path(parts)``, when the caller has it."""
         if isinstance(node, _Built):
             return node.value
         if isinstance(node, _AliasNode):
@@ -622,7 +688,7 @@ class _Builder:
             self.expanded += 1
             if self.expanded > ALIAS_NODE_BUDGET:
                 raise _BudgetExceeded
-        self.locations[json_path(parts)] = self.where(node)
+        self.positions.node(json_path(parts) if path is None else path, _pack(node.start_mark))
         if isinstance(node, ScalarNode):
             return self.scalar(node, parts)
         if node.tag not in (_MAP, _SEQ):
@@ -684,7 +750,7 @@ class _Builder:
         finally:
             self.alias_depth -= 1
         # The alias itself is where this value is used; its members stay in the anchor.
-        self.locations[json_path(parts)] = self.where(alias)
+        self.positions.node(json_path(parts), _pack(alias.start_mark))
         return value
 
     def undefined(self, node: _UndefinedAlias, parts: Sequence[str | int]) -> None:
@@ -792,14 +858,14 @@ class _Builder:
         merges = [(k, v) for k, v in node.value if _is_merge_key(k)]
         # Merged members first, so that explicit members overwrite their locations.
         here = json_path(parts)
-        own = self.locations[here]
+        own = self.positions.packed[here]
         for key_node, value_node in merges:
             for source in self.merge_sources(key_node, value_node, parts):
                 built = self.build(source, parts)
                 if isinstance(built, dict):
                     for key, value in built.items():
                         merged.setdefault(key, value)
-        self.locations[here] = own
+        self.positions.packed[here] = own
         members: list[Any] = node.value
         consume = self.consumable()
         for index, (key_node, value_node) in enumerate(members):
@@ -819,8 +885,9 @@ class _Builder:
                 )
                 continue
             first_line[key] = key_node.start_mark.line + 1
-            self.key_locations[json_path(member)] = self.where(key_node)
-            explicit[key] = self.build(value_node, member)
+            path = json_path(member)
+            self.positions.key(path, _pack(key_node.start_mark))
+            explicit[key] = self.build(value_node, member, path)
         for key in explicit:
             merged.pop(key, None)
         return {**merged, **explicit}
