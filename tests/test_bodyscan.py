@@ -145,3 +145,35 @@ def test_what_the_scanner_does_not_read_scans_as_none(body: bytes) -> None:
     assert scanner.scan(Body.of(body)) is None
     again = scanner.scan(Body.of(_body([1, 2])))  # read whole again
     assert again is not None and again.common == 0 and again.old_body is None
+
+
+def test_a_long_rescan_holds_one_item_at_a_time() -> None:
+    """When most of the history must be read again (a naive harness's system prompt
+    changed, the first item), the scan keeps where each item is, not the items: they
+    are decoded as they are read, so reading a long history costs one item's memory."""
+    import tracemalloc
+
+    items = [
+        {"role": "user", "content": [{"text": f"w{i}.{j}"} for j in range(30)]} for i in range(600)
+    ]
+    first = _body([{"role": "system", "content": "a"}, *items])
+    second = _body([{"role": "system", "content": "b"}, *items])
+    whole = canonical.loads(second)["messages"]
+    scanner = HistoryScanner("messages")
+    assert scanner.scan(Body.of(first)) is not None
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        scan = scanner.scan(Body.of(second))
+        assert scan is not None
+        read = sum(1 for _ in scan.items)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert (scan.common, scan.count, read, len(scan.items)) == (0, 601, 601, 601)
+    assert list(scan.items) == whole and scan.items[5] == whole[5] and scan.items[-1] == whole[-1]
+    assert scan.items == tuple(whole) and scan.last == whole[-1]
+    # Decoded, this history takes about 10x the body's bytes; the scan's own peak stays
+    # within the body's tail as bytes and as text and the items' offsets.
+    assert peak < len(second) * 2.5, (peak, len(second))

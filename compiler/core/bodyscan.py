@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import attrs
 
@@ -31,7 +31,12 @@ from . import canonical
 from .errors import CanonicalJSONError
 from .fragments import Body, common_body_prefix, common_prefix
 
-__all__ = ["HistoryScanner", "Scan"]
+__all__ = ["LAZY_TEXT", "HistoryScanner", "Scan"]
+
+#: Characters of history text from which a scan keeps where the items are instead of
+#: the items (:class:`_Lazy`): a rewritten history (a naive harness's system prompt
+#: is its first item) is read item by item, not held whole.
+LAZY_TEXT = 1 << 16
 
 
 class _Shape(Exception):
@@ -56,6 +61,42 @@ def _byte_offsets(text: str, offsets: Sequence[int]) -> list[int]:
     return out
 
 
+class _Lazy(Sequence[Any]):
+    """History items decoded from ``text`` at ``starts`` each time they are read."""
+
+    __slots__ = ("_starts", "_text")
+
+    def __init__(self, text: str, starts: Sequence[int]) -> None:
+        self._text, self._starts = text, array("q", starts)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return canonical.decoder().raw_decode(self._text, self._starts[index])[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        decode, text = canonical.decoder().raw_decode, self._text
+        for start in self._starts:
+            yield decode(text, start)[0]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Lazy | tuple | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} history items, decoded when read>"
+
+
 @attrs.frozen
 class Scan:
     """What :meth:`HistoryScanner.scan` read of one body, against the body before.
@@ -76,8 +117,10 @@ class Scan:
     common: int
     #: History items in this body.
     count: int
-    #: This body's history items from ``common`` on, parsed.
-    items: tuple[Any, ...]
+    #: This body's history items from ``common`` on, parsed (a tuple; past
+    #: :data:`LAZY_TEXT` characters of them, a sequence that decodes each item as it is
+    #: read, so that a long rewritten history is never held whole).
+    items: Sequence[Any]
     #: Longest common byte prefix with the previous body (0 without one).
     common_bytes: int
     #: The last history item (None when there is none: see ``count``).
@@ -167,7 +210,8 @@ class HistoryScanner:
             head_same = False
         at = start + begin
         text = _text(data[at:] if data is not None else body.tail(at))
-        items, starts, ends, close = self._items(text, 0 < common < old)
+        lazy = len(text) > LAZY_TEXT
+        items, starts, ends, close = self._items(text, 0 < common < old, keep=not lazy)
         trail: dict[str, Any] = {}
         position = close + 1
         while not text.startswith("}", position):
@@ -186,7 +230,7 @@ class HistoryScanner:
         offsets = [begin + o for o in _byte_offsets(text, starts)]
         delimited = [begin + o for o in _byte_offsets(text, ends)]
         (close_at,) = _byte_offsets(text, [close])
-        count = common + len(items)
+        count = common + len(starts)
         if items:
             last = items[-1]
         elif count and previous is not None:
@@ -214,7 +258,7 @@ class HistoryScanner:
             trail_same=previous is not None and trail_text == previous.trail_text,
             common=common,
             count=count,
-            items=tuple(items),
+            items=_Lazy(text, starts) if lazy and starts else tuple(items),
             common_bytes=common_bytes,
             last=last,
             old_body=previous.body if previous is not None else None,
@@ -246,9 +290,12 @@ class HistoryScanner:
                 raise _Shape  # "}": no history list
             position += 1
 
-    def _items(self, text: str, after_comma: bool) -> tuple[list[Any], list[int], list[int], int]:
-        """The history items from the start of ``text`` to the list's ``]``: the items,
-        where each starts and where the delimiter after it ends, and where ``]`` is."""
+    def _items(
+        self, text: str, after_comma: bool, *, keep: bool = True
+    ) -> tuple[list[Any], list[int], list[int], int]:
+        """The history items from the start of ``text`` to the list's ``]``: the items
+        (not ``keep``: the last only), where each starts and where the delimiter after
+        it ends, and where ``]`` is."""
         decode = self._decoder.raw_decode
         items: list[Any] = []
         starts: list[int] = []
@@ -259,7 +306,9 @@ class HistoryScanner:
         while True:
             starts.append(position)
             value, position = decode(text, position)
-            items.append(value)
+            if keep or not text.startswith(",", position):
+                items.append(value)
+            del value
             if text.startswith(",", position):
                 position += 1
                 ends.append(position)
