@@ -335,3 +335,15 @@ def test_verify_serializes_one_provider_at_a_time(
     assert [row.calls for row in rows] == [10, 10, 10]
     # each pass: every call once for prefixlock's body and once for the naive harness's
     assert len(log) == 3 * 10 + 3 * 2 * 10
+
+
+def test_freed_memory_is_handed_back_where_the_c_library_can() -> None:
+    """Between provider passes verify and replay call ``malloc_trim`` (glibc's; where
+    the C library has none, only the garbage collector runs)."""
+    import platform
+
+    from prefixlock.core import memory
+
+    memory.release_freed_memory()
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert memory._trim() is not None

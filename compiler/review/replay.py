@@ -36,6 +36,7 @@ from ..core.atomic import staging_dir, swap_in
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, UsageError
 from ..core.fragments import RunningDigest
 from ..core.jsonpath import json_path
+from ..core.memory import release_freed_memory
 from ..core.messages import CanonicalMessage
 from ..core.model import MessageView, ModelRequest
 from ..providers.frame import BodyFragments
@@ -322,7 +323,11 @@ def replay_digests(
     after those it shares with the body before (:class:`RunningDigest`), so the work
     per call follows what is new."""
     calls = list(iter_replay(scenario, restart=restart))
-    return {name: provider_digests(scenario, calls, name) for name in providers}
+    out = {}
+    for name in providers:
+        release_freed_memory()
+        out[name] = provider_digests(scenario, calls, name)
+    return out
 
 
 def provider_digests(scenario: Scenario, calls: Sequence[Call], name: str) -> list[str]:

@@ -41,6 +41,7 @@ from ..cache.simulator import CacheTotals, PerfectBound, Simulation
 from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
+from ..core.memory import release_freed_memory
 from ..core.messages import CanonicalMessage, MessageKind
 from ..core.model import MessageView
 from ..core.resources import python_module_command
@@ -439,14 +440,14 @@ def verify_scenario(
     tools = tool_file_order(scenario.bundle_root)
     # One provider after the other, each from instances of its own: one provider's
     # fragments (and simulations) are alive at a time.
-    passes = {
-        name: _provider_pass(
+    passes = {}
+    for name in names:
+        release_freed_memory()
+        passes[name] = _provider_pass(
             _Pass(scenario, label, sources, name, retried, originals, tools, counter),
             made,
             [restarted[name], *([seeded[name]] if seeded else [])],
         )
-        for name in names
-    }
     del made
     failures = history.failures
     slow: dict[str, list[bytes]] | None = None
