@@ -29,7 +29,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import yaml
@@ -375,6 +375,8 @@ class _Built(Node):
         super().__init__(node.tag, value, node.start_mark, node.end_mark)
 
 
+_N = TypeVar("_N", SequenceNode, MappingNode)
+
 #: The path part of the root collection on :attr:`_Loader.trail`.
 _ROOT = ""
 
@@ -527,16 +529,22 @@ class _Loader(
         finally:
             builder.depth = 0
 
-    def compose_sequence_node(self, anchor: Any) -> SequenceNode:
-        """PyYAML's, settling each item (:meth:`settle`)."""
+    def started(self, kind: type[_N], anchor: Any) -> _N:
+        """A collection node from its start event, as PyYAML's composer makes it (the
+        tag resolved, the anchor registered), opened (:meth:`opened`)."""
         start = self.next_event()
         tag = start.tag
         if tag is None or tag == "!":
-            tag = self.resolve(SequenceNode, None, start.implicit)  # type: ignore[no-untyped-call]
-        node = SequenceNode(tag, [], start.start_mark, None, flow_style=start.flow_style)
+            tag = self.resolve(kind, None, start.implicit)  # type: ignore[no-untyped-call]
+        node = kind(tag, [], start.start_mark, None, flow_style=start.flow_style)
         if anchor is not None:
             self.anchors[anchor] = node
         self.opened(node)
+        return node
+
+    def compose_sequence_node(self, anchor: Any) -> SequenceNode:
+        """PyYAML's, settling each item (:meth:`settle`)."""
+        node = self.started(SequenceNode, anchor)
         items: list[Node] = node.value
         try:
             while not self.check_event(yaml.events.SequenceEndEvent):
@@ -548,14 +556,7 @@ class _Loader(
 
     def compose_mapping_node(self, anchor: Any) -> MappingNode:
         """PyYAML's, keeping the string keys so far (:meth:`part_of`)."""
-        start = self.next_event()
-        tag = start.tag
-        if tag is None or tag == "!":
-            tag = self.resolve(MappingNode, None, start.implicit)  # type: ignore[no-untyped-call]
-        node = MappingNode(tag, [], start.start_mark, None, flow_style=start.flow_style)
-        if anchor is not None:
-            self.anchors[anchor] = node
-        self.opened(node)
+        node = self.started(MappingNode, anchor)
         self.keys.append(set())
         try:
             while not self.check_event(yaml.events.MappingEndEvent):
