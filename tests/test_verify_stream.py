@@ -347,3 +347,26 @@ def test_freed_memory_is_handed_back_where_the_c_library_can() -> None:
     memory.release_freed_memory()
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert memory._trim() is not None
+
+
+def test_a_loaded_scenario_leaves_no_cycles_behind(tmp_path: Path) -> None:
+    """What loading made and dropped is freed when ``load_scenario`` returns, not at the
+    next full collection: the document (its values, its positions) sitting as cyclic
+    garbage while verify replays grew a 2,000-call run's peak by about 6 MB."""
+    import gc
+
+    path = write_long_scenario(tmp_path, 12)
+    load_scenario(path)  # the bundle's templates and caches, made once
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        scenario = load_scenario(path)
+        found = gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert (found, kinds) == (0, [])
+    assert len(scenario.steps) > 12

@@ -66,7 +66,7 @@ from .steps import (
     UserStep,
     bundle_note,
 )
-from .walk import Walk
+from .walk import Fail, Walk
 
 __all__ = [
     "STEP_KINDS",
@@ -172,6 +172,16 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
+def _failing(doc: LoadedDocument, errors: list[SpecError]) -> Fail:
+    """Records an error at a path of ``doc`` (its key's position with ``at_key``)."""
+
+    def fail(path: str, message: str, *, at_key: bool = False) -> None:
+        where = doc.key_location(path) if at_key else doc.location(path)
+        errors.append(SpecError(where, path, message))
+
+    return fail
+
+
 class _Loader:
     """Builds the steps of a schema-checked document, collecting every further error."""
 
@@ -195,11 +205,10 @@ class _Loader:
         self.can_build = isinstance(value.get("conversation"), str) and not any(
             _under(p, "$.base") or _under(p, "$.conversation") for p in self.schema_paths
         )
+        # Not a bound method: the walk would hold the loader (and with it the whole
+        # document) in a cycle, freed only by the next full collection, not on return.
+        self.fail: Fail = _failing(doc, errors)
         self.walk = Walk(self.fail)
-
-    def fail(self, path: str, message: str, *, at_key: bool = False) -> None:
-        where = self.doc.key_location(path) if at_key else self.doc.location(path)
-        self.errors.append(SpecError(where, path, message))
 
     def steps(self) -> list[Step]:
         raw = self.value.get("steps")

@@ -92,8 +92,16 @@ class _Positions:
     def __init__(self, file: str) -> None:
         self.file = file
         self.packed: dict[str, int] = {}
-        self.nodes = _PositionView(self, key=False)
-        self.keys = _PositionView(self, key=True)
+
+    # Made on demand: views kept here would hold this object in a cycle, and a loaded
+    # document would outlive its last reference until the next full collection.
+    @property
+    def nodes(self) -> _PositionView:
+        return _PositionView(self, key=False)
+
+    @property
+    def keys(self) -> _PositionView:
+        return _PositionView(self, key=True)
 
     def node(self, path: str, packed: int) -> None:
         self.packed[path] = self.packed.get(path, 0) & ~_NODE_MASK | packed
