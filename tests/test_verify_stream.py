@@ -185,6 +185,9 @@ def test_digest_check_is_equality_with_the_other_replays_list() -> None:
         ([a, b], [b, a], False),
         ([], [], True),
         (["short"], ["short"], False),  # not a digest: never taken as equal
+        (["g" * 64], ["g" * 64], False),  # 64 characters, not hex digits
+        (["A" * 64], ["A" * 64], False),  # not as a digest is written (lower case)
+        (["a " * 32], ["a " * 32], False),  # bytes.fromhex would take it
     ]:
         check = _DigestCheck(expected)
         for digest in made:

@@ -259,16 +259,19 @@ def _read_bodies(folder: Path) -> list[bytes]:
     return [f.read_bytes() for f in files]
 
 
-def _read_digests(path: Path) -> dict[str, list[str]]:
+def _read_digests(path: Path) -> dict[str, _DigestCheck]:
+    """Provider name -> a check of the digests in the file ``replay --digests`` wrote
+    (the hex lists themselves are not kept: 10,000 strings at 2,000 calls)."""
     value = json.loads(path.read_text(encoding="utf-8"))
-    return {str(k): [str(d) for d in v] for k, v in value.items()}
+    return {str(k): _DigestCheck([str(d) for d in v]) for k, v in value.items()}
 
 
 class _Elsewhere:
-    """The hash-seed replay of one scenario: digests of its bodies, and its bodies on
-    demand (a second subprocess run, only when a digest differs, to name the failure)."""
+    """The hash-seed replay of one scenario: a check of its bodies' digests per
+    provider, and its bodies on demand (a second subprocess run, only when a digest
+    differs, to name the failure)."""
 
-    def __init__(self, path: Path, digests: Mapping[str, Sequence[str]], folder: Path) -> None:
+    def __init__(self, path: Path, digests: Mapping[str, _DigestCheck], folder: Path) -> None:
         self.path = path
         self.digests = digests
         self.folder = folder
@@ -284,20 +287,23 @@ class _Elsewhere:
 
 class _DigestCheck:
     """Whether the body digests made call by call (:meth:`add`) are exactly the list
-    another replay made, without keeping them; that list is kept as one string."""
+    another replay made, without keeping them; that list is kept as one ``bytes`` of
+    the raw digests (32 bytes a call, not a 64-character string)."""
 
     def __init__(self, expected: Sequence[str]) -> None:
-        self._expected = "".join(expected)
         self._count = len(expected)
         self._seen = 0
         #: False from the first digest that differs (or if one is not 64 hex digits)
-        self.same = all(len(digest) == _HEX for digest in expected)
+        self.same = all(len(digest) == _HEX and _is_hex(digest) for digest in expected)
+        self._expected = b"".join(map(bytes.fromhex, expected)) if self.same else b""
 
     def add(self, digest: str) -> None:
         index, self._seen = self._seen, self._seen + 1
         if self.same:
-            at = index * _HEX
-            self.same = index < self._count and self._expected[at : at + _HEX] == digest
+            at = index * _SIZE
+            self.same = index < self._count and self._expected[at : at + _SIZE] == bytes.fromhex(
+                digest
+            )
 
     @property
     def equal(self) -> bool:
@@ -305,8 +311,13 @@ class _DigestCheck:
         return self.same and self._seen == self._count
 
 
-#: Hex digits of a SHA-256 digest.
-_HEX = 64
+#: Hex digits of a SHA-256 digest, and its bytes.
+_HEX, _SIZE = 64, 32
+
+
+def _is_hex(text: str) -> bool:
+    """Only the digits ``0-9a-f`` (``bytes.fromhex`` also takes spaces and capitals)."""
+    return not text.strip("0123456789abcdef")
 
 
 @attrs.frozen
@@ -407,7 +418,7 @@ def verify_scenario(
         for name, found in replay_digests(scenario, names, restart=sparse_restarts()).items()
     }
     seeded = {
-        name: _DigestCheck(elsewhere.digests.get(name, []))
+        name: elsewhere.digests.get(name, _DigestCheck([]))
         for name in names
         if isinstance(elsewhere, _Elsewhere)
     }
