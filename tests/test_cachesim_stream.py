@@ -5,6 +5,7 @@ harness's bodies (whose system prompt changes with the context)."""
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from conv_helpers import open_conv, user
 from prefixlock import ToolCall, ToolResult
 from prefixlock import providers as registry
-from prefixlock.cache.simulator import Simulation, simulate
+from prefixlock.cache.simulator import Simulation, _Expiries, simulate
 from prefixlock.core import canonical
 from prefixlock.core.errors import CanonicalJSONError
 from prefixlock.providers.frame import BodyFragments
@@ -102,3 +103,19 @@ def test_one_hour_markers_price_the_same_when_streamed(provider: str) -> None:
         expected = whole.add(fragments.join(), 0.0)
         assert stream.add_fragments(fragments.as_body(), 0.0) == expected
     assert [c.write_multiplier for c in stream.report().calls] == [2, 2, Fraction("1.25")]
+
+
+def test_forgetting_expired_entries_gives_their_memory_back() -> None:
+    """A dict's table never shrinks when entries are deleted: the expiry map is made
+    again when it drops expired entries, so it is the size of what is alive, not of the
+    most it ever held (a naive harness's context change sends a whole new history)."""
+    entries = _Expiries()
+    for n in range(20_000):
+        entries.keep(n.to_bytes(16, "big"), float(n), 5.0)
+    entries.forget_expired(19_990.0)  # alive: written at 19,985 .. 19,999
+    alive = {n.to_bytes(16, "big"): n + 5.0 for n in range(19_985, 20_000)}
+    assert dict(entries) == alive
+    assert entries.lifetimes == dict.fromkeys(alive, 5.0)
+    assert list(entries) == list(alive)  # the order they were written in
+    assert sys.getsizeof(entries) <= sys.getsizeof(dict(alive)) + sys.getsizeof(_Expiries())
+    assert sys.getsizeof(entries.lifetimes) == sys.getsizeof(dict.fromkeys(alive, 5.0))

@@ -644,10 +644,14 @@ class _Expiries(dict[bytes, float]):
         finite ``now`` is never found again (:class:`_Live`)."""
         if len(self) <= self.limit or now == math.inf:
             return
-        lifetimes = self.lifetimes
-        for entry in [entry for entry, until in self.items() if until < now]:
-            del self[entry]
-            lifetimes.pop(entry, None)
+        kept = {entry: until for entry, until in self.items() if until >= now}
+        if len(kept) < len(self):
+            # Made again, not deleted from: a dict's table never shrinks, so one that
+            # once held a naive harness's 16,000 prefixes would keep that size.
+            self.clear()
+            self.update(kept)
+            lifetimes = self.lifetimes
+            self.lifetimes = {entry: lifetimes[entry] for entry in kept if entry in lifetimes}
         self.limit = max(2 * len(self), 1024)
 
 
