@@ -88,6 +88,14 @@ _ROLE_HANDLERS: Mapping[str, str] = {role: f"{role}_message" for role in Role}
 
 Markers = frozenset[CachePosition]
 _NO_MARKERS: Markers = frozenset()
+#: One object per set of cache positions (at most 2^5): the fragment caches' keys of
+#: every message hold one, and a new frozenset per message per call would stay in them.
+_MARKER_SETS: dict[Markers, Markers] = {_NO_MARKERS: _NO_MARKERS}
+
+
+def _marker_set(positions: set[CachePosition]) -> Markers:
+    made = frozenset(positions)
+    return _MARKER_SETS.setdefault(made, made)
 
 #: Drop the fragment cache when it grows beyond this many entries (correctness never
 #: depends on the cache; this only bounds memory of a long-lived instance).
@@ -854,7 +862,7 @@ class Provider(Transport):
                     per_message.setdefault(index, set()).add(hint.position)
                     continue
             frame.add(hint.position)
-        return frozenset(frame), {i: frozenset(p) for i, p in per_message.items()}
+        return _marker_set(frame), {i: _marker_set(p) for i, p in per_message.items()}
 
     def _frame_and_markers(self, request: ModelRequest) -> tuple[Frame, dict[int, Markers]]:
         """The frame and the cache positions per message index."""

@@ -85,6 +85,11 @@ class CacheHint:
     message_index: int | None = None
 
 
+#: The two hints of every request that do not point at a message (end of the tools, end
+#: of the instructions), made once: a conversation's requests share them.
+FRAME_HINTS = (CacheHint(CachePosition.TOOLS), CacheHint(CachePosition.INSTRUCTIONS))
+
+
 class MessageView(Sequence[CanonicalMessage]):
     """An immutable view of the first ``length`` messages of an append-only list.
 

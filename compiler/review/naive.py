@@ -28,7 +28,7 @@ from pathlib import Path
 import attrs
 
 from ..core.messages import CanonicalMessage, MessageKind
-from ..core.model import CacheHint, CachePosition, MessageView, ModelRequest, ToolSpec
+from ..core.model import FRAME_HINTS, CacheHint, CachePosition, MessageView, ModelRequest, ToolSpec
 from ..spec.loader import load_yaml_file
 
 __all__ = ["NaiveHarness", "tool_file_order"]
@@ -96,7 +96,7 @@ class NaiveHarness:
         # A view of the list this harness only appends to (a rescan starts a new one):
         # a provider encodes only the messages added since its previous request.
         history = MessageView(self._history, len(self._history))
-        hints = [CacheHint(CachePosition.TOOLS), CacheHint(CachePosition.INSTRUCTIONS)]
+        hints = list(FRAME_HINTS)
         if history:
             hints.append(CacheHint(CachePosition.TAIL, len(history) - 1))
         return attrs.evolve(

@@ -19,7 +19,7 @@ import attrs
 from ..core import canonical
 from ..core.errors import CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
-from ..core.model import CacheHint, CachePosition, MessageView, ModelRequest
+from ..core.model import FRAME_HINTS, CacheHint, CachePosition, MessageView, ModelRequest
 from ..store.contract import StoredConversation
 from ..store.records import Record, RecordType, Root, read_chain
 
@@ -138,7 +138,7 @@ class History:
             epoch, length, context_index = self.epoch, len(self.epochs[-1]), self.context_index
         else:
             epoch, length, context_index = info.epoch, info.length, info.context_index
-        hints = [CacheHint(CachePosition.TOOLS), CacheHint(CachePosition.INSTRUCTIONS)]
+        hints = list(FRAME_HINTS)
         if context_index is not None:
             hints.append(CacheHint(CachePosition.CONTEXT, context_index))
         if length:
