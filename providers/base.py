@@ -103,6 +103,10 @@ CACHE_LIMIT = 200_000
 #: Keep the fragments of this many conversation epochs' last requests (least recently
 #: used dropped first); a dropped one is rebuilt from the fragment cache.
 CHAIN_LIMIT = 1024
+#: Keep this many frames (instructions, tools, settings and cache key, encoded; least
+#: recently used dropped first), unless an instance is given its own
+#: :attr:`Provider.frame_limit`.
+FRAME_LIMIT = 64
 
 
 @attrs.frozen
@@ -288,7 +292,11 @@ class Provider(Transport):
         #: Per history list (:meth:`MessageView.lineage`), the fragments of its last request.
         self._chains: dict[int, _Chain] = {}
         self._lock = threading.Lock()
-        self._frames: dict[tuple[Any, ...], Frame] = {}
+        self._frames: dict[tuple[Any, ...], Frame] = {}  # least recently used first
+        self._recent: Frame | None = None  # the frame of the last request
+        #: How many frames this instance keeps (:data:`FRAME_LIMIT`); one serving a single
+        #: conversation needs only those of its modes.
+        self.frame_limit = FRAME_LIMIT
         #: Only a wire that defines :meth:`fragment_key` pays for the key scan.
         self._keyed = type(self).fragment_key is not Provider.fragment_key
         self._scan = KeyScan()
@@ -454,7 +462,7 @@ class Provider(Transport):
     ) -> tuple[str, bytes]:
         """A canonical message's fragment: its wire items after the separator (none
         before the first item of the history list). Cached; the role is not used."""
-        separator = b"," if index or frame.preamble_bytes else b""
+        separator = b"," if index or frame.has_preamble else b""
         key = (message.id, message.digest, markers, extra, frame.variant, separator)
         cached = self._fragments.get(key)
         if cached is None:
@@ -789,7 +797,7 @@ class Provider(Transport):
         (one wire message holds both), else after the previous wire message's end and
         the opening of a new one. Cached like a fragment, with the previous role."""
         cache = self._blocks
-        lead: Hashable = last_role if index else bool(frame.preamble_bytes)
+        lead: Hashable = last_role if index else frame.has_preamble
         key = (message.id, message.digest, markers, extra, frame.variant, lead)
         cached = cache.get(key)
         if cached is None:
@@ -807,7 +815,7 @@ class Provider(Transport):
                     assert last_role is not None
                     before = self._run_bytes(last_role)[1] + b","
                 else:
-                    before = b"," if frame.preamble_bytes else b""
+                    before = b"," if frame.has_preamble else b""
                 fragment = before + opening + encoded
             cached = (role, fragment)
             cache[key] = cached
@@ -871,12 +879,19 @@ class Provider(Transport):
             request, settings, *self._markers(request)
         )
         key = (request.instructions, request.tools, settings, request.cache_key, frame_markers)
-        frame = self._frames.get(key)
+        frames = self._frames
+        frame = frames.get(key)
         if frame is None:
-            if len(self._frames) > 64:
-                self._frames.clear()
             frame = self._build_frame(request, settings, frame_markers)
-            self._frames[key] = frame
+            # Tolerant of another thread (body() runs without the lock): list() of a
+            # dict is one step, and pop with a default never raises.
+            for old in list(frames)[: max(len(frames) - self.frame_limit + 1, 0)]:
+                frames.pop(old, None)
+            frames[key] = frame
+        elif frame is not self._recent:  # now the most recently used
+            frames.pop(key, None)
+            frames[key] = frame
+        self._recent = frame
         return frame, message_markers
 
     def _prepare(

@@ -28,13 +28,15 @@ class Frame:
     head: Ordered
     preamble: tuple[Any, ...]
     trail: Ordered
-    #: ``{<head>,"<messages key>":[`` and, when present, the preamble items.
-    open_bytes: bytes
-    preamble_bytes: bytes
+    #: ``{<head>,"<messages key>":[`` and, when present, the preamble items: the first
+    #: fragment of every body (its two parts are not kept apart: with the instructions
+    #: in the preamble, each would be as long as the whole).
+    opening: bytes
+    #: Whether the history list starts with preamble items (a message after them
+    #: starts with ``,``).
+    has_preamble: bool
     #: ``]<,trail>}``
     close_bytes: bytes
-    #: ``open_bytes + preamble_bytes``: the first fragment of every body.
-    opening: bytes
     #: What every message's bytes depend on from the settings
     #: (:meth:`~prefixlock.providers.base.Provider.message_variant`; ``()`` by default).
     variant: Any = ()
@@ -68,15 +70,7 @@ class Frame:
         )
         trail_inner = trail_bytes[1:-1]
         close_bytes = b"]" + (b"," + trail_inner if trail_inner else b"") + b"}"
-        return cls(
-            head,
-            preamble,
-            trail,
-            open_bytes,
-            preamble_bytes,
-            close_bytes,
-            open_bytes + preamble_bytes,
-        )
+        return cls(head, preamble, trail, open_bytes + preamble_bytes, bool(preamble), close_bytes)
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import prefixlock.providers as providers
 import pytest
 from prefixlock.core.model import MessageView, ModelRequest
@@ -238,3 +239,39 @@ def test_http_client_sends_the_fragments_as_the_exact_body(name: str, chunked: b
                 assert seen.headers["transfer-encoding"] == "chunked"
             else:
                 assert seen.headers["content-length"] == str(len(seen.body))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_frames_are_kept_least_recently_used_first(name: str) -> None:
+    """An instance keeps at most ``frame_limit`` frames and drops the one used longest
+    ago: a frame in use every call (the conversation's) survives a stream of new ones
+    (the naive harness's system prompt at each context change), and is the same object,
+    so the call's chain goes on from where it was."""
+    provider = providers.get(name)
+    provider.frame_limit = 2
+    request = next(live_requests("long-session"))
+    other = [attrs.evolve(request, instructions=f"{request.instructions}\n{n}") for n in range(3)]
+    kept = provider.fragments(request)
+    frame = provider._frames[next(iter(provider._frames))]
+    for extra in other:
+        provider.fragments(extra)
+        assert provider.fragments(request) == kept
+        assert any(held is frame for held in provider._frames.values())
+        assert len(provider._frames) == 2
+    assert list(provider._frames.values())[-1] is frame  # the most recently used, last
+    provider.fragments(other[0])  # made again: it was dropped
+    assert len(provider._frames) == 2
+    assert any(held is frame for held in provider._frames.values())
+
+
+@pytest.mark.parametrize("name", ["anthropic", "bedrock-converse"])  # the marker wires
+def test_equal_sets_of_cache_positions_are_one_object(name: str) -> None:
+    """Every message's fragment-cache key holds its set of cache positions: equal sets
+    are one shared object, not a new frozenset per marked message per call."""
+    provider = providers.get(name)
+    seen: dict[frozenset[Any], frozenset[Any]] = {}
+    for request in itertools.islice(live_requests("long-session"), 8):
+        frame, per_message = provider._markers(request)
+        for positions in [frame, *per_message.values()]:
+            assert seen.setdefault(positions, positions) is positions
+    assert len(seen) >= 2

@@ -320,6 +320,11 @@ def _is_hex(text: str) -> bool:
     return not text.strip("0123456789abcdef")
 
 
+#: Frames a provider keeps in a pass of verify: the scenario's modes (each its own frame)
+#: and the naive harness's current one.
+_PASS_FRAMES = 8
+
+
 @attrs.frozen
 class _Pass:
     """What one provider's pass over a scenario's calls reads (:func:`_provider_pass`)."""
@@ -357,6 +362,9 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     if not calls:
         return out
     provider = registry.get(name)
+    # One conversation's frames, and the naive harness's current one (it makes a new
+    # frame at every context change: at 2,000 calls, 21 of 70 KB each, if all were kept).
+    provider.frame_limit = _PASS_FRAMES
     checker = BodyChecker(job.label, name, sources=job.sources)
     model = _model(calls, name)
     simulation = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
