@@ -46,6 +46,7 @@ import copy
 import itertools
 import re
 import threading
+from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
@@ -97,6 +98,7 @@ def _marker_set(positions: set[CachePosition]) -> Markers:
     made = frozenset(positions)
     return _MARKER_SETS.setdefault(made, made)
 
+
 #: Drop the fragment cache when it grows beyond this many entries (correctness never
 #: depends on the cache; this only bounds memory of a long-lived instance).
 CACHE_LIMIT = 200_000
@@ -127,8 +129,9 @@ class _Chain:
     #: belong to this request.
     base: list[bytes]
     settled: int
-    #: Bytes up to the end of each ``base`` item.
-    ends: list[int]
+    #: Bytes up to the end of each ``base`` item (an ``array``: 8 bytes each, not an int
+    #: object and a list slot).
+    ends: array[int]
     #: With :attr:`Provider.MERGE_SAME_ROLE`: each message's wire role; else empty.
     roles: list[str]
     #: The fragments of the messages after the settled ones (the last message: its
@@ -389,12 +392,12 @@ class Provider(Transport):
                         last = roles[index - 1] if merge and index else None
                         base[index + 1] = fragment(index, last)[1]
                 if inner:
-                    ends = list(itertools.accumulate(map(len, base)))
+                    ends = array("q", itertools.accumulate(map(len, base)))
             kept = first - in_base
             pending.extend(chain.tail[:kept])
             pending_roles.extend(chain.tail_roles[:kept])
         else:
-            base, ends, roles = [frame.opening], [len(frame.opening)], []
+            base, ends, roles = [frame.opening], array("q", [len(frame.opening)]), []
             in_base = 0
             first = 0
         if len(self._fragments) > CACHE_LIMIT:
