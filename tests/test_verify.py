@@ -280,6 +280,12 @@ def test_a_well_formed_history_passes() -> None:
             "message 'runtime:u1' appears 2 times in the request",
         ),
         (
+            [CTX_A, RT1, RT1, RT1],
+            "user",
+            "u1",
+            "message 'runtime:u1' appears 3 times in the request",
+        ),
+        (
             [CTX_A, RT1],
             "user",
             "u2",

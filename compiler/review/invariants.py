@@ -163,7 +163,7 @@ class HistoryChecker:
         tally = self._tally
         tally.read(messages)
         for mid in sorted(tally.repeated, key=tally.positions.__getitem__):
-            n = tally.counts[mid]
+            n = tally.repeated[mid]
             fail("duplicate", call, f"message {mid!r} appears {n} times in the request")
         if call.kind == "retry":
             original = self.originals.get(call.event)
@@ -202,27 +202,26 @@ class _Tally:
 
     def __init__(self) -> None:
         self.view: Sequence[CanonicalMessage] = ()
-        self.counts: dict[str, int] = {}
         #: id -> its place in the order ids first appear (the order failures are named in)
         self.positions: dict[str, int] = {}
-        self.repeated: set[str] = set()
+        #: id -> its count, for the ids that appear more than once (a map of every id's
+        #: count would be a second entry per message)
+        self.repeated: dict[str, int] = {}
         self.contexts: list[int] = []
 
     def read(self, messages: Sequence[CanonicalMessage]) -> None:
         view, start = self.view, len(self.view)
         if not (isinstance(view, MessageView) and view.shared_with(messages) == start):
-            self.counts, self.positions, self.repeated, self.contexts = {}, {}, set(), []
+            self.positions, self.repeated, self.contexts = {}, {}, []
             start = 0
-        counts, positions, contexts = self.counts, self.positions, self.contexts
+        positions, repeated, contexts = self.positions, self.repeated, self.contexts
         for index in range(start, len(messages)):
             message = messages[index]
             mid = message.id
-            n = counts.get(mid, 0) + 1
-            counts[mid] = n
-            if n == 1:
+            if mid not in positions:
                 positions[mid] = len(positions)
-            elif n == 2:
-                self.repeated.add(mid)
+            else:
+                repeated[mid] = repeated.get(mid, 1) + 1
             if message.kind is MessageKind.REQUEST_CONTEXT:
                 contexts.append(index)
         self.view = messages
