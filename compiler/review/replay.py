@@ -58,6 +58,7 @@ __all__ = [
     "STORE_FILE",
     "Call",
     "divergence",
+    "forget_encodings",
     "fragments_at",
     "history_blocks",
     "history_length",
@@ -310,6 +311,21 @@ def replay_bodies(
     return out
 
 
+def forget_encodings(calls: Sequence[Call]) -> None:
+    """Once their replay is done, drop the parts' encodings of every message ``calls``
+    hold (:meth:`CanonicalMessage.drop_parts_json`): a caller that keeps the calls to
+    serialize them keeps the messages, not what their records were made of. Each history
+    list is read once, through its last call."""
+    seen: set[int] = set()
+    for call in reversed(calls):
+        messages = call.request.messages
+        lineage = messages.lineage() if isinstance(messages, MessageView) else id(messages)
+        if lineage not in seen:
+            seen.add(lineage)
+            for message in messages:
+                message.drop_parts_json()
+
+
 def replay_digests(
     scenario: Scenario,
     providers: Sequence[str],
@@ -323,6 +339,7 @@ def replay_digests(
     after those it shares with the body before (:class:`RunningDigest`), so the work
     per call follows what is new."""
     calls = list(iter_replay(scenario, restart=restart))
+    forget_encodings(calls)
     out = {}
     for name in providers:
         release_freed_memory()

@@ -50,6 +50,7 @@ from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, tool_file_order
 from .replay import (
     Call,
+    forget_encodings,
     fragments_at,
     iter_replay,
     provider_names,
@@ -454,6 +455,7 @@ def verify_scenario(
             if messages[i].kind is MessageKind.REQUEST_CONTEXT
         )
         read = messages
+    forget_encodings(made)
     calls = len(made)
     counter = get_tokenizer(tokenizer)
     tools = tool_file_order(scenario.bundle_root)
