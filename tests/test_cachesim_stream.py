@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from conv_helpers import open_conv, user
+from conv_helpers import REPO, open_conv, user
 from prefixlock import ToolCall, ToolResult
 from prefixlock import providers as registry
 from prefixlock.cache.simulator import Simulation, _Expiries, simulate
@@ -119,3 +119,19 @@ def test_forgetting_expired_entries_gives_their_memory_back() -> None:
     assert list(entries) == list(alive)  # the order they were written in
     assert sys.getsizeof(entries) <= sys.getsizeof(dict(alive)) + sys.getsizeof(_Expiries())
     assert sys.getsizeof(entries.lifetimes) == sys.getsizeof(dict.fromkeys(alive, 5.0))
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai-chat", "openai-responses"])  # implicit
+def test_a_streamed_simulation_keeps_one_copy_of_the_prefix_hashes(name: str) -> None:
+    """The stream makes each body's prefix hashes from the previous body's, and the
+    implicit cache keeps that same object as the chain of its latest call: one copy
+    of the hashes per conversation, not one in the stream and one in the cache."""
+    scenario = load_scenario(REPO / "golden" / "long-session" / "scenario.yaml")
+    calls = list(iter_replay(scenario))
+    provider = registry.get(name)
+    simulation = Simulation(name, model=_model(calls, name))
+    for call in calls:
+        simulation.add_fragments(provider.fragments(call.request).as_body(), None)
+        (seen,) = simulation.implicit_seen.values()
+        assert seen.chain is simulation._stream.packed
+    assert len(seen.chain) > 16 * 50  # long enough to matter

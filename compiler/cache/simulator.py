@@ -680,7 +680,10 @@ class _Stream:
         self.frame_long: list[int] = []
         self.digests = bytearray()  # _HASH bytes per history block
         self.cumulative = array("q")  # tokens of the history up to each of its blocks
-        self.hashes = bytearray()  # _HASH bytes per history block
+        #: The previous body's prefix hashes, the frame's then the history's (_HASH bytes
+        #: per block): the next body's are made from it, and it is also what the cache
+        #: keeps of that call (``_Seen.chain``), so one copy serves both.
+        self.packed = b""
         self.starts = array("q")  # per history item, its first block
         #: (item, the TTL of its mark on the block before it or None, its own blocks
         #: that are breakpoints, those of them that ask for one hour), in item order:
@@ -696,24 +699,25 @@ class _Stream:
         if fresh or not (scan.head_same and scan.trail_same):
             rechain = self._frame(layout.frame(scan.frame)) and not fresh
         self.fresh = False
-        starts, cumulative, digests, hashes = (
-            self.starts,
-            self.cumulative,
-            self.digests,
-            self.hashes,
-        )
+        starts, cumulative, digests = self.starts, self.cumulative, self.digests
         keep = starts[common] if common < len(starts) else len(cumulative)
-        del starts[common:], cumulative[keep:], digests[keep * _HASH :], hashes[keep * _HASH :]
+        del starts[common:], cumulative[keep:], digests[keep * _HASH :]
         marked = self.marked
         while marked and marked[-1][0] >= common:
             marked.pop()
-        state = self.frame_packed[-_HASH:]
+        frame_packed = self.frame_packed
+        state = frame_packed[-_HASH:]
+        hashes = bytearray()  # this body's history prefix hashes after the kept ones
         if rechain:  # the frame's blocks changed: every history prefix hash with them
+            kept: bytes | memoryview = frame_packed
             for index in range(keep):
                 state = _chained(state, bytes(digests[index * _HASH : (index + 1) * _HASH]))
-                hashes[index * _HASH : (index + 1) * _HASH] = state
-        elif keep:
-            state = bytes(hashes[-_HASH:])
+                hashes += state
+        else:  # the frame's hashes and the first `keep` history ones as they were
+            end = len(frame_packed) + keep * _HASH
+            kept = memoryview(self.packed)[:end] if keep else frame_packed
+            if keep:
+                state = self.packed[end - _HASH : end]
         total = cumulative[-1] if cumulative else 0
         count = self.count
         for offset, item in enumerate(scan.items):
@@ -732,9 +736,8 @@ class _Stream:
                 hashes += state
         top = _ttl(scan.frame[_CACHE_CONTROL]) if _CACHE_CONTROL in scan.frame else None
         breakpoints, one_hour = self._breakpoints(top)
-        return _Prompt(
-            self.frame_cumulative, cumulative, self.frame_packed + hashes, breakpoints, one_hour
-        )
+        self.packed = packed = b"".join((kept, hashes))
+        return _Prompt(self.frame_cumulative, cumulative, packed, breakpoints, one_hour)
 
     def _frame(self, blocks: list[Block]) -> bool:
         """Take the frame's blocks; whether their keys changed."""
