@@ -5,6 +5,8 @@ harness's bodies (whose system prompt changes with the context)."""
 
 from __future__ import annotations
 
+import hashlib
+import random
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 from conv_helpers import REPO, open_conv, user
 from prefixlock import ToolCall, ToolResult
 from prefixlock import providers as registry
-from prefixlock.cache.simulator import Simulation, _Expiries, simulate
+from prefixlock.cache.simulator import _HASH, Simulation, _Expiries, _Prompt, _Seen, simulate
 from prefixlock.core import canonical
 from prefixlock.core.errors import CanonicalJSONError
 from prefixlock.providers.frame import BodyFragments
@@ -134,4 +136,74 @@ def test_a_streamed_simulation_keeps_one_copy_of_the_prefix_hashes(name: str) ->
         simulation.add_fragments(provider.fragments(call.request).as_body(), None)
         (seen,) = simulation.implicit_seen.values()
         assert seen.chain is simulation._stream.packed
-    assert len(seen.chain) > 16 * 50  # long enough to matter
+    assert len(seen.chain) > 32 * 30  # long enough to matter
+
+
+def _chain(blocks: list[str]) -> bytes:
+    """Prefix hashes end to end, as a stream packs them (``_HASH`` bytes per block)."""
+    out, state = bytearray(), b""
+    for block in blocks:
+        state = hashlib.blake2b(state + block.encode(), digest_size=_HASH).digest()
+        out += state
+    return bytes(out)
+
+
+def _check_seen(calls: list[tuple[list[str], float, float]]) -> tuple[int, bool]:
+    """Send each (blocks, time, TTL) to a ``_Seen`` and to a map from every prefix sent
+    to its latest expiry, and check that both find the same longest prefix. Returns how
+    many calls found a prefix the call before did not send, and whether a superseded
+    chain was ever kept as a segment."""
+    seen, reference = _Seen(), {}
+    earlier, segmented = 0, False
+    for number, (blocks, now, ttl) in enumerate(calls):
+        prompt = _Prompt(list(range(1, len(blocks) + 1)), (), _chain(blocks), ())
+        found, shared = seen.longest(prompt, now)
+        alive = [i for i in range(len(blocks)) if reference.get(prompt.hash_at(i), -1.0) >= now]
+        assert found == (max(alive) if alive else -1), number
+        earlier += found >= shared
+        seen.sent(prompt, now + ttl, shared, now)
+        segmented = segmented or bool(seen.segments)
+        for i in range(len(blocks)):
+            reference[prompt.hash_at(i)] = now + ttl
+    return earlier, segmented
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_implicit_cache_answers_as_a_map_of_every_prefix_sent(seed: int) -> None:
+    """``_Seen`` (a chain, ``left`` entries and segments of superseded chains) finds
+    exactly what a map from every prefix ever sent to its latest expiry finds, across
+    system prompts that change and come back (a naive harness's context changes, so
+    whole chains are superseded), retries that shorten the history, TTLs of five
+    minutes and an hour, and idle gaps that expire entries."""
+    rng = random.Random(seed)
+    calls = []
+    history: list[str] = []
+    system = "s0"
+    now = 0.0
+    for call in range(400):
+        roll = rng.random()
+        if roll < 0.1:
+            system = f"s{rng.randrange(3)}"  # a context change, often back to an earlier one
+        elif roll < 0.14 and history:
+            del history[rng.randrange(len(history)) :]  # a retry of an earlier projection
+        history.extend(f"b{call}.{i}" for i in range(rng.randrange(4)))
+        now += 4000.0 if rng.random() < 0.02 else rng.choice([1.0, 10.0, 30.0, 120.0, 400.0])
+        calls.append((["tools", system, *history], now, rng.choice([300.0, 3600.0])))
+    earlier, segmented = _check_seen(calls)
+    assert segmented and earlier  # whole chains were superseded, and found again
+
+
+def test_a_chain_superseded_whole_takes_its_prefixes_from_earlier_entries() -> None:
+    """Two prefixes left behind by a retry (an hour's entry), sent again, then
+    superseded with the whole chain (five minutes): the later write is the one that
+    counts, so after five minutes neither is found."""
+    chain = ["tools", "s0", *(f"b{i}" for i in range(70))]
+    calls = [
+        (chain, 0.0, 3600.0),
+        (chain[:-2], 10.0, 300.0),  # a retry: the last two prefixes are left behind
+        (chain, 20.0, 300.0),  # found again, and sent with five minutes
+        (["tools", "s1", *chain[2:]], 30.0, 300.0),  # the whole chain superseded
+        (chain, 1000.0, 300.0),  # back: everything of it expired at 320
+    ]
+    _, segmented = _check_seen(calls)
+    assert segmented

@@ -588,24 +588,40 @@ class _Seen:
     to end) share that call's expiry, and a prefix enters ``left`` with the expiry it
     had when a later call stopped sending it. A prefix hash names the whole prefix, so
     position ``i`` of two chains holds the same hash exactly when their first ``i + 1``
-    blocks are equal."""
+    blocks are equal.
 
-    __slots__ = ("chain", "left", "until")
+    A call that stops sending many prefixes at once (a naive harness's context change
+    rewrites its system prompt, the first block) leaves them as one :class:`_Segment`
+    of the old chain, not one ``left`` entry each. Every prefix has one owner, the
+    latest write: a write takes the positions it sets from the ``left`` entries and
+    older segments that held them."""
+
+    __slots__ = ("chain", "left", "segments", "until")
 
     def __init__(self) -> None:
         self.chain = b""
         self.until = 0.0
         self.left = _Expiries()
+        self.segments: list[_Segment] = []
 
     def longest(self, prompt: _Prompt, now: float) -> tuple[int, int]:
         """(the last block of the longest prefix of ``prompt`` found at ``now``, or -1;
         how many leading prefixes it shares with the latest call)."""
-        shared = common_prefix(self.chain, prompt.packed) // _HASH
+        packed = prompt.packed
+        shared = common_prefix(self.chain, packed) // _HASH
+        best = -1
+        for segment in self.segments:
+            if _alive(segment.until, now):
+                end = min(segment.stop, prompt.count, common_prefix(segment.chain, packed) // _HASH)
+                if end > max(segment.start, shared, best + 1):
+                    best = end - 1
         left = self.left
-        for index in range(prompt.count - 1, shared - 1, -1):
+        for index in range(prompt.count - 1, max(shared, best + 1) - 1, -1):
             until = left.get(prompt.hash_at(index))
             if until is not None and _alive(until, now):
                 return index, shared
+        if best >= 0:
+            return best, shared
         if shared and _alive(self.until, now):
             return shared - 1, shared
         return -1, shared
@@ -613,10 +629,53 @@ class _Seen:
     def sent(self, prompt: _Prompt, until: float, shared: int, now: float) -> None:
         """``prompt`` was sent at ``now``: its prefixes are kept until ``until``."""
         chain, left, before = self.chain, self.left, self.until
-        for index in range(shared, len(chain) // _HASH):
-            left[chain[index * _HASH : (index + 1) * _HASH]] = before
+        stop = len(chain) // _HASH
+        if stop > shared:
+            self._take(chain, shared, stop)
+            if stop - shared >= _SEGMENT_MIN:
+                if left:
+                    for index in range(shared, stop):
+                        left.pop(chain[index * _HASH : (index + 1) * _HASH], None)
+                self.segments.append(_Segment(chain, shared, stop, before))
+            else:
+                for index in range(shared, stop):
+                    left[chain[index * _HASH : (index + 1) * _HASH]] = before
         self.chain, self.until = prompt.packed, until
         left.forget_expired(now)
+        if now != math.inf and any(segment.until < now for segment in self.segments):
+            # Exact, as for ``left``: an entry expired at a finite time is never found.
+            self.segments = [segment for segment in self.segments if segment.until >= now]
+
+    def _take(self, chain: bytes, start: int, stop: int) -> None:
+        """Positions ``start`` .. ``stop`` of ``chain`` are written again: the older
+        segments that hold any of them give those up."""
+        kept: list[_Segment] = []
+        for segment in self.segments:
+            lo = max(start, segment.start)
+            hi = min(stop, segment.stop, common_prefix(segment.chain, chain) // _HASH)
+            if hi <= lo:
+                kept.append(segment)
+                continue
+            if segment.start < lo:
+                kept.append(_Segment(segment.chain, segment.start, lo, segment.until))
+            if hi < segment.stop:
+                kept.append(_Segment(segment.chain, hi, segment.stop, segment.until))
+        self.segments = kept
+
+
+#: A call that stops sending at least this many of the latest call's prefixes leaves
+#: them as one :class:`_Segment` (below it, one ``left`` entry each).
+_SEGMENT_MIN = 64
+
+
+@attrs.frozen
+class _Segment:
+    """Positions ``start`` .. ``stop - 1`` of an earlier chain, kept until ``until``."""
+
+    chain: bytes
+    start: int
+    stop: int
+    until: float
 
 
 class _Expiries(dict[bytes, float]):
