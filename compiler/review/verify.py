@@ -321,9 +321,12 @@ def _is_hex(text: str) -> bool:
     return not text.strip("0123456789abcdef")
 
 
-#: Frames a provider keeps in a pass of verify: the scenario's modes (each its own frame)
-#: and the naive harness's current one.
-_PASS_FRAMES = 8
+#: Frames a provider keeps in a pass of verify: the current mode's, the naive harness's
+#: current one, and two more. A mode used again after its frame was dropped makes the
+#: frame again, and its chain starts from the fragment cache (one slower call, the same
+#: bytes); each frame kept holds its encoded head, the parsed tool schemas and, for the
+#: naive harness, its whole system prompt (about 90 KB at 2,000 calls).
+_PASS_FRAMES = 4
 
 
 @attrs.frozen
