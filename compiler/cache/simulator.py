@@ -766,17 +766,15 @@ class _Stream:
             marked.pop()
         frame_packed = self.frame_packed
         state = frame_packed[-_HASH:]
-        hashes = bytearray()  # this body's history prefix hashes after the kept ones
+        kept: bytes | memoryview = frame_packed
+        hashes = bytearray()  # this body's history prefix hashes after those in `kept`
         if rechain:  # the frame's blocks changed: every history prefix hash with them
-            kept: bytes | memoryview = frame_packed
             for index in range(keep):
                 state = _chained(state, bytes(digests[index * _HASH : (index + 1) * _HASH]))
                 hashes += state
-        else:  # the frame's hashes and the first `keep` history ones as they were
+        elif keep:  # the frame's hashes and the first `keep` history ones as they were
             end = len(frame_packed) + keep * _HASH
-            kept = memoryview(self.packed)[:end] if keep else frame_packed
-            if keep:
-                state = self.packed[end - _HASH : end]
+            kept, state = memoryview(self.packed)[:end], self.packed[end - _HASH : end]
         total = cumulative[-1] if cumulative else 0
         count = self.count
         for offset, item in enumerate(scan.items):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -295,7 +296,7 @@ class _DigestCheck:
         self._count = len(expected)
         self._seen = 0
         #: False from the first digest that differs (or if one is not 64 hex digits)
-        self.same = all(len(digest) == _HEX and _is_hex(digest) for digest in expected)
+        self.same = all(_DIGEST_HEX.fullmatch(digest) for digest in expected)
         self._expected = b"".join(map(bytes.fromhex, expected)) if self.same else b""
 
     def add(self, digest: str) -> None:
@@ -312,13 +313,10 @@ class _DigestCheck:
         return self.same and self._seen == self._count
 
 
-#: Hex digits of a SHA-256 digest, and its bytes.
-_HEX, _SIZE = 64, 32
-
-
-def _is_hex(text: str) -> bool:
-    """Only the digits ``0-9a-f`` (``bytes.fromhex`` also takes spaces and capitals)."""
-    return not text.strip("0123456789abcdef")
+#: A SHA-256 digest as ``replay --digests`` writes it (``bytes.fromhex`` alone would also
+#: take spaces and capitals), and its size in bytes.
+_DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
+_SIZE = 32
 
 
 #: Frames a provider keeps in a pass of verify: the current mode's, the naive harness's
@@ -366,8 +364,6 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     if not calls:
         return out
     provider = registry.get(name)
-    # One conversation's frames, and the naive harness's current one (it makes a new
-    # frame at every context change: at 2,000 calls, 21 of 70 KB each, if all were kept).
     provider.frame_limit = _PASS_FRAMES
     checker = BodyChecker(job.label, name, sources=job.sources)
     model = _model(calls, name)
