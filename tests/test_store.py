@@ -126,6 +126,25 @@ def test_duplicate_event_id_is_refused(store: Store) -> None:
     assert verify(store, "d") == ["e1"]
 
 
+def test_refused_append_leaves_the_head_where_it_was(store: Store) -> None:
+    # A refused append (a taken event id, a wrong seq) moves nothing: the head, its
+    # digest and the rows are as before, and the right next record then goes in.
+    records = fill(store, "c", 2)
+    head = canonical.sha256_hex(records[1])
+    again = make_record(3, "e1").encode("c", head)
+    with pytest.raises(CheckpointRaceError) as info:
+        store.append("c", 3, "e1", again)
+    assert str(info.value).startswith("conversation 'c': event 'e1' is already stored")
+    with pytest.raises(CheckpointRaceError) as info:
+        store.append("c", 4, "e4", make_record(4, "e4").encode("c", head))
+    assert str(info.value) == "conversation 'c': seq 4 does not follow the head 2 (expected 3)"
+    stored = store.load("c")
+    assert stored is not None and stored.head == head and len(stored.records) == 2
+    third = make_record(3, "e3").encode("c", head)
+    assert store.append("c", 3, "e3", third).seq == 3
+    assert verify(store, "c") == ["e1", "e2", "e3"]
+
+
 def test_append_without_root_is_an_error_not_a_race(store: Store) -> None:
     with pytest.raises(CheckpointError, match="has no root") as info:
         store.append("ghost", 1, "e1", b"{}")
@@ -434,6 +453,23 @@ def test_sqlite_deleted_tail_row_is_truncation(tmp_path: Path) -> None:
         with pytest.raises(CheckpointError, match="truncated"):
             s.load("c", after=4)
         assert len(s.integrity_check()) == 1
+
+
+def test_sqlite_append_to_a_root_without_head_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as s:
+        records = fill(s, "c", 1)
+    conn = raw(path)
+    conn.execute("DELETE FROM heads WHERE conversation = 'c'")
+    conn.close()
+    with SQLiteStore(path) as s:
+        record = make_record(2, "e2").encode("c", canonical.sha256_hex(records[0]))
+        with pytest.raises(CheckpointError) as info:
+            s.append("c", 2, "e2", record)
+        assert str(info.value) == "conversation 'c': the store has its root but no head"
+        assert not isinstance(info.value, CheckpointRaceError)
+        assert s._conn is not None
+        assert s._conn.execute("SELECT count(*) FROM records").fetchone()[0] == 1
 
 
 def test_sqlite_head_past_last_row_is_truncation(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ is refused rather than written into)::
 transaction as the record, so a deleted tail row or a head pointing past the last row is
 detected as truncation.
 
-Concurrency: every ``append`` is one ``BEGIN IMMEDIATE`` transaction that checks
-``seq == head + 1`` and the event id, inserts the record and moves the head. Two writers
+Concurrency: every ``append`` is one ``BEGIN IMMEDIATE`` transaction that moves the head
+from ``seq - 1`` to ``seq`` (nothing matches unless ``seq == head + 1``) and inserts the
+record (the keys refuse a taken seq or event id); a refusal rolls both back. Two writers
 (threads, processes) racing on one conversation cannot both append the same seq or the
 same event id; the loser gets :class:`~prefixlock.core.errors.CheckpointRaceError` and nothing of
 its attempt is visible. Reads run in one (deferred) transaction, so a reader sees a
@@ -298,24 +299,22 @@ class SQLiteStore:
         where = f"conversation {conversation_id!r}"
 
         def work(conn: sqlite3.Connection) -> None:
-            row = conn.execute(
-                "SELECT seq FROM heads WHERE conversation = ?", (conversation_id,)
-            ).fetchone()
-            if row is None:
-                if self._has_root(conn, conversation_id):
-                    raise CheckpointError(f"{where}: the store has its root but no head")
-                raise CheckpointError(f"{where} has no root")
-            head: int = row[0]
-            if seq != head + 1:
-                raise seq_conflict(conversation_id, seq, head)
-            taken = conn.execute(
-                "SELECT seq FROM records WHERE conversation = ? AND event_id = ?",
-                (conversation_id, event_id),
-            ).fetchone()
-            if taken is not None:
-                raise CheckpointRaceError(
-                    f"{where}: event {event_id!r} is already stored (record {taken[0]})"
-                )
+            # Two statements on the way that succeeds: the head moves only from seq - 1
+            # (else nothing matched), and the insert fails on a taken seq or event id.
+            # Only a refusal reads more, to say why; the transaction then rolls back.
+            moved = conn.execute(
+                "UPDATE heads SET seq = ?, digest = ? WHERE conversation = ? AND seq = ?",
+                (seq, digest, conversation_id, seq - 1),
+            ).rowcount
+            if moved != 1:
+                row = conn.execute(
+                    "SELECT seq FROM heads WHERE conversation = ?", (conversation_id,)
+                ).fetchone()
+                if row is None:
+                    if self._has_root(conn, conversation_id):
+                        raise CheckpointError(f"{where}: the store has its root but no head")
+                    raise CheckpointError(f"{where} has no root")
+                raise seq_conflict(conversation_id, seq, row[0])
             try:
                 conn.execute(
                     "INSERT INTO records (conversation, seq, event_id, body, digest) "
@@ -323,16 +322,18 @@ class SQLiteStore:
                     (conversation_id, seq, event_id, data, digest),
                 )
             except sqlite3.IntegrityError as err:
-                # The checks above make this unreachable unless the head lags the rows.
+                taken = conn.execute(
+                    "SELECT seq FROM records WHERE conversation = ? AND event_id = ?",
+                    (conversation_id, event_id),
+                ).fetchone()
+                if taken is not None:
+                    raise CheckpointRaceError(
+                        f"{where}: event {event_id!r} is already stored (record {taken[0]})"
+                    ) from None
+                # A row at seq itself: the head lags the rows (a damaged store).
                 raise CheckpointRaceError(
                     f"{where}: record {seq} / event {event_id!r} is already stored ({err})"
                 ) from None
-            moved = conn.execute(
-                "UPDATE heads SET seq = ?, digest = ? WHERE conversation = ? AND seq = ?",
-                (seq, digest, conversation_id, head),
-            ).rowcount
-            if moved != 1:
-                raise CheckpointRaceError(f"{where}: the head moved during append of {seq}")
 
         self._run("IMMEDIATE", f"appending record {seq} to {where}", work)
         return Head(seq, digest)
