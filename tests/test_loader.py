@@ -769,3 +769,16 @@ def test_a_file_with_aliases_or_merge_keys_is_loaded_whole(text: str) -> None:
     except SpecErrors as err:
         found = [str(e) for e in err.errors]
     assert found == _loaded(text, stream=False)
+
+
+def test_a_text_repeated_in_a_file_is_one_object() -> None:
+    """A long file repeats its keys, tool names and paths: each text is built once and
+    every value that holds it holds that object (the same value, less memory)."""
+    document = load_yaml_text(
+        "calls:\n- {name: read_file, path: src/a.py}\n- {name: read_file, path: 'src/a.py'}\n",
+        "x.yaml",
+    )
+    first, second = document.value["calls"]
+    assert first == second == {"name": "read_file", "path": "src/a.py"}
+    assert first["name"] is second["name"] and first["path"] is second["path"]
+    assert next(iter(first)) is next(iter(second))

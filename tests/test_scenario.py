@@ -126,6 +126,20 @@ def test_every_step_kind_loads(here: Path) -> None:
     assert scenario.delivered_by("b1") == 4
 
 
+def test_the_requests_of_a_scenario_share_their_context_texts(here: Path) -> None:
+    """Every user step sends the base's context: the requests hold one text of it."""
+    path = write(
+        HEAD
+        + "base:\n  mode: agent\n  context: {git: {branch: main, dirty: false, head: abc}}\n"
+        + "steps:\n- user: {event: u1, query: one}\n- assistant: {text: ok}\n"
+        + "- user: {event: u2, query: two}\n"
+    )
+    first, second = (s.request for s in load_scenario(path).steps if isinstance(s, UserStep))
+    assert first.context == second.context == '{"git":{"branch":"main","dirty":false,"head":"abc"}}'
+    assert first.context is second.context
+    assert first.open_files is second.open_files
+
+
 def test_automatic_compaction_is_part_of_the_request(here: Path) -> None:
     scenario = load_scenario(
         write(HEAD + "steps:\n  - user: {event: u1, query: q, compact: {summary: S}}\n")

@@ -191,6 +191,10 @@ def test_digest_check_is_equality_with_the_other_replays_list() -> None:
         (["g" * 64], ["g" * 64], False),  # 64 characters, not hex digits
         (["A" * 64], ["A" * 64], False),  # not as a digest is written (lower case)
         (["a " * 32], ["a " * 32], False),  # bytes.fromhex would take it
+        ([a], ["A" * 64], False),  # a made digest is held to the same pattern
+        ([a + b], [a, b], False),  # the joined text of the right digests, as one
+        ([a, b], [a + b], False),
+        ([a, a, b], [a, b, a], False),
     ]:
         check = _DigestCheck(expected)
         for digest in made:

@@ -44,6 +44,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
 from ..core.names import hint
 from ..runtime.request import AgentRunRequest
@@ -209,6 +211,7 @@ class _Loader:
         # document) in a cycle, freed only by the next full collection, not on return.
         self.fail: Fail = _failing(doc, errors)
         self.walk = Walk(self.fail)
+        self.texts: dict[str, str] = {}  # the requests' JSON texts, each kept once
 
     def steps(self) -> list[Step]:
         raw = self.value.get("steps")
@@ -288,7 +291,15 @@ class _Loader:
         if kind == "user":
             self.check_mode(request, given, body)
             self.check_subagent_tools(given, body)
-        return request
+        # The steps of a long scenario mostly send the base's context: one text each.
+        texts = self.texts
+        return attrs.evolve(
+            request,
+            selected_context=texts.setdefault(request.selected_context, request.selected_context),
+            open_files=texts.setdefault(request.open_files, request.open_files),
+            action_context=texts.setdefault(request.action_context, request.action_context),
+            context=texts.setdefault(request.context, request.context),
+        )
 
     def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
         if self.bundle is None or request.mode is None:

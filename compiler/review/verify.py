@@ -24,6 +24,7 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -289,34 +290,43 @@ class _Elsewhere:
 
 class _DigestCheck:
     """Whether the body digests made call by call (:meth:`add`) are exactly the list
-    another replay made, without keeping them; that list is kept as one ``bytes`` of
-    the raw digests (32 bytes a call, not a 64-character string)."""
+    another replay made, keeping neither list: each list is one SHA-256 of its digests
+    in order (every digest 64 lower-case hex digits, so the joined text splits one way
+    only) and a count. Equal hashes of different lists would be a SHA-256 collision."""
 
     def __init__(self, expected: Sequence[str]) -> None:
         self._count = len(expected)
         self._seen = 0
-        #: False from the first digest that differs (or if one is not 64 hex digits)
-        self.same = all(_DIGEST_HEX.fullmatch(digest) for digest in expected)
-        self._expected = b"".join(map(bytes.fromhex, expected)) if self.same else b""
+        #: False once a digest is not 64 lower-case hex digits (in either list)
+        self.well_formed = all(_DIGEST_HEX.fullmatch(digest) for digest in expected)
+        self._expected = _joined_hash(expected) if self.well_formed else b""
+        self._made = hashlib.sha256()
 
     def add(self, digest: str) -> None:
-        index, self._seen = self._seen, self._seen + 1
-        if self.same:
-            at = index * _SIZE
-            self.same = index < self._count and self._expected[at : at + _SIZE] == bytes.fromhex(
-                digest
-            )
+        self._seen += 1
+        if self.well_formed:
+            if _DIGEST_HEX.fullmatch(digest):
+                self._made.update(digest.encode("ascii"))
+            else:
+                self.well_formed = False
 
     @property
     def equal(self) -> bool:
         """Every digest equal, and as many."""
-        return self.same and self._seen == self._count
+        return (
+            self.well_formed and self._seen == self._count and self._made.digest() == self._expected
+        )
 
 
-#: A SHA-256 digest as ``replay --digests`` writes it (``bytes.fromhex`` alone would also
-#: take spaces and capitals), and its size in bytes.
+def _joined_hash(digests: Sequence[str]) -> bytes:
+    state = hashlib.sha256()
+    for digest in digests:
+        state.update(digest.encode("ascii"))
+    return state.digest()
+
+
+#: A SHA-256 digest as ``replay --digests`` writes it.
 _DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
-_SIZE = 32
 
 
 #: Frames a provider keeps in a pass of verify: the current mode's, the naive harness's
@@ -455,6 +465,8 @@ def verify_scenario(
         )
         read = messages
     forget_encodings(made)
+    failures = history.failures
+    del history, events, read  # the passes read none of them: not kept while they run
     calls = len(made)
     counter = get_tokenizer(tokenizer)
     tools = tool_file_order(scenario.bundle_root)
@@ -469,7 +481,6 @@ def verify_scenario(
             [restarted[name], *([seeded[name]] if seeded else [])],
         )
     del made
-    failures = history.failures
     slow: dict[str, list[bytes]] | None = None
     rows = []
     for name in names:

@@ -656,6 +656,9 @@ class _Builder:
         self.outer_alias: _AliasNode | None = None
         self.active: set[int] = set()  # collections being built (recursive aliases)
         self.depth = 0
+        #: Every string built so far, as itself: a long file repeats its keys, tool names
+        #: and paths thousands of times, and a value keeps one object per text.
+        self.strings: dict[str, str] = {}
 
     def where(self, node: Node) -> Location:
         return _where(self.file, node.start_mark)
@@ -803,7 +806,7 @@ class _Builder:
                 code = int.from_bytes(err.object[err.start : err.start + 2], "little")
                 self.error(node, parts, f"string contains a lone surrogate U+{code:04X}")
                 return None
-        return text
+        return self.strings.setdefault(text, text)
 
     def integer(self, node: Node, parts: tuple[str | int, ...], text: str) -> int | None:
         if len(text) > _MAX_INT_TEXT:
