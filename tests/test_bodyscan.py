@@ -46,6 +46,9 @@ def test_common_prefix_is_the_bytewise_one() -> None:
         body_a, body_b = _split(a, rng) if a else Body.of(a), _split(b, rng) if b else Body.of(b)
         assert common_body_prefix(body_a, body_b) == _naive_prefix(a, b)
         assert body_a.tail(start) == a[start:]
+        after = body_a.after(start)
+        assert after.join() == a[start:] and after.size == len(a) - start
+        assert after.parts[1:] == body_a.parts[len(body_a.parts) - len(after.parts) + 1 :]
 
 
 def test_shared_fragments_compares_values_not_identity() -> None:
@@ -177,3 +180,37 @@ def test_a_long_rescan_holds_one_item_at_a_time() -> None:
     # Decoded, this history takes about 10x the body's bytes; the scan's own peak stays
     # within the body's tail as bytes and as text and the items' offsets.
     assert peak < len(second) * 2.5, (peak, len(second))
+
+
+def test_a_changed_head_is_read_from_the_first_fragment_alone() -> None:
+    """A provider's body is its frame opening (the whole head), one fragment per item,
+    the closing. When the head changes (a mode's tools), the scan reads the head from
+    the first fragment and compares the histories fragment by fragment: it joins
+    neither body, so its memory follows the head and the number of items (their
+    offsets), not the bytes of the conversation."""
+    import tracemalloc
+
+    items = [canonical.dumpb({"role": "user", "content": f"w{i}" * 100}) for i in range(800)]
+    fragments = [item if i == 0 else b"," + item for i, item in enumerate(items)]
+
+    def body(tools: str) -> Body:
+        opening = canonical.dumpb(canonical.Ordered([("model", "m"), ("tools", tools)]))
+        parts = (opening[:-1] + b',"messages":[', *fragments, b'],"end":1}')
+        return Body(parts, sum(map(len, parts)))
+
+    first, second = body("a"), body("bb")
+    expected = _scan_all([first.join(), second.join()])[1]
+    scanner = HistoryScanner("messages")
+    assert scanner.scan(first) is not None
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        scan = scanner.scan(second)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert scan is not None and expected is not None
+    assert (scan.head_same, scan.common, scan.count) == (False, 800, 800)
+    assert scan.frame == {"model": "m", "tools": "bb", "end": 1} == expected.frame
+    assert list(scan.items) == list(expected.items) and scan.common == expected.common
+    assert peak < second.size // 8, (peak, second.size)  # joining: over twice the size

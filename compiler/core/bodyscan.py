@@ -29,7 +29,7 @@ import attrs
 
 from . import canonical
 from .errors import CanonicalJSONError
-from .fragments import Body, common_body_prefix, common_prefix
+from .fragments import Body, common_body_prefix
 
 __all__ = ["LAZY_TEXT", "HistoryScanner", "Scan"]
 
@@ -196,10 +196,11 @@ class HistoryScanner:
                 start, head, head_same = previous.start, previous.head, True
                 relative = common_bytes - start
             else:  # the head changed: read it again, compare the histories where they start
-                data = body.join()
-                head, start = self._head(data)
+                head, start, data = self._head_of(body)
                 head_same = False
-                relative = common_prefix(previous.body.tail(previous.start), data, 0, start)
+                relative = common_body_prefix(
+                    previous.body.after(previous.start), body.after(start)
+                )
             common = bisect_right(previous.ends, relative)
             old = len(previous.offsets)
             begin = previous.offsets[common] if common < old else previous.close
@@ -265,6 +266,22 @@ class HistoryScanner:
             old_start=previous.start + begin if previous is not None else 0,
             old_count=old - common,
         )
+
+    def _head_of(self, body: Body) -> tuple[dict[str, Any], int, bytes | None]:
+        """:meth:`_head` of ``body`` read from its first fragment (a provider's frame
+        opening holds the whole head), else from the joined body, which is then returned
+        too. A head read from a prefix of the body is the head read from the body: every
+        member is followed by a delimiter and the list by ``[``, so a value cut short by
+        the end of the fragment refuses, and only then is the body joined."""
+        if len(body.parts) > 1:
+            try:
+                head, start = self._head(body.parts[0])
+                return head, start, None
+            except (_Shape, ValueError):
+                pass
+        data = body.join()
+        head, start = self._head(data)
+        return head, start, data
 
     def _head(self, data: bytes) -> tuple[dict[str, Any], int]:
         """The members before the history list, and the byte offset of its first item."""

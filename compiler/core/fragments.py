@@ -61,6 +61,20 @@ class Body:
             begin -= len(parts[index])
         return b"".join(parts[index:])[start - begin :]
 
+    def after(self, start: int) -> Body:
+        """The bytes from offset ``start`` to the end as a body of the same fragments,
+        the first of them cut (the work follows the number of fragments, nothing is
+        joined)."""
+        if start <= 0:
+            return self
+        parts, begin = self.parts, 0
+        for index, part in enumerate(parts):
+            end = begin + len(part)
+            if end > start:
+                return Body((part[start - begin :], *parts[index + 1 :]), self.size - start)
+            begin = end
+        return Body((), 0)
+
 
 def common_prefix(a: bytes, b: bytes, a_start: int = 0, b_start: int = 0) -> int:
     """The length of the longest common prefix of ``a[a_start:]`` and ``b[b_start:]``.
@@ -121,7 +135,32 @@ def common_body_prefix(a: Body, b: Body, shared: int | None = None) -> int:
     if shared == len(a.parts) == len(b.parts):
         return a.size
     base = a.size - sum(map(len, a.parts[shared:]))
-    return base + common_prefix(a.tail(base), b.tail(base))
+    return base + _common_after(a.parts, b.parts, shared)
+
+
+def _common_after(a: tuple[bytes, ...], b: tuple[bytes, ...], first: int) -> int:
+    """The common byte prefix of ``a[first:]`` and ``b[first:]`` joined, without joining
+    them: fragment against fragment, each step comparing what both have left of their
+    current one (the boundaries may fall in different places), up to the first byte
+    that differs. A changed head (the first fragment) costs a comparison of the heads,
+    not two copies of both bodies."""
+    found = 0
+    i = j = first
+    at_a = at_b = 0  # how far into a[i] and b[j]
+    while i < len(a) and j < len(b):
+        x, y = a[i], b[j]
+        step = min(len(x) - at_a, len(y) - at_b)
+        same = common_prefix(x, y, at_a, at_b)
+        found += same
+        if same < step:
+            return found
+        at_a += step
+        at_b += step
+        if at_a == len(x):
+            i, at_a = i + 1, 0
+        if at_b == len(y):
+            j, at_b = j + 1, 0
+    return found
 
 
 class RunningDigest:
