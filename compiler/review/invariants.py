@@ -416,7 +416,10 @@ class BodyChecker:
         #: call numbers whose bodies a later retry must repeat
         self.keep = set(self.retries.values())
         self._kept: dict[int, Body] = {}
-        self._previous: tuple[int, Body, int] | None = None
+        #: the previous call's number, body, epoch and (members, frame) if it scanned
+        self._previous: (
+            tuple[int, Body, int, tuple[tuple[str, ...], Mapping[str, Any]] | None] | None
+        ) = None
         self._scanner = HistoryScanner(self.wire.MESSAGES_KEY)
 
     def add(self, body: bytes | Body | Iterable[bytes], epoch: int = 0) -> None:
@@ -451,12 +454,14 @@ class BodyChecker:
                 )
             return
         previous = self._previous
-        self._previous = (number, body, epoch)
         scan = self._scanner.scan(body)
+        frame = None if scan is None else (scan.members, scan.frame)
+        self._previous = (number, body, epoch, frame)
         if previous is None:
             return
-        prev_number, prev_body, prev_epoch = previous
-        if scan is not None and scan.old_body is prev_body:
+        prev_number, prev_body, prev_epoch, prev_frame = previous
+        scanned = scan is not None and scan.old_body is prev_body
+        if scan is not None and scanned:
             if scan.common_bytes == prev_body.size == body.size:
                 return  # the same bytes
             frame_same = scan.head_same and scan.trail_same
@@ -467,6 +472,11 @@ class BodyChecker:
         if epoch == prev_epoch:
             if scan is not None and frame_same:
                 if self._items_append(scan):
+                    return
+            elif scan is not None and scanned and prev_frame is not None:
+                # Another frame (a mode's tools, a moved marker): what the whole bodies
+                # would show, from the two frames and the items the scan read.
+                if self._frame_alike(prev_frame, scan) and self._items_append(scan):
                     return
             elif self._tail_append(self._stripped(prev_body.join()), self._stripped(body.join())):
                 return
@@ -500,6 +510,14 @@ class BodyChecker:
         new = strip({key: list(scan.items)})[key]
         # nothing before, or every earlier item unchanged: something must be added
         return _history_appended(old, new)
+
+    def _frame_alike(self, before: tuple[tuple[str, ...], Mapping[str, Any]], scan: Scan) -> bool:
+        """:meth:`_tail_append`'s test of the members around the history: the same
+        members in the same order, each equal once its markers are stripped (every
+        wire strips a member by itself)."""
+        members, frame = before
+        strip = self.wire.strip_cache_markers
+        return members == scan.members and strip(frame) == strip(scan.frame)
 
     def _tail_append(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         key = self.wire.MESSAGES_KEY
