@@ -33,10 +33,13 @@ from .fragments import Body, common_body_prefix
 
 __all__ = ["LAZY_TEXT", "HistoryScanner", "Scan"]
 
-#: Characters of history text from which a scan keeps where the items are instead of
-#: the items (:class:`_Lazy`): a rewritten history (a naive harness's system prompt
-#: is its first item) is read item by item, not held whole.
+#: Bytes of history from which a scan keeps where the items are instead of the items
+#: (:class:`_Lazy`): a rewritten history (a naive harness's system prompt is its first
+#: item) is read item by item, not held whole, and decoded :data:`_WINDOW` bytes at a
+#: time, not as one text beside its bytes.
 LAZY_TEXT = 1 << 16
+#: Bytes of a long history decoded at a time.
+_WINDOW = 1 << 16
 
 
 class _Shape(Exception):
@@ -62,12 +65,13 @@ def _byte_offsets(text: str, offsets: Sequence[int]) -> list[int]:
 
 
 class _Lazy(Sequence[Any]):
-    """History items decoded from ``text`` at ``starts`` each time they are read."""
+    """History items decoded from the UTF-8 bytes ``data`` each time they are read:
+    item ``i`` is ``data[starts[i]:stops[i]]``."""
 
-    __slots__ = ("_starts", "_text")
+    __slots__ = ("_data", "_starts", "_stops")
 
-    def __init__(self, text: str, starts: Sequence[int]) -> None:
-        self._text, self._starts = text, array("q", starts)
+    def __init__(self, data: bytes, starts: Sequence[int], stops: Sequence[int]) -> None:
+        self._data, self._starts, self._stops = data, array("q", starts), array("q", stops)
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -79,12 +83,13 @@ class _Lazy(Sequence[Any]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return canonical.decoder().raw_decode(self._text, self._starts[index])[0]
+        text = _text(self._data[self._starts[index] : self._stops[index]])
+        return canonical.decoder().raw_decode(text)[0]
 
     def __iter__(self) -> Iterator[Any]:
-        decode, text = canonical.decoder().raw_decode, self._text
-        for start in self._starts:
-            yield decode(text, start)[0]
+        decode, data = canonical.decoder().raw_decode, self._data
+        for start, stop in zip(self._starts, self._stops, strict=True):
+            yield decode(_text(data[start:stop]))[0]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _Lazy | tuple | list):
@@ -210,27 +215,39 @@ class HistoryScanner:
             head, start = self._head(data)
             head_same = False
         at = start + begin
-        text = _text(data[at:] if data is not None else body.tail(at))
-        lazy = len(text) > LAZY_TEXT
-        items, starts, ends, close = self._items(text, 0 < common < old, keep=not lazy)
+        raw = data[at:] if data is not None else body.tail(at)
+        after_comma = 0 < common < old
+        found: Sequence[Any]
+        if len(raw) > LAZY_TEXT:  # decoded a window at a time, each item when read
+            last_item, starts, ends, close_at = self._items_windowed(raw, after_comma)
+            found = _Lazy(raw, starts, [end - 1 for end in ends]) if starts else ()
+            items = [last_item] if starts else []
+            tail = _text(raw[close_at:])
+        else:
+            text = _text(raw)
+            items, starts, ends, close = self._items(text, after_comma)
+            found = tuple(items)
+            starts, ends = _byte_offsets(text, starts), _byte_offsets(text, ends)
+            (close_at,) = _byte_offsets(text, [close])
+            tail = text[close:]
+        del raw
         trail: dict[str, Any] = {}
-        position = close + 1
-        while not text.startswith("}", position):
-            if not text.startswith(',"', position):
+        position = 1  # after the list's "]"
+        while not tail.startswith("}", position):
+            if not tail.startswith(',"', position):
                 raise _Shape
-            key, position = decode(text, position + 1)
-            if not text.startswith(":", position):
+            key, position = decode(tail, position + 1)
+            if not tail.startswith(":", position):
                 raise _Shape
-            value, position = decode(text, position + 1)
+            value, position = decode(tail, position + 1)
             if key == self.key or key in head or key in trail:
                 raise _Shape  # a duplicate member: canonical.loads refuses the body
             trail[key] = value
-        if position + 1 != len(text):
+        if position + 1 != len(tail):
             raise _Shape
-        trail_text = text[close + 1 :]
-        offsets = [begin + o for o in _byte_offsets(text, starts)]
-        delimited = [begin + o for o in _byte_offsets(text, ends)]
-        (close_at,) = _byte_offsets(text, [close])
+        trail_text = tail[1:]
+        offsets = [begin + o for o in starts]
+        delimited = [begin + o for o in ends]
         count = common + len(starts)
         if items:
             last = items[-1]
@@ -259,7 +276,7 @@ class HistoryScanner:
             trail_same=previous is not None and trail_text == previous.trail_text,
             common=common,
             count=count,
-            items=_Lazy(text, starts) if lazy and starts else tuple(items),
+            items=found,
             common_bytes=common_bytes,
             last=last,
             old_body=previous.body if previous is not None else None,
@@ -307,12 +324,62 @@ class HistoryScanner:
                 raise _Shape  # "}": no history list
             position += 1
 
-    def _items(
-        self, text: str, after_comma: bool, *, keep: bool = True
-    ) -> tuple[list[Any], list[int], list[int], int]:
-        """The history items from the start of ``text`` to the list's ``]``: the items
-        (not ``keep``: the last only), where each starts and where the delimiter after
-        it ends, and where ``]`` is."""
+    def _items_windowed(
+        self, raw: bytes, after_comma: bool
+    ) -> tuple[Any, list[int], list[int], int]:
+        """:meth:`_items` of the UTF-8 bytes ``raw``, decoded a window of
+        :data:`_WINDOW` bytes at a time (more for an item longer than that), never whole:
+        the last item, and the byte offsets of each item's start, of the end of the
+        delimiter after it, and of the list's ``]``. An item that runs to the end of a
+        window (it may be cut short there) is read again from the next one."""
+        decode = self._decoder.raw_decode
+        starts: list[int] = []
+        ends: list[int] = []
+        last: Any = None
+        if not after_comma and raw.startswith(b"]"):
+            return last, starts, ends, 0
+        base, size = 0, _WINDOW
+        while True:
+            cut = min(len(raw), base + size)
+            while cut < len(raw) and raw[cut] & 0xC0 == 0x80:
+                cut -= 1  # not inside a character
+            text = _text(raw[base:cut])
+            whole = cut == len(raw)
+            found: list[int] = []  # character offsets in this window: start, end, ...
+            position = 0
+            closed = False
+            while True:
+                try:
+                    value, after = decode(text, position)
+                except ValueError:
+                    if whole:
+                        raise
+                    break
+                if after >= len(text):
+                    if whole:
+                        raise _Shape  # the list does not close
+                    break
+                delimiter = text[after]
+                if delimiter not in ",]":
+                    raise _Shape
+                found += (position, after + 1)
+                last, position = value, after + 1
+                if delimiter == "]":
+                    closed = True
+                    break
+            marks = _byte_offsets(text, [*found, position])  # position: where reading stopped
+            starts += (base + b for b in marks[0:-1:2])
+            ends += (base + b for b in marks[1:-1:2])
+            if closed:
+                return last, starts, ends, base + marks[-1] - 1  # "]" is one byte
+            moved = base + marks[-1]
+            if moved == base:
+                size *= 2  # one item longer than the window
+            base = moved
+
+    def _items(self, text: str, after_comma: bool) -> tuple[list[Any], list[int], list[int], int]:
+        """The history items from the start of ``text`` to the list's ``]``: the items,
+        where each starts and where the delimiter after it ends, and where ``]`` is."""
         decode = self._decoder.raw_decode
         items: list[Any] = []
         starts: list[int] = []
@@ -323,9 +390,7 @@ class HistoryScanner:
         while True:
             starts.append(position)
             value, position = decode(text, position)
-            if keep or not text.startswith(",", position):
-                items.append(value)
-            del value
+            items.append(value)
             if text.startswith(",", position):
                 position += 1
                 ends.append(position)

@@ -59,7 +59,9 @@ class Body:
         while begin > start:
             index -= 1
             begin -= len(parts[index])
-        return b"".join(parts[index:])[start - begin :]
+        if begin == start:
+            return b"".join(parts[index:])
+        return b"".join((parts[index][start - begin :], *parts[index + 1 :]))  # one copy
 
     def after(self, start: int) -> Body:
         """The bytes from offset ``start`` to the end as a body of the same fragments,
