@@ -123,7 +123,7 @@ class Scan:
     #: History items in this body.
     count: int
     #: This body's history items from ``common`` on, parsed (a tuple; past
-    #: :data:`LAZY_TEXT` characters of them, a sequence that decodes each item as it is
+    #: :data:`LAZY_TEXT` bytes of them, a sequence that decodes each item as it is
     #: read, so that a long rewritten history is never held whole).
     items: Sequence[Any]
     #: Longest common byte prefix with the previous body (0 without one).

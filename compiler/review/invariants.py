@@ -460,23 +460,23 @@ class BodyChecker:
         if previous is None:
             return
         prev_number, prev_body, prev_epoch, prev_frame = previous
-        scanned = scan is not None and scan.old_body is prev_body
-        if scan is not None and scanned:
-            if scan.common_bytes == prev_body.size == body.size:
+        scanned = scan if scan is not None and scan.old_body is prev_body else None
+        if scanned is not None:
+            if scanned.common_bytes == prev_body.size == body.size:
                 return  # the same bytes
-            frame_same = scan.head_same and scan.trail_same
+            frame_same = scanned.head_same and scanned.trail_same
         else:
             if prev_body.size == body.size and prev_body.join() == body.join():
                 return
             frame_same = False
         if epoch == prev_epoch:
-            if scan is not None and frame_same:
-                if self._items_append(scan):
+            if scanned is not None and frame_same:
+                if self._items_append(scanned):
                     return
-            elif scan is not None and scanned and prev_frame is not None:
+            elif scanned is not None and prev_frame is not None:
                 # Another frame (a mode's tools, a moved marker): what the whole bodies
                 # would show, from the two frames and the items the scan read.
-                if self._frame_alike(prev_frame, scan) and self._items_append(scan):
+                if self._frame_alike(prev_frame, scanned) and self._items_append(scanned):
                     return
             elif self._tail_append(self._stripped(prev_body.join()), self._stripped(body.join())):
                 return
