@@ -250,4 +250,7 @@ def test_a_long_history_read_a_window_at_a_time_scans_as_one_text(
     monkeypatch.setattr(bodyscan, "LAZY_TEXT", 0)
     monkeypatch.setattr(bodyscan, "_WINDOW", window)
     assert scans() == expected
+    for scan, body in zip(_scan_all(bodies), bodies, strict=True):  # and as json.loads reads
+        assert scan is not None
+        assert list(scan.items) == canonical.loads(body)["messages"][scan.common :]
     assert None in expected  # the broken bodies are refused both ways

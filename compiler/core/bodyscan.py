@@ -217,19 +217,12 @@ class HistoryScanner:
         at = start + begin
         raw = data[at:] if data is not None else body.tail(at)
         after_comma = 0 < common < old
-        found: Sequence[Any]
-        if len(raw) > LAZY_TEXT:  # decoded a window at a time, each item when read
-            last_item, starts, ends, close_at = self._items_windowed(raw, after_comma)
-            found = _Lazy(raw, starts, [end - 1 for end in ends]) if starts else ()
-            items = [last_item] if starts else []
-            tail = _text(raw[close_at:])
-        else:
-            text = _text(raw)
-            items, starts, ends, close = self._items(text, after_comma)
-            found = tuple(items)
-            starts, ends = _byte_offsets(text, starts), _byte_offsets(text, ends)
-            (close_at,) = _byte_offsets(text, [close])
-            tail = text[close:]
+        lazy = len(raw) > LAZY_TEXT  # then each item is decoded when read
+        items, starts, ends, close_at = self._items(raw, after_comma, keep=not lazy)
+        found: Sequence[Any] = tuple(items)
+        if lazy and starts:
+            found = _Lazy(raw, starts, [end - 1 for end in ends])
+        tail = _text(raw[close_at:])
         del raw
         trail: dict[str, Any] = {}
         position = 1  # after the list's "]"
@@ -324,20 +317,22 @@ class HistoryScanner:
                 raise _Shape  # "}": no history list
             position += 1
 
-    def _items_windowed(
-        self, raw: bytes, after_comma: bool
-    ) -> tuple[Any, list[int], list[int], int]:
-        """:meth:`_items` of the UTF-8 bytes ``raw``, decoded a window of
-        :data:`_WINDOW` bytes at a time (more for an item longer than that), never whole:
-        the last item, and the byte offsets of each item's start, of the end of the
-        delimiter after it, and of the list's ``]``. An item that runs to the end of a
-        window (it may be cut short there) is read again from the next one."""
+    def _items(
+        self, raw: bytes, after_comma: bool, *, keep: bool
+    ) -> tuple[list[Any], list[int], list[int], int]:
+        """The history items from the start of the UTF-8 bytes ``raw`` to the list's
+        ``]``: the items (not ``keep``: the last only), and the byte offsets of each
+        item's start, of the end of the delimiter after it, and of the ``]``. Decoded a
+        window of :data:`_WINDOW` bytes at a time (more for an item longer than that),
+        never whole (a history up to :data:`LAZY_TEXT` bytes is one window); an item
+        that runs to the end of a window (it may be cut short there) is read again from
+        the next one."""
         decode = self._decoder.raw_decode
+        items: list[Any] = []
         starts: list[int] = []
         ends: list[int] = []
-        last: Any = None
         if not after_comma and raw.startswith(b"]"):
-            return last, starts, ends, 0
+            return items, starts, ends, 0
         base, size = 0, _WINDOW
         while True:
             cut = min(len(raw), base + size)
@@ -363,7 +358,9 @@ class HistoryScanner:
                 if delimiter not in ",]":
                     raise _Shape
                 found += (position, after + 1)
-                last, position = value, after + 1
+                if keep or delimiter == "]":
+                    items.append(value)
+                position = after + 1
                 if delimiter == "]":
                     closed = True
                     break
@@ -371,31 +368,8 @@ class HistoryScanner:
             starts += (base + b for b in marks[0:-1:2])
             ends += (base + b for b in marks[1:-1:2])
             if closed:
-                return last, starts, ends, base + marks[-1] - 1  # "]" is one byte
+                return items, starts, ends, base + marks[-1] - 1  # "]" is one byte
             moved = base + marks[-1]
             if moved == base:
                 size *= 2  # one item longer than the window
             base = moved
-
-    def _items(self, text: str, after_comma: bool) -> tuple[list[Any], list[int], list[int], int]:
-        """The history items from the start of ``text`` to the list's ``]``: the items,
-        where each starts and where the delimiter after it ends, and where ``]`` is."""
-        decode = self._decoder.raw_decode
-        items: list[Any] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        position = 0
-        if not after_comma and text.startswith("]"):
-            return items, starts, ends, 0
-        while True:
-            starts.append(position)
-            value, position = decode(text, position)
-            items.append(value)
-            if text.startswith(",", position):
-                position += 1
-                ends.append(position)
-                continue
-            if text.startswith("]", position):
-                ends.append(position + 1)
-                return items, starts, ends, position
-            raise _Shape
