@@ -192,6 +192,22 @@ def seq_conflict(conversation_id: str, seq: int, head: int) -> CheckpointRaceErr
     )
 
 
+def missing_head(conversation_id: str, *, has_root: bool) -> CheckpointError:
+    """The error for appending to a conversation without a head row."""
+    if has_root:
+        return CheckpointError(
+            f"conversation {conversation_id!r}: the store has its root but no head"
+        )
+    return CheckpointError(f"conversation {conversation_id!r} has no root")
+
+
+def event_taken(conversation_id: str, event_id: str, seq: int) -> CheckpointRaceError:
+    """The error for appending event ``event_id`` when record ``seq`` already holds it."""
+    return CheckpointRaceError(
+        f"conversation {conversation_id!r}: event {event_id!r} is already stored (record {seq})"
+    )
+
+
 class MemoryStore:
     """A store in a dict, for tests and for throwaway conversations."""
 

@@ -47,7 +47,15 @@ from psycopg import errors as pg_errors
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import CatchUp, Head, StoredConversation, seq_conflict, verified_catch_up
+from .contract import (
+    CatchUp,
+    Head,
+    StoredConversation,
+    event_taken,
+    missing_head,
+    seq_conflict,
+    verified_catch_up,
+)
 from .urls import redact_url, url_password
 
 __all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresStore"]
@@ -285,9 +293,7 @@ class PostgresStore:
                 root = conn.execute(
                     "SELECT 1 FROM prefixlock_roots WHERE conversation = %s", (conversation_id,)
                 ).fetchone()
-                if root is not None:
-                    raise CheckpointError(f"{where}: the store has its root but no head")
-                raise CheckpointError(f"{where} has no root")
+                raise missing_head(conversation_id, has_root=root is not None)
             head = int(row[0])
             if seq != head + 1:
                 raise seq_conflict(conversation_id, seq, head)
@@ -296,9 +302,7 @@ class PostgresStore:
                 (conversation_id, event_id),
             ).fetchone()
             if taken is not None:
-                raise CheckpointRaceError(
-                    f"{where}: event {event_id!r} is already stored (record {taken[0]})"
-                )
+                raise event_taken(conversation_id, event_id, taken[0])
             try:
                 conn.execute(
                     "INSERT INTO prefixlock_records (conversation, seq, event_id, body, digest) "

@@ -67,7 +67,15 @@ from typing import Any, TypeVar
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
 from .checks import check_conversation
-from .contract import CatchUp, Head, StoredConversation, seq_conflict, verified_catch_up
+from .contract import (
+    CatchUp,
+    Head,
+    StoredConversation,
+    event_taken,
+    missing_head,
+    seq_conflict,
+    verified_catch_up,
+)
 
 #: The SQLite library this Python links (``sqlite3.sqlite_version``).
 SQLITE_VERSION = sqlite3.sqlite_version
@@ -311,9 +319,9 @@ class SQLiteStore:
                     "SELECT seq FROM heads WHERE conversation = ?", (conversation_id,)
                 ).fetchone()
                 if row is None:
-                    if self._has_root(conn, conversation_id):
-                        raise CheckpointError(f"{where}: the store has its root but no head")
-                    raise CheckpointError(f"{where} has no root")
+                    raise missing_head(
+                        conversation_id, has_root=self._has_root(conn, conversation_id)
+                    )
                 raise seq_conflict(conversation_id, seq, row[0])
             try:
                 conn.execute(
@@ -327,9 +335,7 @@ class SQLiteStore:
                     (conversation_id, event_id),
                 ).fetchone()
                 if taken is not None:
-                    raise CheckpointRaceError(
-                        f"{where}: event {event_id!r} is already stored (record {taken[0]})"
-                    ) from None
+                    raise event_taken(conversation_id, event_id, taken[0]) from None
                 # A row at seq itself: the head lags the rows (a damaged store).
                 raise CheckpointRaceError(
                     f"{where}: record {seq} / event {event_id!r} is already stored ({err})"
