@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import re
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,6 +66,8 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
             "handle_cpu_ns",
             "handle_with_serialize_ns",
             "durable_floor_ns",
+            "store_append_ns",
+            "own_work_ns",
             "record_bytes",
             "hydrate_ns",
             "json_loads_ns",
@@ -124,6 +127,8 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "history length (calls)" in out
     assert "ours / json.loads" in out
     assert "handling / durable append" in out
+    assert "  store appends, µs" in out
+    assert "  own work (in-memory store), µs" in out
     assert "fragments, µs" in out
     assert "golden long-session (31 calls), simulated cost: vs perfect cache / vs naive" in out
     assert "\n  openai-chat  " in out
@@ -285,6 +290,50 @@ def test_target_flags_flip_with_the_figures(
         assert target["met"] is met, (value, target)
 
 
+def _handling_parts(report: dict[str, Any], handle: int, store: int, own: int) -> dict[str, Any]:
+    runs = copy.deepcopy(report["runs"])
+    for run in runs:
+        run["durable_floor_ns"]["median"] = 1_000
+        run["handle_ns"]["median"] = handle
+        run["store_append_ns"]["median"] = store
+        run["own_work_ns"]["median"] = own
+    return {t["name"]: t for t in bench_report.targets(runs)}["handling_vs_durable_floor"]
+
+
+def test_handling_vs_the_floor_is_split_into_its_parts(report: dict[str, Any]) -> None:
+    # Each part is a multiple of the floor; the rest is what the parts leave of handling.
+    target = _handling_parts(report, 2_800, 1_400, 800)
+    assert target["met"] is False
+    assert target["parts"] == {
+        "20": {"store_append": 1.4, "own_work": 0.8, "rest": 0.6},
+        "40": {"store_append": 1.4, "own_work": 0.8, "rest": 0.6},
+    }
+    assert target["reasons"] == {
+        calls: "handling is 2.80x the floor: the store's appends 1.40x, prefixlock's own "
+        "work 0.80x (the same calls on an in-memory store), the rest 0.60x (the own work "
+        "run between fsyncs, not back to back); the own work alone is past the 0.50x the "
+        "limit leaves beside the floor: no store, however cheap, meets it"
+        for calls in ("20", "40")
+    }
+
+
+def test_a_missed_floor_target_names_the_store_when_the_own_work_fits(
+    report: dict[str, Any],
+) -> None:
+    target = _handling_parts(report, 1_700, 1_350, 300)
+    assert target["met"] is False
+    assert target["reasons"]["40"] == (
+        "handling is 1.70x the floor: the store's appends 1.35x, prefixlock's own work "
+        "0.30x (the same calls on an in-memory store), the rest 0.05x (the own work run "
+        "between fsyncs, not back to back); the own work fits in the 0.50x the limit "
+        "leaves beside the floor; with the store's 0.35x past the floor and the rest "
+        "0.05x, handling does not"
+    )
+    met = _handling_parts(report, 1_450, 1_100, 300)
+    assert met["met"] is True and met["reasons"] == {}
+    assert met["parts"]["20"] == {"store_append": 1.1, "own_work": 0.3, "rest": 0.05}
+
+
 def test_serialization_flat_needs_the_joined_fragments_to_be_the_bytes(
     report: dict[str, Any],
 ) -> None:
@@ -405,3 +454,26 @@ def test_a_measured_process_keeps_its_exit_code_and_output() -> None:
     )
     assert (done.returncode, done.stdout, done.stderr) == (3, b"out\n", b"err\n")
     assert done.seconds > 0
+
+
+def test_the_warm_up_leaves_no_wal_file_still_growing(tmp_path: Path) -> None:
+    # A WAL file grows until SQLite's first automatic checkpoint (1,000 pages); until
+    # then every commit extends the file, which makes an fsync about twice as slow (the
+    # file system's metadata too). The warm-up writes past that point in the stores and
+    # in the floor alike, so the shortest run does not compare a growing file with a
+    # reused one.
+    from prefixlock.bench.measure import CountingStore, DurableFloor
+
+    stores = (CountingStore(tmp_path / "handle.db"), bench.SQLiteStore(tmp_path / "ser.db"))
+    floor = DurableFloor(tmp_path / "floor.db")
+    try:
+        bench.warm_up(example_bundle(), stores, floor, bench._formats(["openai-chat"]), seed=1)
+        for path in (stores[0].path, stores[1].path, floor.path):
+            with sqlite3.connect(path) as conn:
+                pages = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+                size = conn.execute("PRAGMA page_size").fetchone()[0]
+            assert Path(f"{path}-wal").stat().st_size >= pages * size, path
+    finally:
+        for store in stores:
+            store.close()
+        floor.close()

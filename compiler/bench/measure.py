@@ -13,7 +13,9 @@ measures, over its last ``window`` calls:
 * **the durable floor** per call: right after each handled call (outside its clock),
   the same record bytes appended to a bare one-table SQLite file with the same pragmas,
   one ``INSERT`` + ``COMMIT`` per record (:class:`DurableFloor`); handling is reported as
-  a multiple of it;
+  a multiple of it, split into its parts: the time inside the store's appends, and
+  prefixlock's **own work**, the same calls handled once more on an in-memory store (a
+  pass of its own, no fsync between calls);
 * **record bytes** per call: the checkpoint bytes handed to the store; and, where
   ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
   and the WAL checkpoints into the database file that SQLite runs now and then);
@@ -119,17 +121,21 @@ class WireFormats:
 
 
 class CountingStore(SQLiteStore):
-    """An SQLiteStore that counts the record bytes it is asked to append, and keeps the
-    records of the current call (``recent``, cleared by the caller) for the floor."""
+    """An SQLiteStore that counts the record bytes it is asked to append, keeps the
+    records of the current call (``recent``, cleared by the caller) for the floor, and
+    adds up the time spent in its appends (``appending``, nanoseconds)."""
 
     appended = 0
+    appending = 0
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         super().__init__(path, timeout=timeout)
         self.recent: list[bytes] = []
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
+        t0 = time.perf_counter_ns()
         head = super().append(conversation_id, seq, event_id, record)
+        self.appending += time.perf_counter_ns() - t0
         self.appended += len(record)
         self.recent.append(record)
         return head
@@ -176,6 +182,7 @@ def _handling_pass(
     conv = Conversation.open(store, bundle, _cid(calls))
     handle: list[int] = []
     durable: list[int] = []
+    appending: list[int] = []
     handle_cpu: list[int] = []
     record_bytes: list[int] = []
     written: list[int] = []
@@ -188,7 +195,7 @@ def _handling_pass(
             play(conv, call)
             floor.append(store.recent)
             continue
-        appended, before = store.appended, _written()
+        appended, spent, before = store.appended, store.appending, _written()
         t0, c0 = clock(), cpu()
         play(conv, call)
         t1, c1 = clock(), cpu()
@@ -196,6 +203,7 @@ def _handling_pass(
         t2 = clock()
         floor.append(store.recent)
         durable.append(clock() - t2)
+        appending.append(store.appending - spent)
         handle.append(t1 - t0)
         handle_cpu.append(c1 - c0)
         record_bytes.append(store.appended - appended)
@@ -212,9 +220,27 @@ def _handling_pass(
         "handle_ns": _stats(handle),
         "handle_cpu_ns": _stats(handle_cpu),
         "durable_floor_ns": _stats(durable),
+        "store_append_ns": _stats(appending),
         "record_bytes": _stats(record_bytes),
         "written_bytes": _stats(written) if written else None,
     }, conv
+
+
+def _own_work_pass(bundle: Bundle, calls: Sequence[Call], window: int) -> dict[str, Any]:
+    """Play the calls into an in-memory store, timing handling over the last ``window``:
+    prefixlock's own work per call, with no store work and no fsync between calls."""
+    conv = Conversation.open(MemoryStore(), bundle, _cid(calls))
+    own: list[int] = []
+    first_timed = len(calls) - window
+    clock = time.perf_counter_ns
+    gc.collect()
+    for index, call in enumerate(calls):
+        t0 = clock()
+        play(conv, call)
+        t1 = clock()
+        if index >= first_timed:
+            own.append(t1 - t0)
+    return {"own_work_ns": _stats(own)} if window else {}
 
 
 def _serializing_pass(
@@ -408,6 +434,7 @@ def measure(
     """
     started = time.perf_counter_ns()
     handling, conv = _handling_pass(bundle, stores[0], floor, calls, window)
+    handling.update(_own_work_pass(bundle, calls, window))
     serializing = _serializing_pass(bundle, stores[1], calls, formats, window, progress)
     split = _fragments_pass(bundle, calls, formats, window)
     if not window:
@@ -436,6 +463,9 @@ def method(window: int) -> dict[str, str]:
         "durable_floor": "after each handled call, untimed by handling, the same record "
         "bytes appended to a bare one-table SQLite file (WAL, synchronous=FULL): one "
         "INSERT + COMMIT per record, as the store; durable_floor_ns per call",
+        "handling_parts": "store_append_ns: the time inside SQLiteStore.append during "
+        "handling, per call; own_work_ns: the same calls handled on an in-memory store "
+        "(a pass of its own, no fsync between calls): prefixlock's own work",
         "record_bytes": "checkpoint record bytes handed to the store per call; "
         "written_bytes: /proc/self/io wchar per call (WAL frames and checkpoints)",
         "serialize": "Provider.serialize of every call; naive: wire_body without its "
