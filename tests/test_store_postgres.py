@@ -6,16 +6,25 @@ the PostgreSQL store or the URL handling does. Real server, no mocks (tests/conf
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
 from conv_helpers import example_bundle, user
-from helpers_store import fill
+from helpers_store import fill, make_record
 from prefixlock.cli.commands import main
-from prefixlock.core.errors import CheckpointError, PrefixlockError, UsageError
+from prefixlock.core import canonical
+from prefixlock.core.errors import (
+    CheckpointError,
+    CheckpointRaceError,
+    PrefixlockError,
+    UsageError,
+)
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.store.postgres import SCHEMA_VERSION, TABLES, PostgresStore
 from prefixlock.store.sqlite import SQLiteStore
@@ -155,6 +164,72 @@ def test_schema_is_created_once_with_its_marker_and_constraints(postgres_url: st
             "(conversation, seq)",
             "(conversation, event_id)",
         }
+
+
+def _round_trips(store: PostgresStore, action: Callable[[], object]) -> list[str]:
+    """The queries ``action`` sends, one per round trip: libpq's protocol trace of the
+    store's connection, cut at each ReadyForQuery (the server's end of one exchange)."""
+    conn = store._conn
+    assert conn is not None
+    fd, path = tempfile.mkstemp()
+    try:
+        conn.pgconn.trace(fd)
+        try:
+            action()
+        finally:
+            conn.pgconn.untrace()
+        trace = Path(path).read_text(encoding="utf-8", errors="replace")
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    sent: list[str] = []
+    exchange: list[str] = []
+    for line in trace.splitlines():
+        fields = line.split("\t")
+        if fields[1] == "F" and fields[3] in {"Query", "Parse"}:
+            exchange.append(fields[4].strip())
+        if fields[1] == "B" and fields[3] == "ReadyForQuery":
+            sent.append(" ".join(exchange))
+            exchange = []
+    return sent
+
+
+def test_an_append_that_goes_in_is_one_round_trip(postgres_url: str) -> None:
+    # A fleet worker's store is across a network: each round trip is latency per record.
+    # The head moves from seq - 1 and the record goes in within one statement.
+    with PostgresStore(postgres_url) as store:
+        records = fill(store, "c", 1)
+        second = make_record(2, "e2").encode("c", canonical.sha256_hex(records[0]))
+        sent = _round_trips(store, lambda: store.append("c", 2, "e2", second))
+        assert len(sent) == 1, sent
+        assert sent[0].startswith('"" "WITH moved AS (UPDATE prefixlock_heads SET seq')
+        stored = store.load("c")
+        assert stored is not None
+        assert stored.head == canonical.sha256_hex(second)
+        assert stored.records == (records[0], second)
+
+
+def test_a_refused_append_still_says_why_and_moves_nothing(postgres_url: str) -> None:
+    with PostgresStore(postgres_url) as store:
+        records = fill(store, "c", 2)
+        head = canonical.sha256_hex(records[1])
+        before = store.load("c")
+        again = make_record(3, "e1").encode("c", head)
+        with pytest.raises(CheckpointRaceError) as info:
+            store.append("c", 3, "e1", again)
+        assert str(info.value) == "conversation 'c': event 'e1' is already stored (record 1)"
+        with pytest.raises(CheckpointRaceError) as info:
+            store.append("c", 2, "e3", again)
+        assert str(info.value) == "conversation 'c': seq 2 is taken (head is 2)"
+        assert store.load("c") == before
+        # A head that lags its rows (a damaged store): the row at seq is already there.
+        _sql(postgres_url, "UPDATE prefixlock_heads SET seq = 1 WHERE conversation = 'c'")
+        with pytest.raises(CheckpointRaceError) as info:
+            store.append("c", 2, "e9", again)
+        assert str(info.value).startswith(
+            "conversation 'c': record 2 / event 'e9' is already stored (duplicate key value "
+            'violates unique constraint "prefixlock_records_pkey"'
+        )
 
 
 def test_another_programs_tables_are_refused(postgres_url: str) -> None:

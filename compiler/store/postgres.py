@@ -21,10 +21,15 @@ the same names are refused rather than written into)::
 The schema is created on first use, under a transaction-scoped advisory lock so that
 workers starting together create it once.
 
-Concurrency: ``append`` is one transaction that locks the conversation's head row
-(``SELECT ... FOR UPDATE``), checks ``seq == head + 1`` and the event id, inserts the
-record and moves the head; a writer that loses gets
-:class:`~prefixlock.core.errors.CheckpointRaceError` and nothing of its attempt is
+Concurrency: ``append`` is one statement, so one round trip and one implicit
+transaction: it moves the conversation's head from ``seq - 1`` to ``seq`` and inserts
+the record from that move (``WITH moved AS (UPDATE ... RETURNING ...) INSERT ...
+SELECT ... FROM moved``). A head elsewhere matches nothing, so nothing is inserted; a
+writer racing for the same seq waits on the head row's lock, then finds the head moved
+(READ COMMITTED re-reads the locked row); a taken event id violates its key and rolls
+the move back. Only a refused append does more: the checks again, in a transaction that
+locks the head row (``SELECT ... FOR UPDATE``), to name the refusal. A writer that loses
+gets :class:`~prefixlock.core.errors.CheckpointRaceError` and nothing of its attempt is
 visible. ``load`` reads in one ``REPEATABLE READ READ ONLY`` transaction, so head and
 rows come from one snapshot. ``load(after=seq)`` reads only the rows after ``seq`` (plus
 the root and head rows), so a warm worker's catch-up costs the same at any history length.
@@ -86,6 +91,17 @@ _SCHEMA = (
 
 T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+#: The append: the head moved from seq - 1, the record inserted from that move (nothing
+#: is inserted if nothing moved), in one statement. Parameters: seq, digest,
+#: conversation, seq - 1, event id, body. Returns the new seq, or no row.
+_APPEND = (
+    "WITH moved AS (UPDATE prefixlock_heads SET seq = %s, digest = %s"
+    " WHERE conversation = %s AND seq = %s RETURNING conversation, seq, digest)"
+    " INSERT INTO prefixlock_records (conversation, seq, event_id, body, digest)"
+    " SELECT conversation, seq, %s, %s, digest FROM moved RETURNING seq"
+)
 
 
 class PostgresStore:
@@ -277,9 +293,39 @@ class PostgresStore:
         return self._run(f"creating conversation {conversation_id!r}", work)
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
-        """Append record ``seq`` (which must be head + 1) in one transaction."""
+        """Append record ``seq`` (which must be head + 1): one statement, one round trip.
+
+        The statement moves the head from ``seq - 1`` and inserts the record from that
+        move, as one implicit transaction: a head elsewhere moves nothing and inserts
+        nothing, and a taken event id (a unique violation) rolls the move back. Only
+        then, to name the refusal, the checks run again in a transaction of their own
+        that locks the head row (:meth:`_append_checked`); it appends if the head has
+        since come to ``seq - 1``, as any later append would.
+        """
         data = bytes(record)
         digest = canonical.sha256_hex(data)
+        doing = f"appending record {seq} to conversation {conversation_id!r}"
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise CheckpointError(f"{self.name}: store is closed")
+            try:
+                moved = conn.execute(
+                    _APPEND, (seq, digest, conversation_id, seq - 1, event_id, data)
+                )
+                if moved.fetchone() is not None:
+                    return Head(seq, digest)
+            except pg_errors.UniqueViolation:
+                pass  # rolled back: the checks below name it
+            except psycopg.Error as err:
+                raise self._error(err, doing) from None
+        return self._append_checked(conversation_id, seq, event_id, data, digest)
+
+    def _append_checked(
+        self, conversation_id: str, seq: int, event_id: str, data: bytes, digest: str
+    ) -> Head:
+        """The append as checks in one transaction: the head row locked, then the seq and
+        the event id checked (each refusal named), then the insert and the head moved."""
         where = f"conversation {conversation_id!r}"
 
         def work(conn: Conn) -> None:
