@@ -334,6 +334,24 @@ def test_a_missed_floor_target_names_the_store_when_the_own_work_fits(
     assert met["parts"]["20"] == {"store_append": 1.1, "own_work": 0.3, "rest": 0.05}
 
 
+def test_the_table_says_why_a_target_is_missed_at_its_worst(report: dict[str, Any]) -> None:
+    table = copy.deepcopy(report)
+    runs = table["runs"]
+    for run, handle in zip(runs, (2_000, 2_800), strict=True):
+        run["durable_floor_ns"]["median"] = 1_000
+        run["handle_ns"]["median"] = handle
+        run["store_append_ns"]["median"] = 1_400
+        run["own_work_ns"]["median"] = 800
+    table["targets"] = bench_report.targets(runs, report["long_session"])
+    [floor] = [t for t in table["targets"] if t["name"] == "handling_vs_durable_floor"]
+    lines = bench_report.format_report(table).splitlines()
+    at = lines.index(f"  [MISS] {floor['what']}: 2.8 (<= 1.5)")
+    assert lines[at + 1] == f"         why (40 calls): {floor['reasons']['40']}"
+    explained = [t for t in table["targets"] if not t["met"] and t.get("reasons")]
+    assert len(explained) >= 3  # this one and the long-session case's two
+    assert sum(line.startswith("         why (") for line in lines) == len(explained)
+
+
 def test_serialization_flat_needs_the_joined_fragments_to_be_the_bytes(
     report: dict[str, Any],
 ) -> None:

@@ -367,7 +367,23 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(
             f"  [{flag}] {target['what']}: {target['value']} ({target['op']} {target['limit']})"
         )
+        lines.extend(_why(target))
     return "\n".join(lines)
+
+
+def _why(target: Mapping[str, Any]) -> list[str]:
+    """A missed target's reason at its worst run or provider (``--json``: every one)."""
+    reasons: Mapping[str, str] = target.get("reasons") or {}
+    if target["met"] or not reasons:
+        return []
+    per_run = "per_run" in target
+    values: Mapping[str, float] = target["per_run"] if per_run else target["per_provider"]
+    worst = max(reasons, key=lambda key: (values[key], key))
+    return [
+        f"         why ({worst} calls): {reasons[worst]}"
+        if per_run
+        else f"         why ({worst}): {reasons[worst]}"
+    ]
 
 
 def _ttl_figures(policies: Mapping[str, Mapping[str, Any]]) -> list[str]:
