@@ -221,6 +221,11 @@ def test_a_refused_append_still_says_why_and_moves_nothing(postgres_url: str) ->
         with pytest.raises(CheckpointRaceError) as info:
             store.append("c", 2, "e3", again)
         assert str(info.value) == "conversation 'c': seq 2 is taken (head is 2)"
+        with pytest.raises(CheckpointRaceError) as info:  # past BIGINT: never sent
+            store.append("c", 2**63, "e3", again)
+        assert str(info.value) == (
+            f"conversation 'c': seq {2**63} does not follow the head 2 (expected 3)"
+        )
         assert store.load("c") == before
         # A head that lags its rows (a damaged store): the row at seq is already there.
         _sql(postgres_url, "UPDATE prefixlock_heads SET seq = 1 WHERE conversation = 'c'")

@@ -93,6 +93,8 @@ T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 
+#: The largest seq a BIGINT column holds.
+_MAX_SEQ = 2**63 - 1
 #: The append: the head moved from seq - 1, the record inserted from that move (nothing
 #: is inserted if nothing moved), in one statement. Parameters: seq, digest,
 #: conversation, seq - 1, event id, body. Returns the new seq, or no row.
@@ -304,6 +306,8 @@ class PostgresStore:
         """
         data = bytes(record)
         digest = canonical.sha256_hex(data)
+        if not 1 <= seq <= _MAX_SEQ:  # a seq no BIGINT holds: the checks name it
+            return self._append_checked(conversation_id, seq, event_id, data, digest)
         doing = f"appending record {seq} to conversation {conversation_id!r}"
         with self._lock:
             conn = self._conn
