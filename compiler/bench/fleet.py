@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -41,9 +41,17 @@ from ..core.errors import UsageError
 from ..runtime.conversation import Conversation
 from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
-from ..store.contract import MemoryStore
-from ..store.urls import open_store, redact_url
-from .report import BYTES_TOLERANCE, HANDLING_LIMIT
+from ..store.contract import (
+    CatchUp,
+    DurableStore,
+    Head,
+    MemoryStore,
+    StoredConversation,
+)
+from ..store.sqlite import DurableFloor
+from ..store.urls import is_postgres_url, open_store, redact_url
+from .report import BYTES_TOLERANCE, FLOOR_LIMIT, HANDLING_LIMIT
+from .run import WARMUP_CALLS
 from .workload import Call, generate, play
 
 __all__ = [
@@ -356,8 +364,95 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
     return median, p95
 
 
-def _store_run(url: str, calls: int, seed: int, progress: Callable[[str], None]) -> dict[str, Any]:
-    """Play ``calls`` calls; time the last ones for a warm fleet and for cold opens."""
+class Floor(Protocol):
+    """A bare durable append (:class:`~prefixlock.store.sqlite.DurableFloor`,
+    :class:`~prefixlock.store.postgres.PostgresFloor`)."""
+
+    def append(self, records: Sequence[bytes]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _TimedStore:
+    """A store that adds up the time spent in its appends (``appending``, seconds) and
+    keeps the records of the current call (``recent``, cleared by the caller)."""
+
+    def __init__(self, store: DurableStore) -> None:
+        self._store = store
+        self.appending = 0.0
+        self.recent: list[bytes] = []
+
+    @property
+    def bytes_read(self) -> int:
+        return self._store.bytes_read
+
+    def create_root(self, conversation_id: str, root: bytes) -> bytes:
+        return self._store.create_root(conversation_id, root)
+
+    def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
+        start = time.perf_counter()
+        head = self._store.append(conversation_id, seq, event_id, record)
+        self.appending += time.perf_counter() - start
+        self.recent.append(record)
+        return head
+
+    def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
+        return self._store.load(conversation_id, after)
+
+    def load_after(self, conversation_id: str, seq: int) -> CatchUp | None:
+        return self._store.load_after(conversation_id, seq)
+
+    def conversations(self) -> list[str]:
+        return self._store.conversations()
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def _floor(url: str, folder: Path) -> Floor:
+    """The bare durable append beside the store ``url`` names: a table of its own in a
+    PostgreSQL database, a one-table SQLite file in ``folder`` otherwise."""
+    if is_postgres_url(url):
+        from ..store.postgres import PostgresFloor
+
+        return PostgresFloor(url)
+    return DurableFloor(folder / "floor.db")
+
+
+#: Records appended to a new floor, untimed, before it is used: enough for a SQLite WAL
+#: file to reach its first checkpoint (1,000 pages), after which commits reuse the file
+#: instead of extending it (see :data:`prefixlock.bench.run.WARMUP_CALLS`).
+FLOOR_PRIMING = 500
+
+
+def _primed(floor: Floor) -> Floor:
+    record = b"0" * 9_300  # a tool-loop call's records, about
+    for _ in range(FLOOR_PRIMING):
+        floor.append([record])
+    return floor
+
+
+def _warm_up(url: str, seed: int) -> None:
+    """Play a conversation of :data:`~prefixlock.bench.run.WARMUP_CALLS` calls into the
+    store, untimed, so that the first run does not pay for a new, still growing file."""
+    calls = generate(WARMUP_CALLS, seed + 1, conversation=f"bench-warmup-{secrets.token_hex(3)}")
+    with open_store(url) as store:
+        conv = Conversation.open(store, build_bundle(find_example_root()), _first_id(calls))
+        for call in calls:
+            play(conv, call)
+
+
+def _first_id(calls: Sequence[Call]) -> str:
+    first = calls[0].request
+    assert first is not None
+    return first.conversation_id
+
+
+def _store_run(
+    url: str, calls: int, seed: int, floor: Floor, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """Play ``calls`` calls; time the last ones for a warm fleet and for cold opens, and
+    beside each warm call the bare durable append of the records it wrote."""
     bundle = build_bundle(find_example_root())
     cid = f"bench-{secrets.token_hex(3)}-{calls}"
     script = generate(calls, seed, tail=WARM_WINDOW + COLD_WINDOW, conversation=cid)
@@ -368,23 +463,31 @@ def _store_run(url: str, calls: int, seed: int, progress: Callable[[str], None])
     )
     with open_store(url) as first, open_store(url) as second:
         progress(f"{redact_url(url)}: playing {len(setup)} calls")
-        a = Conversation.open(first, bundle, cid)
+        timed = (_TimedStore(first), _TimedStore(second))
+        a = Conversation.open(timed[0], bundle, cid)
         for call in setup:
             play(a, call)
-        b = Conversation.open(second, bundle, cid)
+        b = Conversation.open(timed[1], bundle, cid)
         warm: list[float] = []
         catch: list[float] = []
         warm_bytes: list[int] = []
+        appends: list[float] = []
+        bare: list[float] = []
         for i, call in enumerate(warm_calls):  # two warm workers take turns
-            conv = (a, b)[i % 2]
-            before = conv.store.bytes_read  # type: ignore[attr-defined]
+            conv, store = (a, b)[i % 2], timed[i % 2]
+            before, spent = store.bytes_read, store.appending
+            store.recent.clear()
             start = time.perf_counter()
             conv.catch_up()
             caught = time.perf_counter()
             play(conv, call)
-            warm.append(time.perf_counter() - start)
+            done = time.perf_counter()
+            floor.append(store.recent)
+            warm.append(done - start)
             catch.append(caught - start)
-            warm_bytes.append(conv.store.bytes_read - before)  # type: ignore[attr-defined]
+            appends.append(store.appending - spent)
+            bare.append(time.perf_counter() - done)
+            warm_bytes.append(store.bytes_read - before)
         cold: list[float] = []
         cold_bytes: list[int] = []
         for call in cold_calls:  # a worker that holds nothing: open from the store
@@ -395,12 +498,17 @@ def _store_run(url: str, calls: int, seed: int, progress: Callable[[str], None])
             cold_bytes.append(first.bytes_read - before)
     warm_median, warm_p95 = _percentiles(warm)
     cold_median, cold_p95 = _percentiles(cold)
+    appends_median = round(statistics.median(appends) * 1000, 3)
+    floor_median = round(statistics.median(bare) * 1000, 3)
     return {
         "calls": calls,
         "warm_median_ms": round(warm_median * 1000, 3),
         "warm_p95_ms": round(warm_p95 * 1000, 3),
         "warm_bytes_per_call": round(statistics.mean(warm_bytes)),
         "warm_catch_up_median_ms": round(statistics.median(catch) * 1000, 3),
+        "warm_appends_median_ms": appends_median,
+        "floor_median_ms": floor_median,
+        "appends_vs_floor": round(appends_median / max(floor_median, 0.001), 2),
         "cold_median_ms": round(cold_median * 1000, 3),
         "cold_p95_ms": round(cold_p95 * 1000, 3),
         "cold_bytes_per_call": round(statistics.mean(cold_bytes)),
@@ -429,13 +537,19 @@ def store_bench(
         targets = [("sqlite", f"sqlite://{folder / 'bench.db'}"), ("store", url)]
         stores = []
         for label, target in targets:
-            rows = [_store_run(target, n, seed, progress) for n in lengths]
+            _warm_up(target, seed)
+            floor = _primed(_floor(target, folder))
+            try:
+                rows = [_store_run(target, n, seed, floor, progress) for n in lengths]
+            finally:
+                floor.close()
             first, last = rows[0], rows[-1]
             stores.append(
                 {
                     "store": "temporary SQLite file" if label == "sqlite" else redact_url(url),
                     "rows": rows,
                     "warm_ratio": round(last["warm_median_ms"] / first["warm_median_ms"], 2),
+                    "appends_vs_floor": max(row["appends_vs_floor"] for row in rows),
                 }
             )
     finally:
@@ -483,16 +597,26 @@ def store_targets(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "limit": BYTES_TOLERANCE,
                 "met": deviation <= BYTES_TOLERANCE,
             },
+            {
+                "name": f"{label}_appends_vs_floor",
+                "what": f"{store['store']}: the store's appends of a warm call / the bare "
+                "durable append of the same records (median; worst history length)",
+                "value": store["appends_vs_floor"],
+                "op": "<=",
+                "limit": FLOOR_LIMIT,
+                "met": store["appends_vs_floor"] <= FLOOR_LIMIT,
+            },
         ]
     return out
 
 
 def format_store_bench(report: dict[str, Any]) -> str:
     """One table: per store and history length, warm and cold handling per call (the
-    catch-up, the store's share of a warm call, on its own)."""
+    catch-up and the appends, the store's share of a warm call, on their own, and the
+    bare durable append of the same records beside them)."""
     header = (
         "store", "calls", "warm median ms", "warm p95 ms", "catch-up median ms",
-        "warm bytes/call",
+        "appends median ms", "bare append ms", "warm bytes/call",
         "cold median ms", "cold p95 ms", "cold bytes/call",
     )  # fmt: skip
     table = [header]
@@ -505,6 +629,8 @@ def format_store_bench(report: dict[str, Any]) -> str:
                     f"{row['warm_median_ms']:.2f}",
                     f"{row['warm_p95_ms']:.2f}",
                     f"{row['warm_catch_up_median_ms']:.2f}",
+                    f"{row['warm_appends_median_ms']:.2f}",
+                    f"{row['floor_median_ms']:.2f}",
                     str(row["warm_bytes_per_call"]),
                     f"{row['cold_median_ms']:.2f}",
                     f"{row['cold_p95_ms']:.2f}",

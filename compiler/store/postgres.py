@@ -41,8 +41,10 @@ password replaced by ``***``; the password never appears in a message.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -63,7 +65,7 @@ from .contract import (
 )
 from .urls import redact_url, url_password
 
-__all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresStore"]
+__all__ = ["APPLICATION", "SCHEMA_VERSION", "TABLES", "PostgresFloor", "PostgresStore"]
 
 #: ``prefixlock_meta.schema_version`` of the schema this module reads and writes.
 SCHEMA_VERSION = 1
@@ -584,3 +586,39 @@ def _verified_root(cid: str, body: object, digest: object) -> bytes:
             f"(stored {digest}, computed {actual}): corrupted (bit flip?)"
         )
     return body
+
+
+class PostgresFloor:
+    """The bare durable append a checkpoint stands for on PostgreSQL, for ``prefixlock
+    bench --store``: the same record bytes, one ``INSERT`` per record into a one-column
+    table of its own (a name no store uses, dropped by :meth:`close`), each statement its
+    own transaction, as :meth:`PostgresStore.append` is on the way that succeeds. No
+    digest, no head, no keys: what no checkpoint store can go below on this server and
+    connection. Not a store."""
+
+    def __init__(self, url: str) -> None:
+        self.name = redact_url(url)
+        self.table = f"prefixlock_bench_floor_{secrets.token_hex(4)}"
+        try:
+            self._conn: Conn = psycopg.connect(url, autocommit=True)
+            self._conn.execute(f"CREATE TABLE {self.table} (body BYTEA NOT NULL)")
+        except psycopg.Error as err:
+            message = " ".join(str(err).split())
+            for secret in url_password(url):
+                message = message.replace(secret, "***")
+            raise CheckpointError(
+                f"{self.name}: postgresql error while making the floor: {message}"
+            ) from None
+        self._insert = f"INSERT INTO {self.table} (body) VALUES (%s)"
+
+    def append(self, records: Sequence[bytes]) -> None:
+        execute = self._conn.execute
+        for record in records:
+            execute(self._insert, (record,))
+
+    def close(self) -> None:
+        """Drop the table and close the connection. Idempotent."""
+        if not self._conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+            self._conn.close()
