@@ -9,9 +9,18 @@ import attrs
 import pytest
 from conv_helpers import example_bundle, user
 from prefixlock import Conversation, HistoryError, SQLiteStore, ToolResult, providers
+from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError
 from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
 from prefixlock.core.output import ModelOutput, Usage
-from prefixlock.store.records import FORMAT, FORMAT_USAGE, decode_chain
+from prefixlock.store.contract import MemoryStore
+from prefixlock.store.records import (
+    FORMAT,
+    FORMAT_USAGE,
+    _decode_record_checked,
+    _scan_record,
+    decode_chain,
+)
 
 THINKING = OpaquePart("anthropic", '{"signature":"c2ln","thinking":"plan","type":"thinking"}')
 USAGE = Usage(
@@ -115,3 +124,89 @@ def test_usage_json_round_trip_and_refusals() -> None:
     bad = {**USAGE.to_json(), "output_tokens": -1}
     with pytest.raises(ValueError, match="usage output_tokens: expected a count or null"):
         Usage.from_json(bad)
+
+
+# -- the fast path reads usage records ---------------------------------------------------
+
+USAGES = [
+    USAGE,
+    attrs.evolve(USAGE, provider="anthropic"),
+    Usage(None, None, None, None, None, "{}", None),
+    Usage(0, 0, 0, 0, 0, '{"a":[1,{"b":null}],"tier":"ünïcode \\" \\n"}', "gemini"),
+]
+
+
+def _usage_chain(usage: Usage) -> tuple[bytes, list[bytes]]:
+    store = MemoryStore()
+    conv = Conversation.open(store, example_bundle(), "conv-1")
+    conv.handle(user("u1"))
+    conv.record(attrs.evolve(OUTPUT, usage=usage))
+    stored = store.load("conv-1")
+    assert stored is not None
+    return stored.root, list(stored.records)
+
+
+@pytest.mark.parametrize("usage", USAGES, ids=range(len(USAGES)))
+def test_a_record_with_usage_decodes_on_the_fast_path(usage: Usage) -> None:
+    """``Conversation.record`` stores usage in every assistant record of a server that
+    reads provider responses: hydration and catch-up must not fall back to the checked
+    decode (parse, rebuild, re-encode, hash every message again) for each of them."""
+    root, records = _usage_chain(usage)
+    prev = canonical.sha256_hex(root)
+    for seq, data in enumerate(records, start=1):
+        fast = _scan_record(data, "conv-1", seq, prev)
+        assert fast is not None, seq
+        assert fast == _decode_record_checked(data, "conv-1", seq, prev)
+        prev = canonical.sha256_hex(data)
+    assert b'"format":%d' % FORMAT_USAGE in records[1]
+    assert _scan_record(records[1], "conv-1", 2, canonical.sha256_hex(records[0])).usage == (
+        attrs.evolve(usage, provider=usage.provider or "anthropic")
+    )
+
+
+def test_the_fast_path_leaves_a_usage_member_it_cannot_vouch_for_to_the_checked_path() -> None:
+    """Whatever is not exactly the writer's bytes goes to the checked decode, which
+    names it: the fast path never accepts what the checked path refuses."""
+    _, records = _usage_chain(USAGE)
+    prev = canonical.sha256_hex(records[0])
+    data = records[1]
+    assert data.endswith(b"}}")
+    variants = {
+        "spaced": data.replace(b'"usage":{', b'"usage": {'),
+        "float figure": data.replace(b'"output_tokens":40', b'"output_tokens":40.0'),
+        "bool figure": data.replace(b'"reasoning_tokens":null', b'"reasoning_tokens":false'),
+        "extra key": data.replace(b'"usage":{', b'"usage":{"extra":1,'),
+        "no usage, format 2": data[: data.index(b',"usage":')] + b"}",
+        "usage, format 1": data.replace(b'"format":2', b'"format":1'),
+        "trailing": data + b" ",
+        "usage not an object": data[: data.index(b',"usage":')] + b',"usage":[]}',
+        "raw with a lone surrogate": data.replace(b'"raw":{', b'"raw":{"a":"\\ud800",'),
+        "raw too large a number": data.replace(b'"raw":{', b'"raw":{"a":1' + b"0" * 30 + b","),
+    }
+    for name, bad in variants.items():
+        assert _scan_record(bad, "conv-1", 2, prev) is None, name
+        with pytest.raises(CheckpointError):
+            _decode_record_checked(bad, "conv-1", 2, prev)
+    with pytest.raises(CheckpointError) as err:
+        _decode_record_checked(variants["raw with a lone surrogate"], "conv-1", 2, prev)
+    assert str(err.value) == (
+        "conversation 'conv-1' record 2: malformed: ValueError('usage raw: $.a: string "
+        "contains a lone surrogate U+D800 at index 0')"
+    )
+
+
+def test_every_bit_flip_of_a_usage_record_is_detected() -> None:
+    """No one-bit change of the record with usage decodes to the same head."""
+    root, records = _usage_chain(USAGE)
+    _, _, head = decode_chain(root, records, "conv-1")
+    data = records[1]
+    start = data.index(b',"type":')  # the envelope's end and the usage member
+    for offset in range(start, len(data)):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[offset] ^= 1 << bit
+            try:
+                _, _, got = decode_chain(root, [records[0], bytes(flipped)], "conv-1")
+            except CheckpointError:
+                continue
+            assert got != head, (offset, bit)

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from . import canonical
+from .errors import CanonicalJSONError
 from .messages import OpaquePart, Part, TextPart, ToolCallPart
 
 __all__ = ["ModelOutput", "Usage"]
@@ -68,7 +69,11 @@ class Usage:
         provider = data["provider"]
         if provider is not None and not isinstance(provider, str):
             raise ValueError(f"usage provider: expected a name or null, got {provider!r}")
-        return cls(**figures, raw=canonical.dumps(data["raw"]), provider=provider)
+        try:
+            raw = canonical.dumps(data["raw"])
+        except CanonicalJSONError as err:
+            raise ValueError(f"usage raw: {err}") from None
+        return cls(**figures, raw=raw, provider=provider)
 
 
 def _visible(part: Part) -> str:
