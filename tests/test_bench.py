@@ -30,7 +30,7 @@ from prefixlock.core import canonical
 from prefixlock.review import processes
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.store.contract import MemoryStore
-from prefixlock.store.records import _decode_record_checked, _scan_record
+from prefixlock.store.records import RecordType, _decode_record_checked, _scan_record
 
 CALLS = [20, 40]
 STATS = {"median", "p95", "mean"}
@@ -206,14 +206,19 @@ def test_the_conversation_plays_and_its_records_take_the_fast_path() -> None:
     stored = store.load("bench")
     assert stored is not None
     prev = canonical.sha256_hex(stored.root)
+    recorded = 0
     for seq, data in enumerate(stored.records, start=1):
         fast = _scan_record(data, "bench", seq, prev)
         assert fast is not None, seq
         assert fast == _decode_record_checked(data, "bench", seq, prev)
+        if fast.type is RecordType.ASSISTANT:  # recorded as a server records a response
+            assert fast.usage == attrs.evolve(bench_workload.USAGE, provider="anthropic")
+            recorded += 1
         assert _scan_record(data, "bench", seq + 1, prev) is None  # wrong seq: checked path
         assert _scan_record(data, "other", seq, prev) is None
         assert _scan_record(data[:-1], "bench", seq, prev) is None
         prev = canonical.sha256_hex(data)
+    assert recorded > 40
 
 
 def test_target_flags_follow_the_figures(report: dict[str, Any]) -> None:

@@ -129,7 +129,7 @@ def apply_step(conv: Conversation, step: Step) -> None:
     call = step.call
     if step.output:
         assert call.output is not None
-        conv.assistant(call.output.text, call.output.tool_calls)
+        conv.record(call.output.model)
     elif call.kind == "tool_results":
         conv.tool_results(call.results)
     else:

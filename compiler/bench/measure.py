@@ -4,8 +4,9 @@
 measures, over its last ``window`` calls:
 
 * **handling** one model call: the work between two model calls, i.e. recording the
-  previous call's model output (:meth:`Conversation.assistant`) and handling the event
-  that makes this call (:meth:`Conversation.handle` for a user turn or background event,
+  previous call's model output with its usage (:meth:`Conversation.record`, as a server
+  that reads provider responses does) and handling the event that makes this call
+  (:meth:`Conversation.handle` for a user turn or background event,
   :meth:`Conversation.tool_results` for tool results): compile, append, and commit the
   checkpoint records to an :class:`~prefixlock.store.sqlite.SQLiteStore` (WAL,
   ``synchronous=FULL``, so one fsync per record) in a temporary folder. Requests are
@@ -457,9 +458,9 @@ def method(window: int) -> dict[str, str]:
         "timer": "time.perf_counter_ns; handling also time.process_time_ns",
         "per_call": f"median, p95 (nearest rank) and mean over the last {window} calls "
         "of each run, the same script in every run",
-        "handling": "Conversation.assistant (previous output) + handle / tool_results "
-        "(this call's event); SQLiteStore in a temporary folder, WAL, synchronous=FULL; "
-        "a pass of its own (handle_with_serialize_ns: in the serializing pass)",
+        "handling": "Conversation.record (previous output, with usage) + handle / "
+        "tool_results (this call's event); SQLiteStore in a temporary folder, WAL, "
+        "synchronous=FULL; a pass of its own (handle_with_serialize_ns: in the serializing pass)",
         "durable_floor": "after each handled call, untimed by handling, the same record "
         "bytes appended to a bare one-table SQLite file (WAL, synchronous=FULL): one "
         "INSERT + COMMIT per record, as the store; durable_floor_ns per call",

@@ -20,8 +20,11 @@ from typing import Any
 
 import attrs
 
+from ..core import canonical
 from ..core.errors import UsageError
+from ..core.messages import TextPart
 from ..core.model import ModelRequest
+from ..core.output import ModelOutput, Usage
 from ..runtime.conversation import Conversation
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
@@ -35,12 +38,44 @@ COMPACT_AT = 1 / 3
 CONTEXT_EVERY = 50
 
 
+#: The token usage every output reports (Anthropic's usage object, as its response
+#: parser stores it): the figures do not matter to what is measured, their bytes do.
+USAGE = Usage(
+    input_tokens=52_410,
+    cache_read_tokens=51_200,
+    cache_write_tokens=1_130,
+    output_tokens=412,
+    raw=canonical.dumps(
+        {
+            "cache_creation_input_tokens": 1_130,
+            "cache_read_input_tokens": 51_200,
+            "input_tokens": 80,
+            "output_tokens": 412,
+            "service_tier": "standard",
+        }
+    ),
+)
+
+
+def _model_output(output: Output) -> ModelOutput:
+    text = () if output.text is None else (TextPart(output.text),)
+    calls = tuple(call.to_part() for call in output.tool_calls)
+    stop = "tool_use" if calls else "end_turn"
+    return ModelOutput("anthropic", text + calls, stop, USAGE, "claude-sonnet-4-5")
+
+
 @attrs.frozen
 class Output:
     """Model output, recorded before the next call."""
 
     text: str | None
     tool_calls: tuple[ToolCall, ...] = ()
+    #: What a provider's response parser gives for it (parts in model order, the call's
+    #: usage): :func:`play` records it with :meth:`Conversation.record`, as a server that
+    #: reads provider responses does, so every assistant record carries usage.
+    model: ModelOutput = attrs.field(
+        default=attrs.Factory(_model_output, takes_self=True), eq=False, repr=False
+    )
 
 
 @attrs.frozen
@@ -54,9 +89,10 @@ class Call:
 
 
 def play(conv: Conversation, call: Call) -> ModelRequest:
-    """Record the previous output, then handle this call's event."""
+    """Record the previous output (:meth:`Conversation.record`), then handle this call's
+    event."""
     if call.output is not None:
-        conv.assistant(call.output.text, call.output.tool_calls)
+        conv.record(call.output.model)
     if call.kind == "tool_results":
         return conv.tool_results(call.results)
     assert call.request is not None
