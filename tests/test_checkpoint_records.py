@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from prefixlock.core.messages import (
     part_from_json,
     part_to_json,
 )
+from prefixlock.core.output import Usage
 from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
@@ -592,3 +594,142 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
 
     whole = lambda: canonical.dumpb(record._value(conversation, prev, record.messages))  # noqa: E731
     assert outcome(lambda: record.encode(conversation, prev)) == outcome(whole)
+
+
+# -- a record with usage is written directly, as one without ---------------------------
+
+#: Raw usage texts as providers' parsers store them (canonical), and texts that are not
+#: their own canonical encoding or have none: the direct path must write the first kind
+#: exactly as the encoder does and leave the second to it (its bytes, or its refusal).
+_RAW_USAGES = [
+    "{}",
+    '{"cache_creation_input_tokens":1130,"cache_read_input_tokens":51200,"input_tokens":80,'
+    '"output_tokens":412,"service_tier":"standard"}',
+    '{"a":[1,-2,3.5,-0.0,1e+300,true,false,null],"b":{"c":"é ✓ \\u2028 \\"q\\" \\\\"}}',
+    '{"promptTokenCount":10,"promptTokensDetails":[{"modality":"TEXT","tokenCount":10}]}',
+    '{"n":18446744073709551615}',  # 2**64 - 1: the largest integer the encoder writes
+    '{"n":-18446744073709551615}',
+    "[]",
+    "7",
+    '"text"',
+    '{"é":1}',
+    '{"nul":"\\u0000"}',
+    # not canonical, or no canonical form:
+    '{"b":1,"a":2}',
+    '{"a": 1}',
+    '{"a":1,"a":2}',
+    '{"a":1E5}',
+    '{"a":1.50}',
+    '{"a":NaN}',
+    '{"a":Infinity}',
+    '{"n":18446744073709551616}',
+    '{"n":-18446744073709551616}',
+    '{"s":"\\ud800"}',
+    '{"s":"\ud800"}',
+    '{"s":"\\u00e9"}',
+    '{"s":"\\/"}',
+    '{"a\\u0000":1}',  # NUL in a key: the encoder refuses it (in a string it may stand)
+    "[" * 150 + "]" * 150,
+    "[" * 198 + "]" * 198,  # the deepest the encoder writes two levels into a record
+    "[" * 199 + "]" * 199,
+    "[" * 250 + "]" * 250,
+    "{",
+    "",
+    '{"a":1} ',
+]
+
+
+def _outcomes(record: Record, cid: str, prev: str) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    """What record.encode gives, and what the encoder makes of the whole record: bytes,
+    or the refusal's type and message."""
+
+    def outcome(encode: Any) -> tuple[str, Any]:
+        try:
+            return "ok", encode()
+        except (CanonicalJSONError, ValueError, RecursionError) as err:
+            return type(err).__name__, str(err)
+
+    return (
+        outcome(lambda: record.encode(cid, prev)),
+        outcome(lambda: canonical.dumpb(_record_value(record, cid, prev))),
+    )
+
+
+@pytest.mark.parametrize("raw", _RAW_USAGES)
+def test_record_with_usage_bytes_are_the_encoders_bytes(raw: str) -> None:
+    """Every raw usage, and the figures and providers around it: the record's bytes are
+    what the encoder makes of the whole record, or the encoder's own refusal."""
+    prev = canonical.sha256_hex("prev")
+    messages = rich_messages("a1")[:1]
+    for usage in (
+        Usage(52_410, 51_200, 1_130, 412, None, raw, "anthropic"),
+        Usage(None, None, None, None, None, raw, None),
+        Usage(0, 2**64 - 1, -(2**64 - 1), 1, 2, raw, 'quote"d é'),
+        Usage(2**64, 1, 1, 1, 1, raw, "anthropic"),
+        Usage(True, 1, 1, 1, 1, raw, "anthropic"),  # type: ignore[arg-type]
+        Usage(1, 1, 1, 1, 1, raw, "\ud800"),
+        Usage(1, 1, 1, 1, 1, raw, 5),  # type: ignore[arg-type]
+    ):
+        record = Record(7, RecordType.ASSISTANT, "assistant:3", messages, usage=usage)
+        direct, whole = _outcomes(record, "c", prev)
+        assert direct == whole, usage
+
+
+def test_record_with_usage_is_written_without_the_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A record Conversation.record stores (a writer's usage, a canonical raw) is
+    written around its spliced messages as a record without usage is: before, its
+    envelope went through the encoder's checked walk (54 us against 7 us here)."""
+    prev = canonical.sha256_hex("prev")
+    usage = Usage(52_410, 51_200, 1_130, 412, None, _RAW_USAGES[1], "anthropic")
+    record = Record(7, RecordType.ASSISTANT, "assistant:3", rich_messages("a1")[:1], usage=usage)
+    expected = canonical.dumpb(_record_value(record, "c", prev))
+
+    def refuse(value: object) -> bytes:
+        raise AssertionError(f"the encoder was asked for {value!r}")
+
+    monkeypatch.setattr(canonical, "dumpb", refuse)
+    monkeypatch.setattr(canonical, "dumps", refuse)
+    assert record.encode("c", prev) == expected
+
+
+_json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**66), max_value=2**66)
+    | st.floats()
+    | st.text(max_size=6)
+    | st.sampled_from(["\0", "\ud800", "é", '"', "\\", "/"])
+)
+_json_values = st.recursive(
+    _json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=4) | st.just("\0"), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    value=_json_values,
+    sort_keys=st.booleans(),
+    ensure_ascii=st.booleans(),
+    spaced=st.booleans(),
+    figure=st.none() | st.integers(min_value=-(2**65), max_value=2**65),
+)
+def test_record_with_any_raw_usage_bytes_are_the_encoders_bytes(
+    value: Any, sort_keys: bool, ensure_ascii: bool, spaced: bool, figure: int | None
+) -> None:
+    """Raw usage texts in every form json.dumps writes (canonical or not, NaN, big
+    integers, lone surrogates, NUL in keys): the direct path's bytes or refusal are the
+    encoder's."""
+    separators = (", ", ": ") if spaced else (",", ":")
+    raw = json.dumps(value, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=separators)
+    usage = Usage(figure, 1, None, 2, None, raw, "gemini")
+    record = Record(3, RecordType.ASSISTANT, "assistant:1", rich_messages("a1")[:1], usage=usage)
+    prev = canonical.sha256_hex("prev")
+    direct, whole = _outcomes(record, "c", prev)
+    assert direct == whole
