@@ -17,11 +17,11 @@ from pathlib import Path
 
 import attrs
 
-from ..cache.simulator import CacheReport, simulate
+from ..cache.simulator import CacheReport
 from ..core.errors import CacheSimulationError
 from .replay import Call, provider_names, replay, serialize_calls
 from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
-from .verify import Report, verify
+from .verify import Report, simulate_calls, verify
 
 __all__ = ["CaseFigures", "page", "report_page"]
 
@@ -54,7 +54,7 @@ def report_page(paths: Sequence[Path] = (), providers: Sequence[str] = ("all",))
         models = {s.provider: s.model for s in scenario.bundle.settings}
         for name in names:
             try:
-                caches[name] = simulate(name, bodies[name], model=models.get(name))
+                caches[name] = simulate_calls(scenario, calls, name, bodies[name], models.get(name))
             except CacheSimulationError:
                 continue  # the verify table reports it
         label = path.parent.name if path.name == "scenario.yaml" else path.stem

@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import CacheTotals, PerfectBound, Simulation
+from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation
 from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
@@ -72,6 +72,7 @@ __all__ = [
     "call_time",
     "row_line",
     "scenario_label",
+    "simulate_calls",
     "table_line",
     "table_widths",
     "verify",
@@ -219,6 +220,23 @@ def call_time(scenario: Scenario, call: Call) -> float | None:
     except ValueError:  # a leap second (":60"): the second before it is close enough
         moment = datetime.fromisoformat(stamp.upper().replace(":60", ":59", 1))
     return moment.timestamp()
+
+
+def simulate_calls(
+    scenario: Scenario,
+    calls: Sequence[Call],
+    name: str,
+    bodies: Sequence[bytes],
+    model: str | None = None,
+) -> CacheReport:
+    """Every call's simulated cache use, as verify prices the calls: each body with its
+    call's time (:func:`call_time`), so an entry expires between turns as the provider
+    would let it. For the pages that draw the calls (``prefixlock report``), beside the
+    table verify makes."""
+    simulation = Simulation(name, model=model)
+    for call, body in zip(calls, bodies, strict=True):
+        simulation.add(body, call_time(scenario, call))
+    return simulation.report()
 
 
 def scenario_label(path: Path) -> str:
