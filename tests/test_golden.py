@@ -8,6 +8,7 @@ bodies) and ``calls.md`` (the readable form). Each case is replayed once per ses
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from prefixlock.providers import NAMES
 from prefixlock.review.render import render_calls
 from prefixlock.review.replay import Call, divergence, replay, serialize_calls, write_bodies
 from prefixlock.review.scenario import AssistantStep, Scenario, load_scenario
+from prefixlock.review.verify import verify_scenario
 from sdk_judge import assert_valid
 
 REPO = Path(__file__).resolve().parents[1]
@@ -236,3 +238,29 @@ def test_stale_golden_files_are_reported(tmp_path: Path) -> None:
     assert folder_problems(tmp_path / "gemini", [b"{}", b"{}", b"{}"]) == [
         "gemini/0003.json: missing golden file"
     ]
+
+
+_BAR_FIGURES = re.compile(
+    r"^- ([a-z-]+): .* · `[█▒░]+` ([0-9,]+) read, ([0-9,]+) written, ([0-9,]+) uncached$",
+    re.MULTILINE,
+)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_calls_md_bars_price_the_calls_as_verify_does(case: str) -> None:
+    """The bars of calls.md and the verify table are one simulation: per provider, the
+    tokens the bars read from the cache over all they send is verify's cached share.
+    Before, the bars ignored the calls' times, so a turn after an expired entry still
+    drew as a read (context-revert: 7,032 read where verify wrote all 10,017)."""
+    done = replayed(case)
+    totals: dict[str, list[int]] = {}
+    for name, *figures in _BAR_FIGURES.findall(done.page.decode("utf-8")):
+        read, written, uncached = (int(f.replace(",", "")) for f in figures)
+        total = totals.setdefault(name, [0, 0])
+        total[0] += read
+        total[1] += read + written + uncached
+    rows, _ = verify_scenario(done.scenario, NAMES)
+    assert sorted(totals) == sorted(NAMES)
+    for row in rows:
+        read, sent = totals[row.provider]
+        assert read / sent == pytest.approx(row.cached_share, abs=1e-12), row.provider

@@ -19,8 +19,10 @@ comparing the call's body with the previous call's (cache markers stripped):
 * ``retry: identical to call K`` / ``RETRY MISMATCH: differs from call K``.
 
 Each status ends with a bar of BAR_WIDTH cells: tokens read from the cache (█), written
-to it (▒) and sent uncached (░), from the cache simulator ``verify`` uses
-(:func:`prefixlock.cache.simulator.simulate`, UTF-8 bytes / 4 tokens), and the figures.
+to it (▒) and sent uncached (░), from the cache simulator as ``verify`` runs it
+(:func:`prefixlock.review.verify.simulate_calls`: UTF-8 bytes / 4 tokens, each call at
+its request's time, so an entry that expired between turns is written again), and the
+figures.
 
 A retry re-sends an earlier (shorter) request, so the call after it is compared with
 the last call before it. The page depends on the scenario, the requests and the bytes
@@ -33,7 +35,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
-from ..cache.simulator import CallCache, simulate
+from ..cache.simulator import CallCache
 from ..core.errors import CacheSimulationError
 from ..core.messages import (
     CanonicalMessage,
@@ -46,6 +48,7 @@ from ..core.messages import (
 )
 from .replay import Call, divergence, history_blocks, history_length
 from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
+from .verify import simulate_calls
 
 __all__ = [
     "BAR_WIDTH",
@@ -146,7 +149,7 @@ class _Page:
         self.caches: dict[str, tuple[CallCache, ...]] = {}
         for name in self.names:
             try:
-                report = simulate(name, bodies[name], model=models.get(name))
+                report = simulate_calls(scenario, calls, name, bodies[name], models.get(name))
             except CacheSimulationError:
                 continue  # no bar; verify reports why
             self.caches[name] = report.calls
