@@ -771,3 +771,56 @@ def test_a_changed_part_no_golden_case_renders_is_named(
             "",
         ],
     )
+
+
+def test_a_folder_diff_prices_the_calls_at_their_times(tmp_path: Path) -> None:
+    """A case folder with its scenario.yaml: the simulated costs of both sides are
+    verify's, each call at its request's time (an entry that expired between turns is
+    written again); before, the diff priced every call as if it followed the last one
+    at once (context-revert, anthropic: call 2 read 7,032 tokens the cache had dropped)."""
+    from prefixlock.review.diff.folders import diff_folders
+    from prefixlock.review.diff.sides import Side
+    from prefixlock.review.replay import replay, serialize_calls
+    from prefixlock.review.scenario import load_scenario
+    from prefixlock.review.verify import simulate_calls
+
+    case = REPO / "golden" / "context-revert"
+    for side in ("old", "new"):  # a checkout's golden/ (the scenario's bundle: ../..)
+        for spec in ("prompt", "rules"):
+            shutil.copytree(REPO / spec, tmp_path / side / spec)
+        shutil.copytree(case, tmp_path / side / "golden" / case.name)
+    sides = [Side(s, "folder", tmp_path / s / "golden", tmp_path / s) for s in ("old", "new")]
+    found = diff_folders(*sides)
+    scenario = load_scenario(case / "scenario.yaml")
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, ["anthropic"])["anthropic"]
+    model = {s.provider: s.model for s in scenario.bundle.settings}["anthropic"]
+    expected = [c.cost for c in simulate_calls(scenario, calls, "anthropic", bodies, model).calls]
+    (pair,) = [p for p in found.pairs if p.provider == "anthropic"]
+    assert [c.old_cost for c in pair.calls] == expected
+    assert [c.new_cost for c in pair.calls] == expected
+
+
+def test_a_folder_diff_without_a_loadable_scenario_prices_calls_back_to_back(
+    tmp_path: Path,
+) -> None:
+    """Bodies whose scenario.yaml does not load here (its bundle is elsewhere), or that
+    are fewer than its calls: compared as before, each call priced as following the
+    last one at once."""
+    from prefixlock.cache.simulator import simulate
+    from prefixlock.review.diff.folders import diff_folders
+    from prefixlock.review.diff.sides import Side
+
+    case = REPO / "golden" / "context-revert"
+    shutil.copytree(case, tmp_path / "old" / case.name)  # no prompt/, rules/ at ../..
+    for spec in ("prompt", "rules"):
+        shutil.copytree(REPO / spec, tmp_path / "new" / spec)
+    shutil.copytree(case, tmp_path / "new" / "golden" / case.name)
+    (tmp_path / "new" / "golden" / case.name / "anthropic" / "0004.json").unlink()
+    old = Side("old", "folder", tmp_path / "old", tmp_path / "old")
+    new = Side("new", "folder", tmp_path / "new" / "golden", tmp_path / "new")
+    (pair,) = [p for p in diff_folders(old, new).pairs if p.provider == "anthropic"]
+    bodies = [(case / "anthropic" / f"{n:04d}.json").read_bytes() for n in range(1, 5)]
+    back_to_back = [c.cost for c in simulate("anthropic", bodies).calls]
+    assert [c.old_cost for c in pair.calls] == back_to_back
+    assert [c.new_cost for c in pair.calls] == [*back_to_back[:3], None]

@@ -13,14 +13,14 @@ The result is :class:`FolderDiff` -> :class:`PairDiff` (one case x provider) ->
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from ...cache.simulator import CacheReport, simulate
+from ...cache.simulator import CacheReport, Simulation
 from ...core.errors import CacheSimulationError, InputError, PrefixlockError
 from ..compare import (
     ADDED,
@@ -39,7 +39,10 @@ from ..compare import (
     parse_body,
 )
 from ..jsondiff import describe
+from ..replay import Call, replay
+from ..scenario import Scenario, load_scenario
 from ..sources import SourceIndex
+from ..verify import call_time
 from .sides import Side, call_sets, read_body
 
 __all__ = ["CallDiff", "FolderDiff", "PairDiff", "SourceIndexes", "diff_folders", "worst_impact"]
@@ -255,14 +258,55 @@ class SourceIndexes:
         return index
 
 
+class CallTimes:
+    """Per case folder, the time of each of its model calls, as verify prices them
+    (:func:`~prefixlock.review.verify.call_time`), replayed from the ``scenario.yaml``
+    beside the bodies; None where there is none, or its replay does not load, or makes
+    another number of calls than ``count`` (bodies of another version of the case): the
+    calls then follow each other at once, as before times were read."""
+
+    def __init__(self) -> None:
+        self._replayed: dict[Path, tuple[Scenario, list[Call]] | None] = {}
+
+    def __call__(self, case: Path, numbers: Iterable[int]) -> list[float | None] | None:
+        if case not in self._replayed:
+            self._replayed[case] = self._replay(case / "scenario.yaml")
+        done = self._replayed[case]
+        if done is None:
+            return None
+        scenario, calls = done
+        wanted = list(numbers)
+        if wanted != list(range(1, len(calls) + 1)):
+            return None
+        return [call_time(scenario, call) for call in calls]
+
+    @staticmethod
+    def _replay(path: Path) -> tuple[Scenario, list[Call]] | None:
+        if not path.is_file():
+            return None
+        try:
+            scenario = load_scenario(path)
+            return scenario, replay(scenario)
+        except PrefixlockError:  # the bodies are still compared; verify names the error
+            return None
+
+
 def _simulate(
-    provider: str, files: Mapping[int, Path], bodies: list[bytes], model: str | None
+    provider: str,
+    files: Mapping[int, Path],
+    bodies: list[bytes],
+    model: str | None,
+    times: Sequence[float | None] | None = None,
 ) -> CacheReport | None:
-    """The cache simulation of one call sequence (None without calls)."""
+    """The cache simulation of one call sequence (None without calls), each call at its
+    time where ``times`` gives them."""
     if not bodies:
         return None
     try:
-        return simulate(provider, bodies, model=model)
+        simulation = Simulation(provider, model=model)
+        for body, at in zip(bodies, times or [None] * len(bodies), strict=True):
+            simulation.add(body, at)
+        return simulation.report()
     except ValueError:  # name the file, as compare_bodies would
         for path, data in zip(files.values(), bodies, strict=True):
             parse_body(data, str(path))
@@ -279,6 +323,7 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
     if not old_sets and not new_sets:
         raise InputError(f"no <provider>/NNNN.json bodies below {old.label} or {new.label}")
     old_index, new_index = indexes(old.root), indexes(new.root)
+    times = CallTimes()
     pairs: list[PairDiff] = []
     for key in sorted(set(old_sets) | set(new_sets)):
         case, _, name = key.rpartition("/")
@@ -287,9 +332,10 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
         new_read = {n: read_body(path) for n, path in b.items()}
         old_bodies, new_bodies = list(old_read.values()), list(new_read.values())
         old_model, new_model = old_index.models.get(name), new_index.models.get(name)
-        before = _simulate(name, a, old_bodies, old_model)
-        same = old_bodies == new_bodies and old_model == new_model
-        after = before if same else _simulate(name, b, new_bodies, new_model)
+        old_times, new_times = times(old.path / case, a), times(new.path / case, b)
+        before = _simulate(name, a, old_bodies, old_model, old_times)
+        same = old_bodies == new_bodies and old_model == new_model and old_times == new_times
+        after = before if same else _simulate(name, b, new_bodies, new_model, new_times)
         old_costs = dict(zip(a, before.calls, strict=True)) if before else {}
         new_costs = dict(zip(b, after.calls, strict=True)) if after else {}
         scenario = (new.path / key).parent / "scenario.yaml"
