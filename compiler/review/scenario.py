@@ -85,6 +85,7 @@ __all__ = [
     "golden_scenarios",
     "load_scenario",
     "merge_base",
+    "scenario_bundle_root",
     "scenario_files",
 ]
 
@@ -140,6 +141,15 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
         bundle=bundle,
         steps=tuple(steps),
     )
+
+
+def scenario_bundle_root(path: Path | str) -> Path:
+    """The spec root whose bundle :func:`load_scenario` builds for ``path`` (for a caller
+    that loads many scenarios of one root and passes them one bundle). Raises
+    :class:`SpecErrors` if the file is not YAML."""
+    path = Path(path)
+    value = load_yaml_file(path).value
+    return _bundle_root(path, value if isinstance(value, dict) else {})
 
 
 def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:

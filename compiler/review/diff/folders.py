@@ -22,6 +22,7 @@ import attrs
 
 from ...cache.simulator import CacheReport, Simulation
 from ...core.errors import CacheSimulationError, InputError, PrefixlockError
+from ...spec.bundle import Bundle
 from ..compare import (
     ADDED,
     CALL_VERDICTS,
@@ -40,7 +41,7 @@ from ..compare import (
 )
 from ..jsondiff import describe
 from ..replay import Call, replay
-from ..scenario import Scenario, load_scenario
+from ..scenario import Scenario, load_scenario, scenario_bundle_root
 from ..sources import SourceIndex
 from ..verify import call_time
 from .sides import Side, call_sets, read_body
@@ -267,6 +268,8 @@ class CallTimes:
 
     def __init__(self) -> None:
         self._replayed: dict[Path, tuple[Scenario, list[Call]] | None] = {}
+        #: one bundle per spec root: the cases of a side share theirs (``bundle: ../..``)
+        self._bundles: dict[Path, Bundle] = {}
 
     def __call__(self, case: Path, numbers: Iterable[int]) -> list[float | None] | None:
         if case not in self._replayed:
@@ -280,12 +283,13 @@ class CallTimes:
             return None
         return [call_time(scenario, call) for call in calls]
 
-    @staticmethod
-    def _replay(path: Path) -> tuple[Scenario, list[Call]] | None:
+    def _replay(self, path: Path) -> tuple[Scenario, list[Call]] | None:
         if not path.is_file():
             return None
         try:
-            scenario = load_scenario(path)
+            root = scenario_bundle_root(path)
+            scenario = load_scenario(path, bundle=self._bundles.get(root))
+            self._bundles.setdefault(root, scenario.bundle)
             return scenario, replay(scenario)
         except PrefixlockError:  # the bodies are still compared; verify names the error
             return None
