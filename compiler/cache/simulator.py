@@ -852,20 +852,27 @@ def simulate(
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
     cached_contents: Mapping[str, bytes | str | Mapping[str, Any]] | None = None,
+    times: Sequence[float | None] | None = None,
 ) -> CacheReport:
     """Simulate the prompt cache over one conversation's request bodies, in call order.
 
     ``model`` is used when a body does not name one (Gemini and Bedrock carry it in the
     URL); ``tokenizer`` defaults to the UTF-8-bytes/4 estimate; ``cached_contents`` maps
-    a Gemini explicit cache's name to the body that created it. Raises
+    a Gemini explicit cache's name to the body that created it; ``times``: each call's
+    time, one per body (:meth:`Simulation.add`'s ``at``; default: none, nothing
+    expires). Raises
     :class:`PrefixlockError` for an unknown provider, a body that is not a JSON object,
     or an explicit-cache call with more breakpoints than the API accepts.
     """
     simulation = Simulation(
         provider, model=model, tokenizer=tokenizer, cached_contents=cached_contents
     )
-    for raw in bodies:
-        simulation.add(raw)
+    if times is None:
+        for raw in bodies:
+            simulation.add(raw)
+    else:
+        for raw, at in zip(bodies, times, strict=True):
+            simulation.add(raw, at)
     return simulation.report()
 
 

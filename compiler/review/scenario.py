@@ -40,7 +40,7 @@ them together, sorted, each at ``file:line:col`` with its ``$.path``:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,6 @@ __all__ = [
     "golden_scenarios",
     "load_scenario",
     "merge_base",
-    "scenario_bundle_root",
     "scenario_files",
 ]
 
@@ -112,11 +111,18 @@ def _deep_merge(old: Any, new: Any) -> Any:
     return new
 
 
-def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario:
+def load_scenario(
+    path: Path | str,
+    *,
+    bundle: Bundle | None = None,
+    bundles: MutableMapping[Path, Bundle] | None = None,
+) -> Scenario:
     """Load and check a scenario file; raises :class:`SpecErrors` naming every problem.
 
     ``bundle`` overrides the scenario's own (``bundle:`` or the project's); by default
-    it is built from the spec root the scenario names.
+    it is built from the spec root the scenario names. ``bundles``: spec root -> its
+    bundle, for a caller loading many scenarios of one root: a root's bundle is taken
+    from it, or built and kept in it.
     """
     path = Path(path)
     doc = load_yaml_file(path)
@@ -124,8 +130,12 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
     invalid = [e.path for e in errors]
     value = doc.value if isinstance(doc.value, dict) else {}
     root = _bundle_root(path, value)
+    if bundle is None and bundles is not None:
+        bundle = bundles.get(root)
     if bundle is None:
         bundle = _build(root, doc, "$.bundle" if "bundle" in value else "$", errors)
+        if bundle is not None and bundles is not None:
+            bundles[root] = bundle
     note = bundle_note(root, bundle) if bundle is not None else ""
     loader = _Loader(doc, value, bundle, errors, invalid, note)
     steps = loader.steps()
@@ -141,15 +151,6 @@ def load_scenario(path: Path | str, *, bundle: Bundle | None = None) -> Scenario
         bundle=bundle,
         steps=tuple(steps),
     )
-
-
-def scenario_bundle_root(path: Path | str) -> Path:
-    """The spec root whose bundle :func:`load_scenario` builds for ``path`` (for a caller
-    that loads many scenarios of one root and passes them one bundle). Raises
-    :class:`SpecErrors` if the file is not YAML."""
-    path = Path(path)
-    value = load_yaml_file(path).value
-    return _bundle_root(path, value if isinstance(value, dict) else {})
 
 
 def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:

@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation
+from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation, simulate
 from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
@@ -233,10 +233,7 @@ def simulate_calls(
     call's time (:func:`call_time`), so an entry expires between turns as the provider
     would let it. For the pages that draw the calls (``prefixlock report``), beside the
     table verify makes."""
-    simulation = Simulation(name, model=model)
-    for call, body in zip(calls, bodies, strict=True):
-        simulation.add(body, call_time(scenario, call))
-    return simulation.report()
+    return simulate(name, bodies, model=model, times=[call_time(scenario, c) for c in calls])
 
 
 def scenario_label(path: Path) -> str:

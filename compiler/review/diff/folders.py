@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from ...cache.simulator import CacheReport, Simulation
+from ...cache.simulator import CacheReport, simulate
 from ...core.errors import CacheSimulationError, InputError, PrefixlockError
 from ...spec.bundle import Bundle
 from ..compare import (
@@ -40,8 +40,8 @@ from ..compare import (
     parse_body,
 )
 from ..jsondiff import describe
-from ..replay import Call, replay
-from ..scenario import Scenario, load_scenario, scenario_bundle_root
+from ..replay import replay
+from ..scenario import load_scenario
 from ..sources import SourceIndex
 from ..verify import call_time
 from .sides import Side, call_sets, read_body
@@ -262,35 +262,29 @@ class SourceIndexes:
 class CallTimes:
     """Per case folder, the time of each of its model calls, as verify prices them
     (:func:`~prefixlock.review.verify.call_time`), replayed from the ``scenario.yaml``
-    beside the bodies; None where there is none, or its replay does not load, or makes
-    another number of calls than ``count`` (bodies of another version of the case): the
-    calls then follow each other at once, as before times were read."""
+    beside the bodies; None where there is none, or its replay does not load, or the
+    body numbers are not 1 to its number of calls (bodies of another version of the
+    case): the calls then follow each other at once, as before times were read."""
 
     def __init__(self) -> None:
-        self._replayed: dict[Path, tuple[Scenario, list[Call]] | None] = {}
+        self._times: dict[Path, list[float | None] | None] = {}
         #: one bundle per spec root: the cases of a side share theirs (``bundle: ../..``)
         self._bundles: dict[Path, Bundle] = {}
 
     def __call__(self, case: Path, numbers: Iterable[int]) -> list[float | None] | None:
-        if case not in self._replayed:
-            self._replayed[case] = self._replay(case / "scenario.yaml")
-        done = self._replayed[case]
-        if done is None:
+        if case not in self._times:
+            self._times[case] = self._replay(case / "scenario.yaml")
+        times = self._times[case]
+        if times is None or list(numbers) != list(range(1, len(times) + 1)):
             return None
-        scenario, calls = done
-        wanted = list(numbers)
-        if wanted != list(range(1, len(calls) + 1)):
-            return None
-        return [call_time(scenario, call) for call in calls]
+        return times
 
-    def _replay(self, path: Path) -> tuple[Scenario, list[Call]] | None:
+    def _replay(self, path: Path) -> list[float | None] | None:
         if not path.is_file():
             return None
         try:
-            root = scenario_bundle_root(path)
-            scenario = load_scenario(path, bundle=self._bundles.get(root))
-            self._bundles.setdefault(root, scenario.bundle)
-            return scenario, replay(scenario)
+            scenario = load_scenario(path, bundles=self._bundles)
+            return [call_time(scenario, call) for call in replay(scenario)]
         except PrefixlockError:  # the bodies are still compared; verify names the error
             return None
 
@@ -307,10 +301,7 @@ def _simulate(
     if not bodies:
         return None
     try:
-        simulation = Simulation(provider, model=model)
-        for body, at in zip(bodies, times or [None] * len(bodies), strict=True):
-            simulation.add(body, at)
-        return simulation.report()
+        return simulate(provider, bodies, model=model, times=times)
     except ValueError:  # name the file, as compare_bodies would
         for path, data in zip(files.values(), bodies, strict=True):
             parse_body(data, str(path))
