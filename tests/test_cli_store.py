@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conv_helpers import background, context_b, example_bundle, user
 from prefixlock.cli.commands import main
+from prefixlock.core import canonical
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.tools import ToolCall, ToolResult
 from prefixlock.store.sqlite import SQLiteStore
@@ -24,7 +25,14 @@ def db(tmp_path: Path) -> Path:
         conv.assistant("done")
         conv.handle(background("b1", "subagent finished"))
         conv.assistant("noted")
-        conv.handle(user("u2", context=context_b(), compact={"summary": "All of it."}))
+        conv.handle(
+            user(
+                "u2",
+                context=context_b(),
+                compact={"summary": "All of it."},
+                timestamp="2026-12-02T10:00:00Z",
+            )
+        )
     return path
 
 
@@ -40,9 +48,14 @@ def test_inspect_prints_root_records_epochs_and_current_request(
     )
     assert (
         "      7  user         u2                           "
-        "request-context:u2 summary:1 runtime:u2  RESET\n" in out
+        "request-context:u2 summary:1 runtime:u2  RESET  at 2026-12-02T10:00:00Z\n" in out
     )
     assert "  epoch 0 from record 1\n  epoch 1 from record 7\n" in out
+    assert main(["inspect", str(db), "conv-1", "--json"]) == 0
+    records = canonical.loads(capsys.readouterr().out)["records"]
+    assert [r["timestamp"] for r in records] == [None] * 6 + ["2026-12-02T10:00:00Z"]
+    assert main(["inspect", str(db), "conv-1"]) == 0
+    out = capsys.readouterr().out
     assert "current request: epoch 1, 3 messages, cache key prefixlock-" in out
     assert "cache hints: tools, instructions, context@0, tail@2\n" in out
 

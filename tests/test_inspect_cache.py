@@ -16,10 +16,14 @@ from prefixlock.review.cacheuse import cache_use
 PROMPT = 20_000
 
 
-def _play(db: Path, conversation: str, read: float) -> None:
+def _play(
+    db: Path, conversation: str, read: float, times: tuple[str | None, str | None] = (None, None)
+) -> None:
     """Three model calls (a turn, its tool loop, a second turn); the provider reports
-    ``read`` of every prompt after the first as read from its cache."""
+    ``read`` of every prompt after the first as read from its cache. ``times``: the
+    two turns' request timestamps."""
     conv = Conversation.open(SQLiteStore(db), example_bundle(), conversation)
+    stamps = [{} if t is None else {"timestamp": t} for t in times]
     calls = 0
 
     def output(parts: tuple[TextPart | ToolCallPart, ...]) -> ModelOutput:
@@ -29,11 +33,11 @@ def _play(db: Path, conversation: str, read: float) -> None:
         used = Usage(PROMPT, cached, PROMPT - cached, 30, None, '{"source":"test"}')
         return ModelOutput("anthropic", parts, "end_turn", used)
 
-    conv.handle(user("u1", conversation=conversation))
+    conv.handle(user("u1", conversation=conversation, **stamps[0]))
     conv.record(output((ToolCallPart("toolu_1", "read_file", '{"path":"a.py"}'),)))
     conv.tool_results([ToolResult("toolu_1", "print('a')")])
     conv.record(output((TextPart("It prints a."),)))
-    conv.handle(user("u2", conversation=conversation))
+    conv.handle(user("u2", conversation=conversation, **stamps[1]))
     conv.record(output((TextPart("Done."),)))
 
 
@@ -65,12 +69,87 @@ def test_cli_table_json_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixt
     _play(db, "cold", read=0.0)
     assert main(["inspect", str(db), "cold", "--cache"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["call", "seq", "provider", "prompt", "predicted", "read", "written"]
+    assert out[0].split() == [
+        "call",
+        "seq",
+        "provider",
+        "sent",
+        "prompt",
+        "predicted",
+        "read",
+        "written",
+    ]
     assert out[2].endswith("FEWER CACHED THAN PREDICTED")
-    assert out[-1] == "3 recorded call(s), 2 with fewer cached than predicted"
+    assert out[-2] == "3 recorded call(s), 2 with fewer cached than predicted"
+    assert out[-1] == (
+        "no request of these calls carried a timestamp: cache entries are predicted never to expire"
+    )
     assert main(["inspect", str(db), "cold", "--cache", "--json"]) == 1
     value = canonical.loads(capsys.readouterr().out)
     assert value["flagged"] == [2, 3]
     assert value["calls"][0]["cache_write_tokens"] == PROMPT
     # a generous slack accepts anything
     assert main(["inspect", str(db), "cold", "--cache", "--slack", "1"]) == 0
+
+
+def test_a_call_after_an_idle_gap_is_predicted_to_miss_not_flagged(tmp_path: Path) -> None:
+    """The turns' request timestamps are stored with their records: a call ten minutes
+    after the last one finds its 5-minute entries gone, as the provider would, and reading
+    nothing then is what the prefix predicts. The tool-loop call has no timestamp of its
+    own: it comes right after the call before it (as verify prices scenario calls)."""
+    db = tmp_path / "s.db"
+    _play(db, "idle", read=0.0, times=("2026-12-02T10:00:00Z", "2026-12-02T10:10:00Z"))
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "idle")
+    assert [c.timestamp for c in report.calls] == [
+        "2026-12-02T10:00:00Z",
+        None,
+        "2026-12-02T10:10:00Z",
+    ]
+    assert report.calls[1].predicted_share > 0.5  # the tool loop: still cached
+    assert report.calls[2].predicted_share == 0.0  # after the gap: expired
+    assert report.calls[2].predicted_tokens == 0
+    assert [c.flagged for c in report.calls] == [False, True, False]
+
+
+def test_a_call_within_the_cache_lifetime_is_still_predicted_to_hit(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _play(db, "busy", read=0.0, times=("2026-12-02T10:00:00Z", "2026-12-02T10:04:00+00:00"))
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "busy")
+    assert report.calls[2].predicted_share > 0.5
+    assert [c.flagged for c in report.calls] == [False, True, True]
+    value = report.to_json()
+    assert [c["timestamp"] for c in value["calls"]] == [
+        "2026-12-02T10:00:00Z",
+        None,
+        "2026-12-02T10:04:00+00:00",
+    ]
+
+
+def test_the_prediction_is_verify_s_pricing_of_the_same_bodies(tmp_path: Path) -> None:
+    """Shares equal the simulator's over the bodies the calls sent, each at its time:
+    the same rules verify applies to a scenario."""
+    from prefixlock import providers
+    from prefixlock.cache.simulator import simulate
+    from prefixlock.core.timestamps import seconds
+
+    db = tmp_path / "s.db"
+    times = ("2026-12-02T10:00:00Z", "2026-12-02T10:06:00Z")
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "same")
+    wire = providers.get("anthropic")
+    bodies = [wire.serialize(conv.handle(user("u1", conversation="same", timestamp=times[0])))]
+    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
+    conv.record(ModelOutput("anthropic", (TextPart("a"),), "end_turn", used))
+    bodies.append(wire.serialize(conv.handle(user("u2", conversation="same", timestamp=times[1]))))
+    conv.record(ModelOutput("anthropic", (TextPart("b"),), "end_turn", used))
+    expected = simulate("anthropic", bodies, times=[seconds(t) for t in times])
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "same")
+    assert [c.predicted_share for c in report.calls] == [
+        c.cache_read_tokens / c.input_tokens for c in expected.calls
+    ]
+    without = simulate("anthropic", bodies)
+    assert [c.cache_read_tokens for c in without.calls] != [
+        c.cache_read_tokens for c in expected.calls
+    ]

@@ -39,9 +39,10 @@ def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache",
         action="store_true",
-        help="per recorded model call: prompt tokens, cached tokens the prefix predicts, "
-        "tokens the provider read from and wrote to its cache; exit 1 if a call read fewer "
-        "than predicted",
+        help="per recorded model call: prompt tokens, cached tokens the prefix predicts (each "
+        "call at its request's timestamp, so entries expire over idle gaps), tokens the "
+        "provider read from and wrote to its cache; exit 1 if a call read fewer than "
+        "predicted",
     )
     parser.add_argument(
         "--slack",
@@ -62,6 +63,11 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
             out(line.rstrip())
         flagged = len(report.flagged)
         out(f"{len(report.calls)} recorded call(s), {flagged} with fewer cached than predicted")
+        if report.calls and not report.timed:
+            out(
+                "no request of these calls carried a timestamp: cache entries are predicted "
+                "never to expire"
+            )
     return FINDING if report.flagged else OK
 
 

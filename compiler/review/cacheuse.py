@@ -9,6 +9,14 @@ the share of the prompt the prefix made cacheable. Applied to the prompt size th
 reported, that share is the **predicted** cached tokens; the provider's own cache-read
 and cache-write figures are the **observed** ones.
 
+Each call is priced at its time, as verify prices a scenario's calls: the ``timestamp``
+its request carried, which the user or background record that made the call keeps
+(record format 3). A call with none (a tool-loop call, a request without a timestamp)
+comes right after the call before it. So an entry expires over an idle gap longer than
+its lifetime, and reading nothing after it is predicted, not flagged. While no request
+carried a timestamp (or for a store written before timestamps were kept), nothing
+expires, and the table says so.
+
 A call is flagged when the provider read fewer tokens from the cache than predicted,
 beyond ``slack`` (default 10%, for tokenizer and block-rounding differences): a prefix
 the server believes stable did not hit, which a server can alert on. Calls whose
@@ -26,6 +34,7 @@ from .. import providers as registry
 from ..cache.simulator import simulate
 from ..core import canonical
 from ..core.errors import CheckpointError
+from ..core.timestamps import seconds
 from ..runtime.history import History
 from ..store.contract import Store
 from ..store.records import RecordType, Root, decode_record
@@ -43,6 +52,8 @@ class CallCacheUse:
     call: int
     seq: int
     provider: str
+    #: the request's timestamp (None: it came right after the call before it)
+    timestamp: str | None
     predicted_share: float
     predicted_tokens: int | None
     input_tokens: int | None
@@ -55,6 +66,7 @@ class CallCacheUse:
             "call": self.call,
             "seq": self.seq,
             "provider": self.provider,
+            "timestamp": self.timestamp,
             "predicted_share": round(self.predicted_share, 4),
             "predicted_cached_tokens": self.predicted_tokens,
             "input_tokens": self.input_tokens,
@@ -86,12 +98,13 @@ class CacheUse:
 
     def rows(self) -> list[list[str]]:
         """A table: header, then one row per call."""
-        header = ["call", "seq", "provider", "prompt", "predicted", "read", "written", ""]
+        header = ["call", "seq", "provider", "sent", "prompt", "predicted", "read", "written", ""]
         body = [
             [
                 str(c.call),
                 str(c.seq),
                 c.provider,
+                "-" if c.timestamp is None else c.timestamp,
                 _figure(c.input_tokens),
                 _figure(c.predicted_tokens),
                 _figure(c.cache_read_tokens),
@@ -101,6 +114,11 @@ class CacheUse:
             for c in self.calls
         ]
         return [header, *body]
+
+    @property
+    def timed(self) -> bool:
+        """Whether any call's request carried a timestamp (else nothing expires)."""
+        return any(call.timestamp is not None for call in self.calls)
 
 
 def _figure(value: int | None) -> str:
@@ -117,24 +135,28 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
     history = History(root, canonical.sha256_hex(stored.root))
     wires: dict[str, registry.Provider] = {}
     bodies: dict[str, list[bytes]] = {}
-    answered: list[tuple[int, str, Any]] = []  # (seq, provider, usage)
+    times: dict[str, list[float | None]] = {}
+    answered: list[tuple[int, str, Any, str | None]] = []  # (seq, provider, usage, time)
+    stamp: str | None = None  # the timestamp of the record that made the next call
     for seq, data in enumerate(stored.records, start=1):
         record = decode_record(data, conversation_id, seq, history.head)
         used = record.usage
         if record.type is RecordType.ASSISTANT and used is not None and used.provider:
             wire = wires.setdefault(used.provider, registry.get(used.provider))
             bodies.setdefault(used.provider, []).append(wire.serialize(history.project()))
-            answered.append((seq, used.provider, used))
+            times.setdefault(used.provider, []).append(None if stamp is None else seconds(stamp))
+            answered.append((seq, used.provider, used, stamp))
+        stamp = record.timestamp
         history.apply(record, canonical.sha256_hex(data))
     shares: dict[str, list[float]] = {}
     for name, sent in bodies.items():
-        report = simulate(name, sent)
+        report = simulate(name, sent, times=times[name])
         shares[name] = [
             c.cache_read_tokens / c.input_tokens if c.input_tokens else 0.0 for c in report.calls
         ]
     seen: dict[str, int] = {}
     calls = []
-    for number, (seq, name, used) in enumerate(answered, start=1):
+    for number, (seq, name, used, at) in enumerate(answered, start=1):
         index = seen.get(name, 0)
         seen[name] = index + 1
         share = shares[name][index]
@@ -150,6 +172,7 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
                 number,
                 seq,
                 name,
+                at,
                 share,
                 predicted,
                 used.input_tokens,

@@ -52,6 +52,7 @@ def _record_json(record: Record) -> dict[str, Any]:
         "event_id": record.event_id,
         "reset": record.reset,
         "messages": [m.id for m in record.messages],
+        "timestamp": record.timestamp,
     }
 
 
@@ -79,8 +80,10 @@ def inspect_text(store: Store, conversation_id: str) -> str:
     ]
     for r in data["records"]:
         reset = "  RESET" if r["reset"] else ""
+        sent = "" if r["timestamp"] is None else f"  at {r['timestamp']}"
         lines.append(
-            f"  {r['seq']:>5}  {r['type']:<12} {r['event_id']:<28} {' '.join(r['messages'])}{reset}"
+            f"  {r['seq']:>5}  {r['type']:<12} {r['event_id']:<28} {' '.join(r['messages'])}"
+            f"{reset}{sent}"
         )
     lines.append("epochs:")
     lines += [f"  epoch {e['epoch']} from record {e['first_record']}" for e in data["epochs"]]

@@ -31,7 +31,6 @@ import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from ..core.memory import release_freed_memory
 from ..core.messages import CanonicalMessage, MessageKind
 from ..core.model import MessageView
 from ..core.resources import python_module_command
+from ..core.timestamps import seconds
 from . import processes
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, tool_file_order
@@ -213,13 +213,7 @@ def call_time(scenario: Scenario, call: Call) -> float | None:
     step = scenario.steps[call.step]
     request = getattr(step, "request", None)
     stamp = getattr(request, "timestamp", None)
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.upper())
-    except ValueError:  # a leap second (":60"): the second before it is close enough
-        moment = datetime.fromisoformat(stamp.upper().replace(":60", ":59", 1))
-    return moment.timestamp()
+    return seconds(stamp) if isinstance(stamp, str) else None
 
 
 def simulate_calls(

@@ -201,7 +201,14 @@ class Conversation:
                 f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(text),)
             )
             self._admit((message,), f"{request.kind} event {eid!r}")
-            record = Record(h.seq + 1, RecordType.EVENT, eid, (message,), request.digest)
+            record = Record(
+                h.seq + 1,
+                RecordType.EVENT,
+                eid,
+                (message,),
+                request.digest,
+                timestamp=request.timestamp,
+            )
         self._append(record)
         return h.project()
 
@@ -242,11 +249,19 @@ class Conversation:
             )
             self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
             return Record(
-                h.seq + 1, RecordType.USER, eid, (context, summary, runtime), request.digest, True
+                h.seq + 1,
+                RecordType.USER,
+                eid,
+                (context, summary, runtime),
+                request.digest,
+                True,
+                timestamp=request.timestamp,
             )
         messages = (context, runtime) if changed else (runtime,)
         self._admit(messages, f"user event {eid!r}")
-        return Record(h.seq + 1, RecordType.USER, eid, messages, request.digest)
+        return Record(
+            h.seq + 1, RecordType.USER, eid, messages, request.digest, timestamp=request.timestamp
+        )
 
     def _assistant(
         self, text: str | None, tool_calls: Sequence[ToolCall], parts: Sequence[Part]

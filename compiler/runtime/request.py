@@ -8,8 +8,6 @@ The timestamp is whatever the client sent: prefixlock never reads a clock.
 
 from __future__ import annotations
 
-import calendar
-import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -19,34 +17,9 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, Location, SpecError, SpecErrors
+from ..core.timestamps import timestamp_problem
 from ..spec.loader import LoadedDocument, load_yaml_file
 from ..spec.validate import validate_value
-
-_RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?"
-    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
-)
-
-
-def timestamp_problem(text: str) -> str | None:
-    """Why ``text`` is not an RFC 3339 ``date-time`` (None if it is one): the whole
-    string (no trailing newline), real months and days, hours, minutes, seconds (60 for
-    a leap second) and offsets."""
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        return f"{text!r} is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
-    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-    if not 1 <= month <= 12:
-        return f"{text!r}: month {month:02d} is not 01 to 12"
-    days = calendar.monthrange(year, month)[1]
-    if not 1 <= day <= days:
-        return f"{text!r}: day {day:02d} is not 01 to {days} in {year:04d}-{month:02d}"
-    if hour > 23 or minute > 59 or second > 60:
-        return f"{text!r}: time {hour:02d}:{minute:02d}:{second:02d} is not a time of day"
-    off_hour, off_minute = match.group(7), match.group(8)
-    if off_hour is not None and (int(off_hour) > 23 or int(off_minute) > 59):
-        return f"{text!r}: offset {off_hour}:{off_minute} is not an offset"
-    return None
 
 
 class RequestKind(StrEnum):

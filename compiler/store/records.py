@@ -11,6 +11,10 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   :data:`FORMAT_USAGE` and one more member, ``"usage"`` (:class:`~prefixlock.core.output.Usage`);
   every other record keeps format :data:`FORMAT`, so stores written before usage existed
   open unchanged.
+* a user or background record whose request carried a ``timestamp`` (the RFC 3339 text
+  the client sent: prefixlock reads no clock) has format :data:`FORMAT_TIMESTAMP` and
+  one more member, ``"timestamp"``, as sent. It is what a reader of the store alone
+  needs to expire cache entries between model calls (``prefixlock inspect --cache``).
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -36,12 +40,15 @@ from ..core.errors import CanonicalJSONError, CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.output import Usage
+from ..core.timestamps import timestamp_problem
 
 FORMAT = 1
 #: The format of a record that carries usage (the root and other records stay at 1).
 FORMAT_USAGE = 2
+#: The format of a record that carries its request's timestamp (with or without usage).
+FORMAT_TIMESTAMP = 3
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE)
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP)
 
 
 class RecordType(StrEnum):
@@ -127,6 +134,18 @@ class Root:
         return root
 
 
+def _timestamp_problem(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"expected an RFC 3339 string, got {value!r}"
+    return timestamp_problem(value)
+
+
+def _check_timestamp(_record: object, _attribute: object, value: str | None) -> None:
+    problem = None if value is None else _timestamp_problem(value)
+    if problem is not None:
+        raise ValueError(f"timestamp: {problem}")
+
+
 @attrs.frozen
 class Record:
     seq: int
@@ -137,6 +156,16 @@ class Record:
     reset: bool = False
     #: the provider's token usage of the model call this record answers (assistant only)
     usage: Usage | None = None
+    #: the RFC 3339 ``timestamp`` of the request that made this record, as the client
+    #: sent it (user and background records; None when the request had none)
+    timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
+
+    @property
+    def format(self) -> int:
+        """The record format these members are written in."""
+        if self.timestamp is not None:
+            return FORMAT_TIMESTAMP
+        return FORMAT if self.usage is None else FORMAT_USAGE
 
     def encode(self, conversation_id: str, prev: str) -> bytes:
         """The record's canonical bytes; each message's parts are spliced in as
@@ -176,8 +205,10 @@ class Record:
         naming it)."""
         digest = self.request_digest
         usage = "" if self.usage is None else _usage_text(self.usage)
+        stamp = self.timestamp
         if not (
             usage is not None
+            and (stamp is None or type(stamp) is str)
             and type(conversation_id) is str
             and type(self.event_id) is str
             and type(prev) is str
@@ -195,7 +226,7 @@ class Record:
             + ',"event_id":'
             + text(self.event_id)
             + ',"format":'
-            + str(FORMAT if self.usage is None else FORMAT_USAGE)
+            + str(self.format)
             + ',"kind":"record","messages":['
         )
         tail = (
@@ -205,6 +236,7 @@ class Record:
             + ("null" if digest is None else text(digest))
             + (',"reset":true,"seq":' if self.reset else ',"reset":false,"seq":')
             + str(self.seq)
+            + ("" if stamp is None else ',"timestamp":' + text(stamp))
             + ',"type":'
             + text(str(self.type))
             + usage
@@ -219,7 +251,7 @@ class Record:
         self, conversation_id: str, prev: str, messages: tuple[CanonicalMessage, ...]
     ) -> dict[str, Any]:
         value: dict[str, Any] = {
-            "format": FORMAT if self.usage is None else FORMAT_USAGE,
+            "format": self.format,
             "kind": "record",
             "conversation": conversation_id,
             "seq": self.seq,
@@ -232,6 +264,8 @@ class Record:
         }
         if self.usage is not None:
             value["usage"] = self.usage.to_json()
+        if self.timestamp is not None:
+            value["timestamp"] = self.timestamp
         return value
 
 
@@ -322,7 +356,8 @@ def _load_object(data: bytes, kind: str) -> Mapping[str, Any]:
         raise CheckpointError(f"expected a {kind}, got {str(obj)[:60]!r}")
     formats = RECORD_FORMATS if kind == "record" else (FORMAT,)
     if obj.get("format") not in formats:
-        readable = " and ".join(str(f) for f in formats)
+        names = [str(f) for f in formats]
+        readable = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         raise CheckpointError(
             f"{kind} has format {obj.get('format')!r}; this prefixlock reads format {readable}"
         )
@@ -420,6 +455,11 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         raise CheckpointError(f"{where}: has seq {obj.get('seq')!r} (missing or reordered)")
     if obj.get("prev") != prev:
         raise CheckpointError(f"{where}: hash chain broken (prev does not match)")
+    stamp = obj.get("timestamp")
+    if "timestamp" in obj:
+        problem = _timestamp_problem(stamp)
+        if problem is not None:
+            raise CheckpointError(f"{where}: timestamp: {problem}")
     try:
         record = Record(
             seq=seq,
@@ -429,6 +469,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             request_digest=obj["request_digest"],
             reset=obj["reset"],
             usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
+            timestamp=stamp,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
@@ -510,7 +551,8 @@ _scan_value: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type:
 _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
-    _PLAIN + f',"format":({FORMAT}|{FORMAT_USAGE}),"kind":"record","messages":\\['
+    _PLAIN
+    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}),"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
     r'\{"digest":' + _DIGEST + ',"id":' + _PLAIN + ',"kind":"([a-z_]+)","parts":'
@@ -518,9 +560,10 @@ _MESSAGE_HEAD = re.compile(
 _MESSAGE_TAIL = re.compile(r',"role":"([a-z]+)"\}([,\]])')
 _RECORD_TAIL = re.compile(
     r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),"seq":([1-9][0-9]*),'
-    r'"type":"([a-z_]+)"'
+    r'(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
 )
 _USAGE_FORMAT = str(FORMAT_USAGE)
+_TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -631,10 +674,18 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     match = _RECORD_TAIL.match(text, pos + len(tail))
     if match is None or match[3] != str(seq):
         raise _NotFast
-    request_digest, reset, _, record_type = match.groups()
+    request_digest, reset, _, stamp, record_type = match.groups()
     pos = match.end()
+    if record_format == _TIMESTAMP_FORMAT:  # then, and only then, a timestamp
+        if stamp is None or timestamp_problem(stamp) is not None:
+            raise _NotFast
+        with_usage = text.startswith(',"usage":', pos)
+    elif stamp is not None:
+        raise _NotFast
+    else:
+        with_usage = record_format == _USAGE_FORMAT
     usage = None
-    if record_format != _USAGE_FORMAT:
+    if not with_usage:
         if pos != len(text) - 1 or text[pos] != "}":
             raise _NotFast
     else:  # then, and only then, a usage member comes last
@@ -669,4 +720,5 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         request_digest,
         reset == "true",
         usage,
+        stamp,
     )
