@@ -564,6 +564,15 @@ _record_text = st.text(max_size=12) | st.sampled_from(['"', "\\", "é\u2028", "\
     reset=st.booleans(),
     kind=st.sampled_from(list(RecordType)),
     texts=st.lists(_record_text, min_size=1, max_size=2),
+    timestamp=st.none()
+    | st.sampled_from(
+        [
+            "2026-12-02T10:00:00Z",
+            "2026-12-02t10:00:00.5z",
+            "2016-12-31T23:59:60+00:00",
+            "2026-01-01T00:00:00-08:00",
+        ]
+    ),
 )
 def test_record_bytes_are_the_encoders_bytes_of_its_value(
     conversation: str,
@@ -574,9 +583,10 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
     reset: bool,
     kind: RecordType,
     texts: list[str],
+    timestamp: str | None,
 ) -> None:
     """The envelope written around the spliced messages is what the encoder makes of
-    the whole record (or the encoder's own refusal)."""
+    the whole record (or the encoder's own refusal), and what decodes gives it back."""
     messages = []
     for i, text in enumerate(texts):
         try:
@@ -585,7 +595,7 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
             )
         except CanonicalJSONError:
             return
-    record = Record(seq, kind, event_id, tuple(messages), digest, reset)
+    record = Record(seq, kind, event_id, tuple(messages), digest, reset, timestamp=timestamp)
 
     def outcome(encode: Any) -> tuple[str, Any]:
         try:
@@ -594,7 +604,10 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
             return "refused", str(err)
 
     whole = lambda: canonical.dumpb(record._value(conversation, prev, record.messages))  # noqa: E731
-    assert outcome(lambda: record.encode(conversation, prev)) == outcome(whole)
+    result = outcome(lambda: record.encode(conversation, prev))
+    assert result == outcome(whole)
+    if result[0] == "ok" and seq > 0:
+        assert decode_record(result[1], conversation, seq, prev) == record
 
 
 # -- a record with usage is written directly, as one without ---------------------------
@@ -734,3 +747,11 @@ def test_record_with_any_raw_usage_bytes_are_the_encoders_bytes(
     prev = canonical.sha256_hex("prev")
     direct, whole = _outcomes(record, "c", prev)
     assert direct == whole
+
+
+def test_a_record_refuses_a_timestamp_it_could_not_store() -> None:
+    with pytest.raises(ValueError) as caught:
+        Record(1, RecordType.USER, "u1", (), timestamp="2026-12-02 10:00")
+    assert str(caught.value) == (
+        "timestamp: '2026-12-02 10:00' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
+    )
