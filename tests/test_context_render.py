@@ -1,0 +1,76 @@
+"""The request context is rendered once per bundle and context, not once per user turn.
+
+The context template sees only the bundle and the conversation-level ``context`` the
+client sent (canonical JSON text), so its output is a function of the two: a turn that
+sends the context of an earlier turn gets the text rendered then. Rendering it again
+(merge, canonical order, redaction, the template) was most of what a user turn cost.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from conv_helpers import CONTEXT_A, context_b, example_bundle, user
+from prefixlock.runtime import context as context_module
+from prefixlock.runtime.conversation import Conversation
+from prefixlock.spec.templates import CompiledTemplate
+from prefixlock.store.contract import MemoryStore
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    context_module.rendered_context.cache_clear()
+
+
+def _context_renders(calls: list[mock._Call], template: CompiledTemplate) -> int:
+    return sum(1 for c in calls if c.args[0] is template)
+
+
+def test_an_unchanged_context_is_rendered_once_across_turns_and_conversations() -> None:
+    bundle = example_bundle()
+    real = CompiledTemplate.render
+    with mock.patch.object(CompiledTemplate, "render", autospec=True, side_effect=real) as spy:
+        one = Conversation.open(MemoryStore(), bundle, "one")
+        one.handle(user("u1", conversation="one"))
+        one.assistant("ok")
+        one.handle(user("u2", "and again", conversation="one"))
+        two = Conversation.open(MemoryStore(), bundle, "two")
+        two.handle(user("u1", conversation="two"))
+        assert _context_renders(spy.call_args_list, bundle.context_template) == 1
+        # a changed context is rendered, and going back to the first is not
+        one.handle(user("u3", context=context_b(), conversation="one"))
+        one.handle(user("u4", context=CONTEXT_A, conversation="one"))
+        assert _context_renders(spy.call_args_list, bundle.context_template) == 2
+
+
+def test_a_remembered_context_is_the_text_a_fresh_render_gives() -> None:
+    bundle = example_bundle()
+    conv = Conversation.open(MemoryStore(), bundle, "c")
+    conv.handle(user("u1", conversation="c"))
+    conv.assistant("ok")
+    conv.handle(user("u2", context=context_b(), conversation="c"))
+    conv.assistant("ok")
+    remembered = conv.handle(user("u3", context=CONTEXT_A, conversation="c"))
+    context_module.rendered_context.cache_clear()
+    fresh = Conversation.open(MemoryStore(), bundle, "c")
+    fresh.handle(user("u3", context=CONTEXT_A, conversation="c"))
+    (reverted,) = [m for m in remembered.messages if m.id == "request-context:u3"]
+    (rendered,) = [m for m in fresh.request().messages if m.id == "request-context:u3"]
+    assert reverted.parts == rendered.parts
+    assert reverted.digest == rendered.digest
+
+
+def test_a_context_the_template_refuses_is_refused_every_time() -> None:
+    """A refusal is not remembered as a text: each turn that sends it is refused."""
+    bundle = example_bundle()
+    conv = Conversation.open(MemoryStore(), bundle, "c")
+    bad = {**CONTEXT_A, "rules": [{"name": "r", "kind": "always", "body": "x" * 10}] * 1}
+    broken = mock.patch.object(
+        CompiledTemplate, "render", autospec=True, side_effect=RuntimeError("boom")
+    )
+    for _ in range(2):
+        with broken, pytest.raises(RuntimeError, match="boom"):
+            conv.handle(user("u1", context=bad, conversation="c"))
+    conv.handle(user("u1", context=bad, conversation="c"))
+    assert [m.id for m in conv.request().messages] == ["request-context:u1", "runtime:u1"]
