@@ -8,6 +8,7 @@ The timestamp is whatever the client sent: prefixlock never reads a clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -123,9 +124,10 @@ class AgentRunRequest:
         given = [t for t in nested if t not in ("[]", "{}")]  # absent: nothing was sent
         return sum(len(t.encode("utf-8")) for t in (*texts, *given))
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
-        """Content digest: two deliveries of one event must have the same digest."""
+        """Content digest: two deliveries of one event must have the same digest.
+        Computed once per request (a turn reads it twice: the retry check, the record)."""
         return canonical.digest(self.to_json())
 
     @property
