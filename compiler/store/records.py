@@ -530,7 +530,11 @@ def decode_chain(
 #   way (counts without leading zeros, a provider without escapes); its ``raw`` object is
 #   parsed by the C scanner and, outside a chain, must be its own canonical encoding.
 #   Before, such a record took the checked path, and a conversation of them hydrated at
-#   4.5x :func:`json.loads` instead of 2x.
+#   4.5x :func:`json.loads` instead of 2x;
+# * a record of :data:`FORMAT_TIMESTAMP` (a user or background turn whose request carried
+#   a timestamp) holds a ``timestamp`` member between ``seq`` and ``type``, a string
+#   without escapes that must pass the same RFC 3339 check as on the checked path; a
+#   usage member may follow it. Any other format holds none.
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
 # an id, a digest mismatch, an unknown kind -- returns None, and
