@@ -32,6 +32,7 @@ from prefixlock.core.messages import (
     ToolResultPart,
 )
 from prefixlock.core.model import ProviderSettings, ToolSpec
+from prefixlock.store import records as formats
 from prefixlock.store.contract import Store
 from prefixlock.store.records import Record, RecordType, Root
 
@@ -100,6 +101,32 @@ def rich_messages(event_id: str) -> tuple[CanonicalMessage, ...]:
 
 def make_record(seq: int, event_id: str, text: str = "hello") -> Record:
     return Record(seq, RecordType.EVENT, event_id, (event_message(event_id, text),))
+
+
+def record_value(record: Record, cid: str, prev: str) -> dict[str, object]:
+    """A record as the canonical encoder writes it, member by member (written out here,
+    not taken from :class:`Record`, so that the tests hold its encoding to it)."""
+    if record.timestamp is not None:
+        form = formats.FORMAT_TIMESTAMP
+    else:
+        form = formats.FORMAT if record.usage is None else formats.FORMAT_USAGE
+    value: dict[str, object] = {
+        "format": form,
+        "kind": "record",
+        "conversation": cid,
+        "seq": record.seq,
+        "prev": prev,
+        "type": str(record.type),
+        "event_id": record.event_id,
+        "request_digest": record.request_digest,
+        "reset": record.reset,
+        "messages": [m.to_json() for m in record.messages],
+    }
+    if record.timestamp is not None:
+        value["timestamp"] = record.timestamp
+    if record.usage is not None:
+        value["usage"] = record.usage.to_json()
+    return value
 
 
 def build_chain(

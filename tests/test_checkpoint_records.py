@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from helpers_store import build_chain, fill, make_record, make_root, rich_messages
+from helpers_store import build_chain, fill, make_record, make_root, record_value, rich_messages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prefixlock.core import canonical
@@ -451,24 +451,6 @@ def test_jsonl_export_refuses_a_corrupt_store(tmp_path: Path) -> None:
 # -- encoding reuses each message's bytes ------------------------------------------------
 
 
-def _record_value(record: Record, cid: str, prev: str) -> dict[str, object]:
-    value: dict[str, object] = {
-        "format": FORMAT if record.usage is None else FORMAT_USAGE,
-        "kind": "record",
-        "conversation": cid,
-        "seq": record.seq,
-        "prev": prev,
-        "type": str(record.type),
-        "event_id": record.event_id,
-        "request_digest": record.request_digest,
-        "reset": record.reset,
-        "messages": [m.to_json() for m in record.messages],
-    }
-    if record.usage is not None:
-        value["usage"] = record.usage.to_json()
-    return value
-
-
 @pytest.mark.parametrize(
     "event_id",
     ["u1", 'x","messages":[]', "é ✓ \u2028", 'tricky "messages":[] \\ end', "\x01"],
@@ -486,7 +468,7 @@ def test_record_bytes_are_the_canonical_encoding_of_the_record(event_id: str) ->
             Record(4, RecordType.USER, event_id, ()),
         ):
             data = record.encode(cid, prev)
-            assert data == canonical.dumpb(_record_value(record, cid, prev))
+            assert data == canonical.dumpb(record_value(record, cid, prev))
             assert decode_record(data, cid, record.seq, prev) == record
 
 
@@ -665,7 +647,7 @@ def _outcomes(record: Record, cid: str, prev: str) -> tuple[tuple[str, Any], tup
 
     return (
         outcome(lambda: record.encode(cid, prev)),
-        outcome(lambda: canonical.dumpb(_record_value(record, cid, prev))),
+        outcome(lambda: canonical.dumpb(record_value(record, cid, prev))),
     )
 
 
@@ -698,7 +680,7 @@ def test_record_with_usage_is_written_without_the_encoder(
     prev = canonical.sha256_hex("prev")
     usage = Usage(52_410, 51_200, 1_130, 412, None, _RAW_USAGES[1], "anthropic")
     record = Record(7, RecordType.ASSISTANT, "assistant:3", rich_messages("a1")[:1], usage=usage)
-    expected = canonical.dumpb(_record_value(record, "c", prev))
+    expected = canonical.dumpb(record_value(record, "c", prev))
 
     def refuse(value: object) -> bytes:
         raise AssertionError(f"the encoder was asked for {value!r}")

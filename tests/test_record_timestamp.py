@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 from conv_helpers import CONV, background, example_bundle, user
-from helpers_store import build_chain, make_root, rich_messages
+from helpers_store import build_chain, make_root, record_value, rich_messages
 from prefixlock import Conversation, SQLiteStore
 from prefixlock.core import canonical
 from prefixlock.core.errors import CheckpointError
@@ -22,7 +22,6 @@ from prefixlock.store import records
 from prefixlock.store.contract import MemoryStore
 from prefixlock.store.records import (
     FORMAT,
-    FORMAT_TIMESTAMP,
     FORMAT_USAGE,
     Record,
     RecordType,
@@ -32,31 +31,6 @@ from prefixlock.store.records import (
 
 STAMP = "2026-12-02T10:00:00Z"
 PREV = canonical.sha256_hex("prev")
-
-
-def _value(record: Record, cid: str, prev: str) -> dict[str, object]:
-    """The record as the canonical encoder writes it, member by member."""
-    value: dict[str, object] = {
-        "format": FORMAT_TIMESTAMP
-        if record.timestamp is not None
-        else FORMAT_USAGE
-        if record.usage is not None
-        else FORMAT,
-        "kind": "record",
-        "conversation": cid,
-        "seq": record.seq,
-        "prev": prev,
-        "type": str(record.type),
-        "event_id": record.event_id,
-        "request_digest": record.request_digest,
-        "reset": record.reset,
-        "messages": [m.to_json() for m in record.messages],
-    }
-    if record.timestamp is not None:
-        value["timestamp"] = record.timestamp
-    if record.usage is not None:
-        value["usage"] = record.usage.to_json()
-    return value
 
 
 def _records() -> list[Record]:
@@ -77,7 +51,7 @@ def _records() -> list[Record]:
 def test_a_timestamped_record_is_the_canonical_encoding_of_its_members(cid: str) -> None:
     for record in _records():
         data = record.encode(cid, PREV)
-        assert data == canonical.dumpb(_value(record, cid, PREV))
+        assert data == canonical.dumpb(record_value(record, cid, PREV))
         # the fast path, the checked path and a chain all give the record back
         assert decode_record(data, cid, record.seq, PREV) == record
         assert decode_record(data, cid, record.seq, PREV, checked=True) == record
@@ -142,7 +116,7 @@ def test_a_damaged_timestamp_member_is_refused_by_name(
 def test_a_record_without_a_timestamp_keeps_its_old_bytes() -> None:
     """Stores written before timestamps open unchanged: format 1 bytes are as they were."""
     record = Record(1, RecordType.USER, "u1", rich_messages("u1"), canonical.sha256_hex("r"))
-    assert record.encode("c", PREV) == canonical.dumpb(_value(record, "c", PREV))
+    assert record.encode("c", PREV) == canonical.dumpb(record_value(record, "c", PREV))
     assert record.timestamp is None
 
 
