@@ -153,3 +153,20 @@ def test_the_prediction_is_verify_s_pricing_of_the_same_bodies(tmp_path: Path) -
     assert [c.cache_read_tokens for c in without.calls] != [
         c.cache_read_tokens for c in expected.calls
     ]
+
+
+def test_a_conversation_without_recorded_usage_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "plain")
+    conv.handle(user("u1", conversation="plain"))
+    conv.assistant("Let me look.")
+    assert main(["inspect", str(db), "plain", "--cache"]) == 0
+    assert capsys.readouterr().out == (
+        "plain: no model call was recorded with its usage, so there is nothing to compare: "
+        "Conversation.record(output) stores what the provider reported "
+        "(docs/agent-loop.md); Conversation.assistant does not\n"
+    )
+    assert main(["inspect", str(db), "plain", "--cache", "--json"]) == 0
+    assert canonical.loads(capsys.readouterr().out)["calls"] == []

@@ -58,12 +58,18 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
     report = cache_use(store, args.conversation, slack=args.slack)
     if args.json:
         out_json("inspect-cache", report.to_json(), pretty=True)
+    elif not report.calls:
+        out(
+            f"{args.conversation}: no model call was recorded with its usage, so there is "
+            "nothing to compare: Conversation.record(output) stores what the provider "
+            "reported (docs/agent-loop.md); Conversation.assistant does not"
+        )
     else:
         for line in align(report.rows()):
             out(line.rstrip())
         flagged = len(report.flagged)
         out(f"{len(report.calls)} recorded call(s), {flagged} with fewer cached than predicted")
-        if report.calls and not report.timed:
+        if not report.timed:
             out(
                 "no request of these calls carried a timestamp: cache entries are predicted "
                 "never to expire"
