@@ -170,3 +170,21 @@ def test_a_conversation_without_recorded_usage_says_what_is_missing(
     )
     assert main(["inspect", str(db), "plain", "--cache", "--json"]) == 0
     assert canonical.loads(capsys.readouterr().out)["calls"] == []
+
+
+def test_a_tool_that_ran_past_the_cache_lifetime_is_predicted_to_miss(tmp_path: Path) -> None:
+    """The tool-loop call is sent when its results are: six minutes after the turn's call
+    (a long test run), its 5-minute entries are gone, and reading nothing is predicted."""
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "slow")
+    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
+    conv.handle(user("u1", conversation="slow", timestamp="2026-12-02T10:00:00Z"))
+    call = ToolCallPart("toolu_1", "run_terminal_command", '{"command":"pytest"}')
+    conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
+    conv.tool_results([ToolResult("toolu_1", "1 passed")], timestamp="2026-12-02T10:06:00Z")
+    conv.record(ModelOutput("anthropic", (TextPart("Green."),), "end_turn", used))
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "slow")
+    assert [c.timestamp for c in report.calls] == ["2026-12-02T10:00:00Z", "2026-12-02T10:06:00Z"]
+    assert report.calls[1].predicted_tokens == 0
+    assert report.flagged == ()

@@ -14,9 +14,9 @@ from unittest import mock
 import pytest
 from conv_helpers import CONV, background, example_bundle, user
 from helpers_store import build_chain, make_root, record_value, rich_messages
-from prefixlock import Conversation, SQLiteStore
+from prefixlock import Conversation, SQLiteStore, ToolCall, ToolResult
 from prefixlock.core import canonical
-from prefixlock.core.errors import CheckpointError
+from prefixlock.core.errors import CheckpointError, UsageError
 from prefixlock.core.output import Usage
 from prefixlock.store import records
 from prefixlock.store.contract import MemoryStore
@@ -144,3 +144,54 @@ def test_a_retried_request_with_its_timestamp_is_the_same_request() -> None:
     first = conv.handle(user("u1", timestamp=STAMP))
     assert conv.handle(user("u1", timestamp=STAMP)).same_as(first)
     assert len(store.load(CONV).records) == 1  # type: ignore[union-attr]
+
+
+def test_tool_results_keep_the_time_their_call_is_sent() -> None:
+    """A tool can run for minutes: its results' call may come after the cache expired."""
+    store = MemoryStore()
+    conv = Conversation.open(store, example_bundle(), CONV)
+    conv.handle(user("u1", timestamp=STAMP))
+    conv.assistant("reading", [ToolCall("c1", "read_file", {"path": "a.py"})])
+    first = conv.tool_results([ToolResult("c1", "x = 1")], timestamp="2026-12-02T10:06:00Z")
+    conv.assistant("again", [ToolCall("c2", "read_file", {"path": "b.py"})])
+    conv.tool_results([ToolResult("c2", "y = 2")])
+    stored = store.load(CONV)
+    assert stored is not None
+    _, decoded, _ = decode_chain(stored.root, stored.records, CONV)
+    assert [(r.type, r.timestamp) for r in decoded] == [
+        (RecordType.USER, STAMP),
+        (RecordType.ASSISTANT, None),
+        (RecordType.TOOL_RESULTS, "2026-12-02T10:06:00Z"),
+        (RecordType.ASSISTANT, None),
+        (RecordType.TOOL_RESULTS, None),
+    ]
+    # the timestamp is not the batch's identity: a retry with another is the same delivery
+    count = len(stored.records)
+    again = conv.tool_results([ToolResult("c1", "x = 1")], timestamp="2026-12-02T10:09:00Z")
+    assert again.same_as(first)
+    assert len(store.load(CONV).records) == count  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "message"),
+    [
+        (
+            "10:06",
+            "tool results timestamp: '10:06' is not an RFC 3339 timestamp like "
+            "2026-12-02T10:00:00Z",
+        ),
+        (1764669960, "tool results timestamp: expected an RFC 3339 string, got 1764669960"),
+    ],
+)
+def test_a_bad_tool_results_timestamp_is_refused_before_anything_is_stored(
+    timestamp: object, message: str
+) -> None:
+    store = MemoryStore()
+    conv = Conversation.open(store, example_bundle(), CONV)
+    conv.handle(user("u1"))
+    conv.assistant("reading", [ToolCall("c1", "read_file", {"path": "a.py"})])
+    head = conv.head
+    with pytest.raises(UsageError) as caught:
+        conv.tool_results([ToolResult("c1", "x = 1")], timestamp=timestamp)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    assert conv.head == head

@@ -12,7 +12,7 @@ import calendar
 import re
 from datetime import datetime
 
-__all__ = ["seconds", "timestamp_problem"]
+__all__ = ["seconds", "stamp_problem", "timestamp_problem"]
 
 _RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?"
@@ -39,6 +39,13 @@ def timestamp_problem(text: str) -> str | None:
     if off_hour is not None and (int(off_hour) > 23 or int(off_minute) > 59):
         return f"{text!r}: offset {off_hour}:{off_minute} is not an offset"
     return None
+
+
+def stamp_problem(value: object) -> str | None:
+    """:func:`timestamp_problem` for a value of any type (a timestamp is a string)."""
+    if not isinstance(value, str):
+        return f"expected an RFC 3339 string, got {value!r}"
+    return timestamp_problem(value)
 
 
 def seconds(text: str) -> float:

@@ -11,8 +11,9 @@ and cache-write figures are the **observed** ones.
 
 Each call is priced at its time, as verify prices a scenario's calls: the ``timestamp``
 its request carried, which the user or background record that made the call keeps
-(record format 3). A call with none (a tool-loop call, a request without a timestamp)
-comes right after the call before it. So an entry expires over an idle gap longer than
+(record format 3), or the one a tool-loop call was given
+(``Conversation.tool_results(..., timestamp=)``). A call with none comes right after the
+call before it. So an entry expires over an idle gap longer than
 its lifetime, and reading nothing after it is predicted, not flagged. While no request
 carried a timestamp (or for a store written before timestamps were kept), nothing
 expires, and the table says so.

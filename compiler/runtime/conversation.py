@@ -33,6 +33,7 @@ from ..core.errors import (
     ConflictError,
     HistoryError,
     UnknownCallError,
+    UsageError,
 )
 from ..core.messages import (
     CanonicalMessage,
@@ -47,6 +48,7 @@ from ..core.messages import (
 )
 from ..core.model import ModelRequest
 from ..core.output import ModelOutput, Usage
+from ..core.timestamps import stamp_problem
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, read_chain
@@ -152,9 +154,20 @@ class Conversation:
         model order, and store its usage beside the record."""
         return self._with_race_retry(lambda: self._record(output))
 
-    def tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:
-        """Results for every pending tool call, in one batch -> the next model call."""
-        return self._with_race_retry(lambda: self._tool_results(results))
+    def tool_results(
+        self, results: Sequence[ToolResult], *, timestamp: str | None = None
+    ) -> ModelRequest:
+        """Results for every pending tool call, in one batch -> the next model call.
+
+        ``timestamp``: when that call is sent (RFC 3339, as a request's), kept with the
+        record for ``prefixlock inspect --cache``: a tool that ran longer than the cache's
+        lifetime lets its entries expire. Without it, the call counts as sent right after
+        the one before. It is not part of the batch's identity: a retry of the same
+        results with another timestamp is the same delivery, and keeps the first one."""
+        problem = None if timestamp is None else stamp_problem(timestamp)
+        if problem is not None:
+            raise UsageError(f"tool results timestamp: {problem}")
+        return self._with_race_retry(lambda: self._tool_results(results, timestamp))
 
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).
@@ -315,7 +328,7 @@ class Conversation:
         self._append(record)
         return message
 
-    def _tool_results(self, results: Sequence[ToolResult]) -> ModelRequest:
+    def _tool_results(self, results: Sequence[ToolResult], timestamp: str | None) -> ModelRequest:
         h = self.history
         if not results:
             raise HistoryError("an empty batch of tool results")
@@ -350,7 +363,9 @@ class Conversation:
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
         self._admit((message,), f"tool results {eid!r}")
-        self._append(Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest))
+        self._append(
+            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest, timestamp=timestamp)
+        )
         return h.project()
 
     def _compact(self, summary: str) -> None:

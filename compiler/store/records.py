@@ -12,9 +12,10 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   every other record keeps format :data:`FORMAT`, so stores written before usage existed
   open unchanged.
 * a user or background record whose request carried a ``timestamp`` (the RFC 3339 text
-  the client sent: prefixlock reads no clock) has format :data:`FORMAT_TIMESTAMP` and
-  one more member, ``"timestamp"``, as sent. It is what a reader of the store alone
-  needs to expire cache entries between model calls (``prefixlock inspect --cache``).
+  the client sent: prefixlock reads no clock), or a tool-results record given one, has
+  format :data:`FORMAT_TIMESTAMP` and one more member, ``"timestamp"``, as sent. It is
+  what a reader of the store alone needs to expire cache entries between model calls
+  (``prefixlock inspect --cache``).
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -40,7 +41,7 @@ from ..core.errors import CanonicalJSONError, CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.output import Usage
-from ..core.timestamps import timestamp_problem
+from ..core.timestamps import stamp_problem, timestamp_problem
 
 FORMAT = 1
 #: The format of a record that carries usage (the root and other records stay at 1).
@@ -134,14 +135,8 @@ class Root:
         return root
 
 
-def _timestamp_problem(value: object) -> str | None:
-    if not isinstance(value, str):
-        return f"expected an RFC 3339 string, got {value!r}"
-    return timestamp_problem(value)
-
-
 def _check_timestamp(_record: object, _attribute: object, value: str | None) -> None:
-    problem = None if value is None else _timestamp_problem(value)
+    problem = None if value is None else stamp_problem(value)
     if problem is not None:
         raise ValueError(f"timestamp: {problem}")
 
@@ -156,8 +151,8 @@ class Record:
     reset: bool = False
     #: the provider's token usage of the model call this record answers (assistant only)
     usage: Usage | None = None
-    #: the RFC 3339 ``timestamp`` of the request that made this record, as the client
-    #: sent it (user and background records; None when the request had none)
+    #: the RFC 3339 ``timestamp`` of the call this record makes, as the client sent it
+    #: (a user or background request's; tool results given one); None: not known
     timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
 
     @property
@@ -457,7 +452,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         raise CheckpointError(f"{where}: hash chain broken (prev does not match)")
     stamp = obj.get("timestamp")
     if "timestamp" in obj:
-        problem = _timestamp_problem(stamp)
+        problem = stamp_problem(stamp)
         if problem is not None:
             raise CheckpointError(f"{where}: timestamp: {problem}")
     try:
@@ -531,8 +526,8 @@ def decode_chain(
 #   parsed by the C scanner and, outside a chain, must be its own canonical encoding.
 #   Before, such a record took the checked path, and a conversation of them hydrated at
 #   4.5x :func:`json.loads` instead of 2x;
-# * a record of :data:`FORMAT_TIMESTAMP` (a user or background turn whose request carried
-#   a timestamp) holds a ``timestamp`` member between ``seq`` and ``type``, a string
+# * a record of :data:`FORMAT_TIMESTAMP` (a turn, event or tool results with a timestamp)
+#   holds a ``timestamp`` member between ``seq`` and ``type``, a string
 #   without escapes that must pass the same RFC 3339 check as on the checked path; a
 #   usage member may follow it. Any other format holds none.
 #
