@@ -13,10 +13,10 @@ Each call is priced at its time, as verify prices a scenario's calls: the ``time
 its request carried, which the user or background record that made the call keeps
 (record format 3), or the one a tool-loop call was given
 (``Conversation.tool_results(..., timestamp=)``). A call with none comes right after the
-call before it. So an entry expires over an idle gap longer than
-its lifetime, and reading nothing after it is predicted, not flagged. While no request
-carried a timestamp (or for a store written before timestamps were kept), nothing
-expires, and the table says so.
+call before it. So an entry expires over an idle gap longer than its lifetime, and
+reading nothing after it is predicted, not flagged. While no call carried a timestamp
+(or for a store written before timestamps were kept), nothing expires, and the table
+says so.
 
 A call is flagged when the provider read fewer tokens from the cache than predicted,
 beyond ``slack`` (default 10%, for tokenizer and block-rounding differences): a prefix
