@@ -74,3 +74,39 @@ def test_a_context_the_template_refuses_is_refused_every_time() -> None:
             conv.handle(user("u1", context=bad, conversation="c"))
     conv.handle(user("u1", context=bad, conversation="c"))
     assert [m.id for m in conv.request().messages] == ["request-context:u1", "runtime:u1"]
+
+
+def test_the_remembered_renderings_stay_within_their_count_and_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each context turns into one more remembered rendering until the count or the size
+    is reached; then the least recently used go, and a rendering larger than allowed is
+    not kept at all (it is rendered again on the next turn that sends it)."""
+    bundle = example_bundle()
+    renderings = context_module.rendered_context
+    conv = Conversation.open(MemoryStore(), bundle, "c")
+    conv.handle(user("u0", conversation="c"))
+    conv.assistant("ok")
+    count, one = renderings.size
+    assert count == 1 and one > 1000
+    monkeypatch.setattr(renderings, "count", 3)
+    monkeypatch.setattr(renderings, "chars", 10 * one)
+    for n in range(1, 6):
+        context = {**CONTEXT_A, "git": {"branch": f"topic-{n}", "head": "abc1234", "dirty": False}}
+        conv.handle(user(f"u{n}", context=context, conversation="c"))
+        conv.assistant("ok")
+        kept, chars = renderings.size
+        assert kept == min(n + 1, 3)
+        assert chars <= 10 * one
+    monkeypatch.setattr(renderings, "chars", int(2.5 * one))
+    conv.handle(user("u6", conversation="c"))  # CONTEXT_A again, evicted: rendered anew
+    conv.assistant("ok")
+    assert renderings.size[0] == 2  # what fits in two and a half renderings' size
+    monkeypatch.setattr(renderings, "largest", one // 2)
+    real = CompiledTemplate.render
+    with mock.patch.object(CompiledTemplate, "render", autospec=True, side_effect=real) as spy:
+        big = {**CONTEXT_A, "git": {"branch": "huge", "head": "abc1234", "dirty": False}}
+        for n in (7, 8):
+            conv.handle(user(f"u{n}", context=big, conversation="c"))
+            conv.assistant("ok")
+        assert _context_renders(spy.call_args_list, bundle.context_template) == 2

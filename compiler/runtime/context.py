@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import copy
-import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -95,23 +96,66 @@ def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, A
     return redacted
 
 
-#: How many (bundle, context) renderings are remembered, most recently used first.
-RENDERED_CONTEXTS = 32
+class _Renderings:
+    """Rendered request contexts, most recently used last, bounded by count and size.
 
-
-@functools.lru_cache(maxsize=RENDERED_CONTEXTS)
-def rendered_context(bundle: Bundle, context: str) -> str:
-    """The request-context text of ``context`` (a request's canonical JSON text).
-
-    The template sees nothing but the bundle and this context (:func:`conversation_context`;
+    The template sees nothing but the bundle and the context (:func:`conversation_context`;
     the sandbox gives it no clock and no state), so the text is a function of the two,
     and a turn that sends the context of an earlier turn, as most do, gets the text
     rendered then: a user turn of the bench took 1.0 ms, most of it this rendering, where a
     tool-loop call takes 0.2 ms. Bundles compare by identity (a bundle is immutable, and
     a new deploy is a new one), contexts by their canonical text (the same context sent
     in another order is the same text). A refusal is not remembered: it is raised again.
+
+    At most ``count`` renderings and ``chars`` characters (context and text) are kept; a
+    rendering larger than ``largest`` is not kept at all, so a huge context costs a render
+    per turn, as before, instead of memory. Safe to share between threads (two threads
+    may render the same context at once; both get the same text).
     """
-    return bundle.context_template.render(conversation_context(bundle, canonical.loads(context)))
+
+    def __init__(self, count: int, chars: int, largest: int) -> None:
+        self.count, self.chars, self.largest = count, chars, largest
+        self._items: OrderedDict[tuple[Bundle, str], str] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, bundle: Bundle, context: str) -> str:
+        """The request-context text of ``context`` (a request's canonical JSON text)."""
+        key = (bundle, context)
+        with self._lock:
+            text = self._items.get(key)
+            if text is not None:
+                self._items.move_to_end(key)
+                return text
+        variables = conversation_context(bundle, canonical.loads(context))
+        text = bundle.context_template.render(variables)
+        size = len(context) + len(text)
+        if size <= self.largest:
+            with self._lock:
+                if key not in self._items:
+                    self._items[key] = text
+                    self._size += size
+                    while len(self._items) > self.count or self._size > self.chars:
+                        (_, kept), dropped = self._items.popitem(last=False)
+                        self._size -= len(kept) + len(dropped)
+        return text
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """How many renderings are kept, and their characters (context and text)."""
+        with self._lock:
+            return len(self._items), self._size
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._size = 0
+
+
+#: The request contexts of recent turns (see :class:`_Renderings`): 32 renderings,
+#: 8 Mi characters in all, none over 1 Mi (a context of the bench workload and its text
+#: are about 12 Ki characters).
+rendered_context = _Renderings(count=32, chars=8 * 1024 * 1024, largest=1024 * 1024)
 
 
 def render_request_context(bundle: Bundle, request: AgentRunRequest) -> str:
