@@ -188,3 +188,31 @@ def test_a_tool_that_ran_past_the_cache_lifetime_is_predicted_to_miss(tmp_path: 
     assert [c.timestamp for c in report.calls] == ["2026-12-02T10:00:00Z", "2026-12-02T10:06:00Z"]
     assert report.calls[1].predicted_tokens == 0
     assert report.flagged == ()
+
+
+def test_a_time_before_the_previous_call_s_is_priced_with_it_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two hosts of a fleet may disagree by seconds: the tool results' host stamps them
+    4 s before the turn it answers. A store is read whatever its clients' clocks did."""
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "skew")
+    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
+    conv.handle(user("u1", conversation="skew", timestamp="2026-12-02T10:00:05Z"))
+    call = ToolCallPart("toolu_1", "read_file", '{"path":"a.py"}')
+    conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
+    conv.tool_results([ToolResult("toolu_1", "x")], timestamp="2026-12-02T10:00:01Z")
+    conv.record(ModelOutput("anthropic", (TextPart("ok"),), "end_turn", used))
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "skew")
+    assert report.earlier == (2,)
+    assert report.calls[1].timestamp == "2026-12-02T10:00:01Z"  # as sent
+    assert report.calls[1].predicted_share > 0.5  # as if sent with call 1
+    assert main(["inspect", str(db), "skew", "--cache"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == (
+        "call(s) 2: the timestamp is before the previous call's (do two hosts' clocks "
+        "disagree?); priced as sent with the previous call"
+    )
+    assert main(["inspect", str(db), "skew", "--cache", "--json"]) == 1
+    assert canonical.loads(capsys.readouterr().out)["earlier"] == [2]

@@ -69,6 +69,12 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
             out(line.rstrip())
         flagged = len(report.flagged)
         out(f"{len(report.calls)} recorded call(s), {flagged} with fewer cached than predicted")
+        if report.earlier:
+            numbers = ", ".join(str(n) for n in report.earlier)
+            out(
+                f"call(s) {numbers}: the timestamp is before the previous call's (do two hosts' "
+                "clocks disagree?); priced as sent with the previous call"
+            )
         if not report.timed:
             out(
                 "no request of these calls carried a timestamp: cache entries are predicted "

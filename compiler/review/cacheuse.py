@@ -16,7 +16,9 @@ its request carried, which the user or background record that made the call keep
 call before it. So an entry expires over an idle gap longer than its lifetime, and
 reading nothing after it is predicted, not flagged. While no call carried a timestamp
 (or for a store written before timestamps were kept), nothing expires, and the table
-says so.
+says so. A time before the previous call's (the clocks of two hosts of a fleet disagree)
+is priced as the previous call's time, and the call is listed in ``earlier``: a store
+is read whatever its clients' clocks did, where a scenario with such times is refused.
 
 A call is flagged when the provider read fewer tokens from the cache than predicted,
 beyond ``slack`` (default 10%, for tokenizer and block-rounding differences): a prefix
@@ -84,6 +86,8 @@ class CacheUse:
     conversation: str
     slack: float
     calls: tuple[CallCacheUse, ...]
+    #: the calls whose timestamp came before the previous call's (priced at that one's)
+    earlier: tuple[int, ...] = ()
 
     @property
     def flagged(self) -> tuple[CallCacheUse, ...]:
@@ -95,6 +99,7 @@ class CacheUse:
             "slack": self.slack,
             "calls": [call.to_json() for call in self.calls],
             "flagged": [call.call for call in self.flagged],
+            "earlier": list(self.earlier),
         }
 
     def rows(self) -> list[list[str]]:
@@ -139,13 +144,20 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
     times: dict[str, list[float | None]] = {}
     answered: list[tuple[int, str, Any, str | None]] = []  # (seq, provider, usage, time)
     stamp: str | None = None  # the timestamp of the record that made the next call
+    last: float | None = None  # the latest call time so far, in seconds
+    earlier: list[int] = []  # calls whose time came before the one before
     for seq, data in enumerate(stored.records, start=1):
         record = decode_record(data, conversation_id, seq, history.head)
         used = record.usage
         if record.type is RecordType.ASSISTANT and used is not None and used.provider:
             wire = wires.setdefault(used.provider, registry.get(used.provider))
             bodies.setdefault(used.provider, []).append(wire.serialize(history.project()))
-            times.setdefault(used.provider, []).append(None if stamp is None else seconds(stamp))
+            moment = None if stamp is None else seconds(stamp)
+            if moment is not None and last is not None and moment < last:
+                earlier.append(len(answered) + 1)
+                moment = last
+            last = last if moment is None else moment
+            times.setdefault(used.provider, []).append(moment)
             answered.append((seq, used.provider, used, stamp))
         stamp = record.timestamp
         history.apply(record, canonical.sha256_hex(data))
@@ -182,4 +194,4 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
                 flagged,
             )
         )
-    return CacheUse(conversation_id, slack, tuple(calls))
+    return CacheUse(conversation_id, slack, tuple(calls), tuple(earlier))
