@@ -216,3 +216,65 @@ def test_a_time_before_the_previous_call_s_is_priced_with_it_not_refused(
     )
     assert main(["inspect", str(db), "skew", "--cache", "--json"]) == 1
     assert canonical.loads(capsys.readouterr().out)["earlier"] == [2]
+
+
+def test_the_bodies_are_simulated_one_at_a_time_not_kept(tmp_path: Path) -> None:
+    """A long conversation's bodies together are gigabytes: cache_use holds about one.
+    40 tool-loop calls with 50 KB outputs: each body repeats the ones before, so keeping
+    them all takes some 20 times the last body; streaming takes a few times it."""
+    import tracemalloc
+
+    from prefixlock import providers
+
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "long")
+    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
+    request = conv.handle(user("u1", conversation="long"))
+    for n in range(40):
+        call = ToolCallPart(f"toolu_{n}", "read_file", '{"path":"a.py"}')
+        conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
+        request = conv.tool_results([ToolResult(f"toolu_{n}", f"{n} " + "x" * 50_000)])
+    conv.record(ModelOutput("anthropic", (TextPart("done"),), "end_turn", used))
+    last_body = len(providers.get("anthropic").serialize(request))
+    with SQLiteStore(db) as store:
+        tracemalloc.start()
+        report = cache_use(store, "long")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert len(report.calls) == 41
+    assert peak < 8 * last_body, (peak, last_body)
+
+
+def test_the_root_s_model_sets_the_rules_of_a_body_that_does_not_name_it(
+    tmp_path: Path,
+) -> None:
+    """A Bedrock body names no model (it is in the URL), and Claude Opus 4.7 on Bedrock
+    caches nothing under 4,096 tokens where the default is 1,024: a prompt of about 3,000
+    tokens is predicted to read nothing, as the service would."""
+    import shutil
+
+    from prefixlock import build_bundle
+    from prefixlock.cache.rules import rules_for
+
+    model = "anthropic.claude-opus-4-7"
+    assert rules_for("bedrock-converse", model).min_tokens == 4096
+    assert rules_for("bedrock-converse", "").min_tokens == 1024
+    root = tmp_path / "spec"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    providers_yaml = root / "rules" / "providers.yaml"
+    providers_yaml.write_text(
+        providers_yaml.read_text(encoding="utf-8")
+        + f"  bedrock-converse: {{model: {model}, max_tokens: 4096}}\n",
+        encoding="utf-8",
+    )
+    bundle = build_bundle(root)
+    db = tmp_path / "s.db"
+    conv = Conversation.open(SQLiteStore(db), bundle, "opus")
+    used = Usage(3000, 0, 3000, 30, None, "{}")
+    conv.handle(user("u1", "x " * 4000, conversation="opus", context={}))
+    conv.record(ModelOutput("bedrock-converse", (TextPart("a"),), "end_turn", used))
+    conv.handle(user("u2", conversation="opus", context={}))
+    conv.record(ModelOutput("bedrock-converse", (TextPart("b"),), "end_turn", used))
+    with SQLiteStore(db) as store:
+        report = cache_use(store, "opus")
+    assert [c.predicted_share for c in report.calls] == [0.0, 0.0]

@@ -34,9 +34,10 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import simulate
+from ..cache.simulator import Simulation
 from ..core import canonical
 from ..core.errors import CheckpointError
+from ..core.output import Usage
 from ..core.timestamps import seconds
 from ..runtime.history import History
 from ..store.contract import Store
@@ -139,59 +140,66 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
         raise CheckpointError(f"no conversation {conversation_id!r} in the store (stored: {known})")
     root = Root.decode(stored.root, conversation_id)
     history = History(root, canonical.sha256_hex(stored.root))
-    wires: dict[str, registry.Provider] = {}
-    bodies: dict[str, list[bytes]] = {}
-    times: dict[str, list[float | None]] = {}
-    answered: list[tuple[int, str, Any, str | None]] = []  # (seq, provider, usage, time)
+    # One provider instance and one simulation per answering provider, fed each call's
+    # body as fragments and dropping it: nothing grows with the bodies (a 3,000-call
+    # conversation's bodies are gigabytes together). The model is the root's, as verify
+    # passes it: Gemini and Bedrock bodies do not name theirs, and their rules depend on it.
+    sims: dict[str, tuple[registry.Provider, Simulation]] = {}
     stamp: str | None = None  # the timestamp of the record that made the next call
     last: float | None = None  # the latest call time so far, in seconds
     earlier: list[int] = []  # calls whose time came before the one before
+    calls: list[CallCacheUse] = []
     for seq, data in enumerate(stored.records, start=1):
         record = decode_record(data, conversation_id, seq, history.head)
         used = record.usage
         if record.type is RecordType.ASSISTANT and used is not None and used.provider:
-            wire = wires.setdefault(used.provider, registry.get(used.provider))
-            bodies.setdefault(used.provider, []).append(wire.serialize(history.project()))
+            name = used.provider
+            if name not in sims:
+                model = _model(root, name)
+                sims[name] = (registry.get(name), Simulation(name, model=model, keep_calls=False))
+            wire, simulation = sims[name]
             moment = None if stamp is None else seconds(stamp)
             if moment is not None and last is not None and moment < last:
-                earlier.append(len(answered) + 1)
+                earlier.append(len(calls) + 1)
                 moment = last
             last = last if moment is None else moment
-            times.setdefault(used.provider, []).append(moment)
-            answered.append((seq, used.provider, used, stamp))
+            figures = simulation.add_fragments(wire.fragments(history.project()), moment)
+            share = (
+                figures.cache_read_tokens / figures.input_tokens if figures.input_tokens else 0.0
+            )
+            calls.append(_call(len(calls) + 1, seq, name, stamp, share, used, slack))
         stamp = record.timestamp
         history.apply(record, canonical.sha256_hex(data))
-    shares: dict[str, list[float]] = {}
-    for name, sent in bodies.items():
-        report = simulate(name, sent, times=times[name])
-        shares[name] = [
-            c.cache_read_tokens / c.input_tokens if c.input_tokens else 0.0 for c in report.calls
-        ]
-    seen: dict[str, int] = {}
-    calls = []
-    for number, (seq, name, used, at) in enumerate(answered, start=1):
-        index = seen.get(name, 0)
-        seen[name] = index + 1
-        share = shares[name][index]
-        predicted = None if used.input_tokens is None else math.floor(share * used.input_tokens)
-        flagged = (
-            predicted is not None
-            and used.cache_read_tokens is not None
-            and predicted > 0
-            and used.cache_read_tokens < predicted * (1 - slack)
-        )
-        calls.append(
-            CallCacheUse(
-                number,
-                seq,
-                name,
-                at,
-                share,
-                predicted,
-                used.input_tokens,
-                used.cache_read_tokens,
-                used.cache_write_tokens,
-                flagged,
-            )
-        )
     return CacheUse(conversation_id, slack, tuple(calls), tuple(earlier))
+
+
+def _model(root: Root, provider: str) -> str | None:
+    """The model the conversation's root names for ``provider`` (None if it names none)."""
+    for settings in root.settings:
+        if settings.provider == provider:
+            return settings.model
+    return None
+
+
+def _call(
+    number: int, seq: int, name: str, stamp: str | None, share: float, used: Usage, slack: float
+) -> CallCacheUse:
+    predicted = None if used.input_tokens is None else math.floor(share * used.input_tokens)
+    flagged = (
+        predicted is not None
+        and used.cache_read_tokens is not None
+        and predicted > 0
+        and used.cache_read_tokens < predicted * (1 - slack)
+    )
+    return CallCacheUse(
+        number,
+        seq,
+        name,
+        stamp,
+        share,
+        predicted,
+        used.input_tokens,
+        used.cache_read_tokens,
+        used.cache_write_tokens,
+        flagged,
+    )
