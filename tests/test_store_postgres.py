@@ -311,3 +311,29 @@ def test_cli_store_commands_take_a_postgres_url(
         capsys.readouterr().err
         == f"prefixlock inspect: sqlite://{tmp_path}/none.db: no such store\n"
     )
+
+
+def test_timestamped_records_and_inspect_cache_on_postgres(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fleet's store: records with their calls' timestamps (format 3) and usage go in
+    and come out byte for byte, and inspect --cache prices the calls at those times."""
+    from prefixlock.core.messages import TextPart
+    from prefixlock.core.output import ModelOutput, Usage
+
+    used = Usage(20_000, 0, 20_000, 30, None, "{}")
+    with PostgresStore(postgres_url) as store:
+        conv = Conversation.open(store, example_bundle(), "fleet")
+        conv.handle(user("u1", conversation="fleet", timestamp="2026-12-02T10:00:00Z"))
+        conv.record(ModelOutput("anthropic", (TextPart("a"),), "end_turn", used))
+        conv.handle(user("u2", conversation="fleet", timestamp="2026-12-02T10:20:00Z"))
+        conv.record(ModelOutput("anthropic", (TextPart("b"),), "end_turn", used))
+        stored = store.load("fleet")
+        assert stored is not None
+        assert [canonical.loads(r)["format"] for r in stored.records] == [3, 2, 3, 2]
+        again = Conversation.open(store, example_bundle(), "fleet")
+        assert again.head == conv.head
+    assert main(["inspect", postgres_url, "fleet", "--cache", "--json"]) == 0
+    calls = canonical.loads(capsys.readouterr().out)["calls"]
+    assert [c["timestamp"] for c in calls] == ["2026-12-02T10:00:00Z", "2026-12-02T10:20:00Z"]
+    assert [c["predicted_cached_tokens"] for c in calls] == [0, 0]  # 20 min: expired
