@@ -216,6 +216,9 @@ def test_a_time_before_the_previous_call_s_is_priced_with_it_not_refused(
     )
     assert main(["inspect", str(db), "skew", "--cache", "--json"]) == 1
     assert canonical.loads(capsys.readouterr().out)["earlier"] == [2]
+    assert main(["inspect", str(db), "--cache"]) == 1
+    (row,) = capsys.readouterr().out.splitlines()[1:-1]
+    assert row.endswith("  1 call(s) timed before the call before")
 
 
 def test_the_bodies_are_simulated_one_at_a_time_not_kept(tmp_path: Path) -> None:
@@ -278,3 +281,43 @@ def test_the_root_s_model_sets_the_rules_of_a_body_that_does_not_name_it(
     with SQLiteStore(db) as store:
         report = cache_use(store, "opus")
     assert [c.predicted_share for c in report.calls] == [0.0, 0.0]
+
+
+def test_a_store_wide_sweep_has_a_line_per_conversation_and_fails_on_any_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``inspect STORE --cache``: what an operator's cron job runs over a fleet's store."""
+    db = tmp_path / "s.db"
+    _play(db, "cold", read=0.0)
+    _play(db, "warm", read=0.99, times=("2026-12-02T10:00:00Z", "2026-12-02T10:01:00Z"))
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), "plain")
+    conv.handle(user("u1", conversation="plain"))
+    conv.assistant("no usage")
+    assert main(["inspect", str(db), "--cache"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["conversation", "calls", "predicted", "read", "flagged"]
+    rows = {line.split()[0]: line.split()[1:] for line in out[1:-1]}
+    assert rows["cold"][0] == "3" and rows["cold"][3] == "2"
+    assert rows["cold"][4:] == ["no", "timestamps:", "nothing", "expires"]
+    assert rows["warm"][0] == "3" and rows["warm"][3:] == ["0"]
+    assert rows["plain"] == ["0", "0", "0", "0"]
+    assert out[-1] == (
+        "3 conversation(s), 6 recorded call(s), 2 with fewer cached than predicted in "
+        "1 conversation(s)"
+    )
+    assert main(["inspect", str(db), "--cache", "--json"]) == 1
+    value = canonical.loads(capsys.readouterr().out)
+    assert value["format"] == "prefixlock.inspect-cache-list/1"
+    lines = {c["conversation"]: c for c in value["conversations"]}
+    assert sorted(lines) == ["cold", "plain", "warm"]
+    assert lines["cold"]["flagged"] == [2, 3] and lines["cold"]["timed"] is False
+    assert lines["warm"]["flagged"] == [] and lines["warm"]["timed"] is True
+    with SQLiteStore(db) as store:
+        warm = cache_use(store, "warm")
+    assert lines["warm"]["predicted_cached_tokens"] == sum(
+        c.predicted_tokens or 0 for c in warm.calls
+    )
+    # a store where every conversation read what was predicted passes
+    other = tmp_path / "t.db"
+    _play(other, "warm", read=0.99)
+    assert main(["inspect", str(other), "--cache"]) == 0

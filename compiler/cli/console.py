@@ -48,6 +48,7 @@ FORMATS = {
     "inspect": "prefixlock.inspect/1",
     "inspect-list": "prefixlock.inspect-list/1",
     "inspect-cache": "prefixlock.inspect-cache/1",
+    "inspect-cache-list": "prefixlock.inspect-cache-list/1",
     "bench": "prefixlock.bench/1",
     "bench-store": "prefixlock.bench-store/1",
     "bench-soak": "prefixlock.bench-soak/1",

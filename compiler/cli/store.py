@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import InputError, UsageError
-from ..review.cacheuse import DEFAULT_SLACK, cache_use
+from ..review.cacheuse import DEFAULT_SLACK, cache_use, summary_rows
 from ..review.inspection import inspect_json, inspect_text
 from ..review.tables import align
 from ..store.contract import DurableStore, Head, head_problems
@@ -42,7 +42,7 @@ def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
         help="per recorded model call: prompt tokens, cached tokens the prefix predicts (each "
         "call at its request's timestamp, so entries expire over idle gaps), tokens the "
         "provider read from and wrote to its cache; exit 1 if a call read fewer than "
-        "predicted",
+        "predicted. Without a conversation: one line per conversation of the store",
     )
     parser.add_argument(
         "--slack",
@@ -83,8 +83,29 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
     return FINDING if report.flagged else OK
 
 
+def _run_cache_sweep(store: DurableStore, args: argparse.Namespace) -> int:
+    """``inspect STORE --cache``: every conversation of the store, one line each."""
+    reports = [cache_use(store, name, slack=args.slack) for name in store.conversations()]
+    flagged = [r for r in reports if r.flagged]
+    if args.json:
+        value = {"slack": args.slack, "conversations": [r.summary() for r in reports]}
+        out_json("inspect-cache-list", value, pretty=True)
+    else:
+        for line in align(summary_rows(reports)):
+            out(line.rstrip())
+        calls = sum(len(r.calls) for r in reports)
+        fewer = sum(len(r.flagged) for r in reports)
+        out(
+            f"{len(reports)} conversation(s), {calls} recorded call(s), {fewer} with fewer "
+            f"cached than predicted in {len(flagged)} conversation(s)"
+        )
+    return FINDING if flagged else OK
+
+
 def _run_inspect(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
+        if args.conversation is None and args.cache:
+            return _run_cache_sweep(store, args)
         if args.conversation is None:
             if args.json:
                 out_json("inspect-list", {"conversations": list(store.conversations())})

@@ -43,7 +43,7 @@ from ..runtime.history import History
 from ..store.contract import Store
 from ..store.records import RecordType, Root, decode_record
 
-__all__ = ["DEFAULT_SLACK", "CacheUse", "CallCacheUse", "cache_use"]
+__all__ = ["DEFAULT_SLACK", "CacheUse", "CallCacheUse", "cache_use", "summary_rows"]
 
 #: How far below the prediction an observed cache read may fall before it is flagged.
 DEFAULT_SLACK = 0.10
@@ -103,6 +103,18 @@ class CacheUse:
             "earlier": list(self.earlier),
         }
 
+    def summary(self) -> dict[str, Any]:
+        """One conversation's line of a store-wide sweep (``inspect STORE --cache``)."""
+        return {
+            "conversation": self.conversation,
+            "calls": len(self.calls),
+            "timed": self.timed,
+            "predicted_cached_tokens": sum(c.predicted_tokens or 0 for c in self.calls),
+            "cache_read_tokens": sum(c.cache_read_tokens or 0 for c in self.calls),
+            "flagged": [call.call for call in self.flagged],
+            "earlier": list(self.earlier),
+        }
+
     def rows(self) -> list[list[str]]:
         """A table: header, then one row per call."""
         header = ["call", "seq", "provider", "sent", "prompt", "predicted", "read", "written", ""]
@@ -130,6 +142,31 @@ class CacheUse:
 
 def _figure(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def summary_rows(reports: list[CacheUse]) -> list[list[str]]:
+    """A table of a store-wide sweep: header, then one row per conversation."""
+    header = ["conversation", "calls", "predicted", "read", "flagged", ""]
+    body = []
+    for report in reports:
+        line = report.summary()
+        notes = []
+        if line["calls"] and not line["timed"]:
+            notes.append("no timestamps: nothing expires")
+        if line["earlier"]:
+            notes.append(f"{len(line['earlier'])} call(s) timed before the call before")
+        note = "; ".join(notes)
+        body.append(
+            [
+                report.conversation,
+                str(line["calls"]),
+                _figure(line["predicted_cached_tokens"]),
+                _figure(line["cache_read_tokens"]),
+                str(len(line["flagged"])),
+                note,
+            ]
+        )
+    return [header, *body]
 
 
 def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLACK) -> CacheUse:
