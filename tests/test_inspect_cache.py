@@ -11,7 +11,7 @@ from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.messages import TextPart, ToolCallPart
 from prefixlock.core.output import ModelOutput, Usage
-from prefixlock.review.cacheuse import cache_use
+from prefixlock.review.cacheuse import CacheUse, cache_use
 
 PROMPT = 20_000
 
@@ -172,19 +172,24 @@ def test_a_conversation_without_recorded_usage_says_what_is_missing(
     assert canonical.loads(capsys.readouterr().out)["calls"] == []
 
 
+def _tool_loop(db: Path, conversation: str, turn_at: str, results_at: str) -> CacheUse:
+    """A turn at ``turn_at``, one tool call, its results sent at ``results_at``; the
+    provider reports no cache read. Returns the conversation's report."""
+    conv = Conversation.open(SQLiteStore(db), example_bundle(), conversation)
+    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
+    conv.handle(user("u1", conversation=conversation, timestamp=turn_at))
+    call = ToolCallPart("toolu_1", "run_terminal_command", '{"command":"pytest"}')
+    conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
+    conv.tool_results([ToolResult("toolu_1", "1 passed")], timestamp=results_at)
+    conv.record(ModelOutput("anthropic", (TextPart("Green."),), "end_turn", used))
+    with SQLiteStore(db) as store:
+        return cache_use(store, conversation)
+
+
 def test_a_tool_that_ran_past_the_cache_lifetime_is_predicted_to_miss(tmp_path: Path) -> None:
     """The tool-loop call is sent when its results are: six minutes after the turn's call
     (a long test run), its 5-minute entries are gone, and reading nothing is predicted."""
-    db = tmp_path / "s.db"
-    conv = Conversation.open(SQLiteStore(db), example_bundle(), "slow")
-    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
-    conv.handle(user("u1", conversation="slow", timestamp="2026-12-02T10:00:00Z"))
-    call = ToolCallPart("toolu_1", "run_terminal_command", '{"command":"pytest"}')
-    conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
-    conv.tool_results([ToolResult("toolu_1", "1 passed")], timestamp="2026-12-02T10:06:00Z")
-    conv.record(ModelOutput("anthropic", (TextPart("Green."),), "end_turn", used))
-    with SQLiteStore(db) as store:
-        report = cache_use(store, "slow")
+    report = _tool_loop(tmp_path / "s.db", "slow", "2026-12-02T10:00:00Z", "2026-12-02T10:06:00Z")
     assert [c.timestamp for c in report.calls] == ["2026-12-02T10:00:00Z", "2026-12-02T10:06:00Z"]
     assert report.calls[1].predicted_tokens == 0
     assert report.flagged == ()
@@ -196,15 +201,7 @@ def test_a_time_before_the_previous_call_s_is_priced_with_it_not_refused(
     """Two hosts of a fleet may disagree by seconds: the tool results' host stamps them
     4 s before the turn it answers. A store is read whatever its clients' clocks did."""
     db = tmp_path / "s.db"
-    conv = Conversation.open(SQLiteStore(db), example_bundle(), "skew")
-    used = Usage(PROMPT, 0, PROMPT, 30, None, "{}")
-    conv.handle(user("u1", conversation="skew", timestamp="2026-12-02T10:00:05Z"))
-    call = ToolCallPart("toolu_1", "read_file", '{"path":"a.py"}')
-    conv.record(ModelOutput("anthropic", (call,), "tool_use", used))
-    conv.tool_results([ToolResult("toolu_1", "x")], timestamp="2026-12-02T10:00:01Z")
-    conv.record(ModelOutput("anthropic", (TextPart("ok"),), "end_turn", used))
-    with SQLiteStore(db) as store:
-        report = cache_use(store, "skew")
+    report = _tool_loop(db, "skew", "2026-12-02T10:00:05Z", "2026-12-02T10:00:01Z")
     assert report.earlier == (2,)
     assert report.calls[1].timestamp == "2026-12-02T10:00:01Z"  # as sent
     assert report.calls[1].predicted_share > 0.5  # as if sent with call 1
