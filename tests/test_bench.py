@@ -20,15 +20,17 @@ from typing import Any
 import attrs
 import prefixlock.providers as providers
 import pytest
-from conv_helpers import example_bundle
+from conv_helpers import CONV, example_bundle, user
 from prefixlock.bench import report as bench_report
 from prefixlock.bench import run as bench
 from prefixlock.bench import verifyscale
 from prefixlock.bench import workload as bench_workload
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
+from prefixlock.core.errors import SerializationError
 from prefixlock.review import processes
 from prefixlock.runtime.conversation import Conversation
+from prefixlock.runtime.tools import ToolCall
 from prefixlock.store.contract import MemoryStore
 from prefixlock.store.records import RecordType, _decode_record_checked, _scan_record
 
@@ -56,6 +58,7 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["calls"] == CALLS
     assert report["seed"] == 3
     assert report["providers"] == ["anthropic", "gemini"]
+    assert report["configured_providers"] == ["anthropic", "gemini"]
     assert report["window"] == 10
     assert {"python", "cpus", "cpu_model", "sqlite"} <= report["machine"].keys()
     assert {"timer", "gc", "memory", "handling", "hydration"} <= report["method"].keys()
@@ -119,11 +122,43 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["verify"] is None  # --verify-calls 0
 
 
+def test_the_conversations_are_configured_for_the_benchmarked_providers_alone(
+    tmp_path: Path, report: dict[str, Any]
+) -> None:
+    # Admission checks each new message against every provider of the root, so a bench
+    # of one provider times what a deployment of that provider pays, not the example's
+    # five.
+    assert report["configured_providers"] == list(providers.NAMES)
+    full = example_bundle()
+    assert bench.example_bundle(providers.NAMES, tmp_path / "all").digest == full.digest
+    one = bench.example_bundle(["openai-chat"], tmp_path / "one")
+    assert one.settings == tuple(s for s in full.settings if s.provider == "openai-chat")
+    assert (one.instructions, one.tools) == (full.instructions, full.tools)
+    assert [m.name for m in one.modes] == [m.name for m in full.modes]
+    assert one.digest != full.digest  # the manifest names the root's providers
+    # Bedrock refuses this tool use id: the example's conversation may not store it, a
+    # conversation configured for OpenAI Chat alone may.
+    call = ToolCall("c/1 x", "read_file", {})
+    for bundle, refused in ((full, True), (one, False)):
+        conv = Conversation.open(MemoryStore(), bundle, CONV)
+        conv.handle(user("u1"))
+        if refused:
+            with pytest.raises(SerializationError, match=r"bedrock-converse: .* tool use id"):
+                conv.assistant("x", [call])
+        else:
+            assert conv.assistant("x", [call]).parts[-1].call_id == "c/1 x"
+
+
 def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         main(["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "0"]) == 0
     )
     out = capsys.readouterr().out
+    assert out.startswith(
+        "prefixlock bench: seed 1; providers openai-chat\n"
+        "conversations configured for openai-chat (admission checks each new message against "
+        "each)\n"
+    )
     assert "history length (calls)" in out
     assert "ours / json.loads" in out
     assert "handling / durable append" in out

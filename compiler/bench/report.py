@@ -347,6 +347,9 @@ def format_report(report: dict[str, Any]) -> str:
     machine = report["machine"]
     lines = [
         f"prefixlock bench: seed {report['seed']}; providers {', '.join(report['providers'])}",
+        "conversations configured for "
+        f"{', '.join(report['configured_providers'])} (admission checks each new message "
+        "against each)",
         f"machine: {machine['cpus']} CPUs, {machine['cpu_model']}; Python {machine['python']}; "
         f"SQLite {machine['sqlite']}",
         "",

@@ -36,7 +36,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .. import providers
+from ..core import canonical
 from ..core.errors import UsageError
 from ..providers.base import Provider
 from ..spec.build import build_bundle, find_example_root
@@ -80,6 +83,31 @@ def _naive_provider(name: str) -> Provider:
 
 def _no_encode(self: Provider, message: Any, item: Any) -> bytes:
     return b""
+
+
+def example_bundle(names: Sequence[str], folder: Path) -> Bundle:
+    """The bundled example, configured for the providers of ``names`` alone.
+
+    Admission checks every new message against each provider the conversation's root
+    configures (:class:`~prefixlock.runtime.admission.Admission`), so handling is timed
+    for the deployment being benchmarked: when ``names`` leaves out one of the example's
+    providers, its spec root is copied to ``folder`` with ``rules/providers.yaml``
+    keeping only the entries of ``names`` (each as the example has it) and built there;
+    ``folder`` must outlive the bundle."""
+    root = find_example_root()
+    bundle = build_bundle(root)
+    if {s.provider for s in bundle.settings} <= set(names):
+        return bundle
+    copy = folder / "example"
+    for part in ("rules", "prompt"):
+        shutil.copytree(root / part, copy / part)
+    path = copy / "rules" / "providers.yaml"
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["providers"] = {
+        name: entry for name, entry in document["providers"].items() if name in names
+    }
+    path.write_text(canonical.dumps_pretty(document) + "\n", encoding="utf-8")  # JSON is YAML
+    return build_bundle(copy)
 
 
 def _machine() -> dict[str, Any]:
@@ -142,11 +170,12 @@ def bench(
     for name in names:
         providers.get(name)  # an unknown name fails before any work
     formats = _formats(names)
-    bundle = build_bundle(find_example_root())
     window = min(WINDOW, lengths[0] // 2)
     folder = Path(tempfile.mkdtemp(prefix="prefixlock-bench-"))
     runs: list[dict[str, Any]] = []
     try:
+        bundle = example_bundle(names, folder)
+        configured = [s.provider for s in bundle.settings]
         stores = (CountingStore(folder / "handle.db"), SQLiteStore(folder / "serialize.db"))
         floor = DurableFloor(folder / "floor.db")
         try:
@@ -178,6 +207,7 @@ def bench(
         "calls": lengths,
         "window": window,
         "providers": list(names),
+        "configured_providers": configured,
         "machine": _machine(),
         "method": method(window),
         "runs": runs,

@@ -74,7 +74,8 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--provider",
         default="all",
         metavar="all|NAME,...",
-        help="provider wire formats to serialize for (default: all)",
+        help="providers to serialize for; the conversations are configured for these alone, "
+        "so admission checks each new message against each (default: all)",
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="seed of the synthetic conversations (default: 1)"
