@@ -218,6 +218,39 @@ def test_a_time_before_the_previous_call_s_is_priced_with_it_not_refused(
     assert row.endswith("  1 call(s) timed before the call before")
 
 
+def test_an_untimed_call_follows_the_conversation_s_last_call_whoever_answered_it(
+    tmp_path: Path,
+) -> None:
+    """A conversation that fails over between providers: an untimed tool-loop call is
+    sent right after the call before it, on the conversation's clock, not on its own
+    provider's (which last saw this conversation 20 minutes earlier, or never)."""
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), "failover")
+
+    def output(provider: str, part: TextPart | ToolCallPart, read: int) -> ModelOutput:
+        used = Usage(PROMPT, read, PROMPT - read, 30, None, "{}")
+        return ModelOutput(provider, (part,), "end_turn", used)
+
+    conv.handle(user("u1", conversation="failover", timestamp="2026-12-02T10:00:00Z"))
+    conv.record(output("anthropic", ToolCallPart("toolu_1", "read_file", "{}"), 0))
+    conv.tool_results([ToolResult("toolu_1", "x")])
+    conv.record(output("anthropic", TextPart("ok"), 19_000))
+    conv.handle(user("u2", conversation="failover", timestamp="2026-12-02T10:20:00Z"))
+    conv.record(output("openai-chat", ToolCallPart("call_2", "read_file", "{}"), 0))
+    conv.tool_results([ToolResult("call_2", "y")])  # right after 10:20
+    conv.record(output("anthropic", TextPart("done"), 0))  # anthropic's 10:00 entries: gone
+    with SQLiteStore(tmp_path / "s.db") as store:
+        report = cache_use(store, "failover")
+    assert [(c.provider, c.timestamp) for c in report.calls] == [
+        ("anthropic", "2026-12-02T10:00:00Z"),
+        ("anthropic", None),
+        ("openai-chat", "2026-12-02T10:20:00Z"),
+        ("anthropic", None),
+    ]
+    assert report.calls[1].predicted_share > 0.5  # within a second of call 1
+    assert report.calls[3].predicted_tokens == 0
+    assert report.flagged == ()
+
+
 def test_the_bodies_are_simulated_one_at_a_time_not_kept(tmp_path: Path) -> None:
     """A long conversation's bodies together are gigabytes: cache_use holds about one.
     40 tool-loop calls with 50 KB outputs: each body repeats the ones before, so keeping

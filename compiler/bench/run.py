@@ -36,14 +36,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import providers
 from ..core import canonical
 from ..core.errors import UsageError
 from ..providers.base import Provider
 from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
+from ..spec.loader import load_yaml_file
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
 from .economics import long_session
 from .measure import CountingStore, DurableFloor, WireFormats, measure, method
@@ -102,7 +101,7 @@ def example_bundle(names: Sequence[str], folder: Path) -> Bundle:
     for part in ("rules", "prompt"):
         shutil.copytree(root / part, copy / part)
     path = copy / "rules" / "providers.yaml"
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document = load_yaml_file(path).value
     document["providers"] = {
         name: entry for name, entry in document["providers"].items() if name in names
     }

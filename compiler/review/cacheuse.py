@@ -195,11 +195,13 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
                 model = _model(root, name)
                 sims[name] = (registry.get(name), Simulation(name, model=model, keep_calls=False))
             wire, simulation = sims[name]
-            moment = None if stamp is None else seconds(stamp)
+            # An untimed call is sent right after the conversation's call before it,
+            # whichever provider answered that one (not on its own provider's clock).
+            moment = last if stamp is None else seconds(stamp)
             if moment is not None and last is not None and moment < last:
                 earlier.append(len(calls) + 1)
                 moment = last
-            last = last if moment is None else moment
+            last = moment
             figures = simulation.add_fragments(wire.fragments(history.project()), moment)
             share = (
                 figures.cache_read_tokens / figures.input_tokens if figures.input_tokens else 0.0
