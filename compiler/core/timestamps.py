@@ -48,12 +48,20 @@ def stamp_problem(value: object) -> str | None:
     return timestamp_problem(value)
 
 
+#: The Gregorian calendar repeats every 400 years, which are 146,097 days: a year 0000
+#: (RFC 3339 allows it, :class:`datetime` starts at 1) is read as 0400, less one cycle.
+_CYCLE_SECONDS = 146_097 * 86_400
+
+
 def seconds(text: str) -> float:
     """Seconds since the epoch of a checked timestamp (:func:`timestamp_problem` gave
-    None), whatever its offset; a leap second (``:60``) is taken as the second before
-    it, which is close enough for a cache's lifetime."""
+    None), whatever its offset and year (0000 included); a leap second (``:60``) is taken
+    as the second before it, which is close enough for a cache's lifetime."""
+    text, shift = text.upper(), 0
+    if text.startswith("0000"):
+        text, shift = "0400" + text[4:], _CYCLE_SECONDS
     try:
-        moment = datetime.fromisoformat(text.upper())
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        moment = datetime.fromisoformat(text.upper().replace(":60", ":59", 1))
-    return moment.timestamp()
+        moment = datetime.fromisoformat(text.replace(":60", ":59", 1))
+    return moment.timestamp() - shift
