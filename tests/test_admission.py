@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 from conv_helpers import CONV, background, example_bundle, user
 from prefixlock import Conversation, HistoryError, SQLiteStore, ToolCall, ToolResult, providers
-from prefixlock.core.errors import CanonicalJSONError, PrefixlockError, SerializationError
+from prefixlock.core.errors import (
+    CanonicalJSONError,
+    PrefixlockError,
+    SerializationError,
+    UnknownNameError,
+)
 from prefixlock.core.messages import (
     CanonicalMessage,
     MessageKind,
@@ -22,7 +27,7 @@ from prefixlock.core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from prefixlock.core.output import ModelOutput
+from prefixlock.core.output import ModelOutput, Usage
 from prefixlock.providers import Provider
 from prefixlock.runtime.admission import EMPTY_TOOL_OUTPUT, Admission
 from sdk_judge import assert_valid
@@ -425,3 +430,29 @@ def test_a_lone_surrogate_in_a_message_not_made_by_create_is_still_refused(name:
         providers.get(name).check_message(built)
     with pytest.raises(CanonicalJSONError, match="lone surrogate"):
         CanonicalMessage.create("runtime:e1", MessageKind.RUNTIME, Role.USER, built.parts)
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        (
+            ModelOutput("openai", (TextPart("ok"),)),
+            "assistant output: unknown provider 'openai' (did you mean 'openai-chat'?)",
+        ),
+        (
+            ModelOutput("gemini", (TextPart("ok"),), usage=Usage(10, provider="vertex")),
+            "assistant output usage: unknown provider 'vertex' (providers: anthropic, "
+            "bedrock-converse, gemini, openai-chat, openai-responses)",
+        ),
+    ],
+)
+def test_an_output_of_an_unknown_provider_is_refused_before_anything_is_stored(
+    tmp_path: Path, output: ModelOutput, message: str
+) -> None:
+    """Its usage could never be priced (``inspect --cache`` simulates the provider that
+    answered), and an opaque part of it could never be sent back."""
+    conv = _open(tmp_path)
+    with pytest.raises(UnknownNameError) as raised:
+        conv.record(output)
+    assert str(raised.value) == message
+    assert _records(tmp_path / "s.db") == 1

@@ -33,6 +33,7 @@ from ..core.errors import (
     ConflictError,
     HistoryError,
     UnknownCallError,
+    UnknownNameError,
     UsageError,
 )
 from ..core.messages import (
@@ -47,8 +48,10 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import ModelRequest
+from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import stamp_problem
+from ..providers import NAMES as PROVIDER_NAMES
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, read_chain
@@ -297,6 +300,17 @@ class Conversation:
         return self._append_output(all_parts, None)
 
     def _record(self, output: ModelOutput) -> CanonicalMessage:
+        # The usage is priced by simulating the provider that answered (inspect --cache)
+        # and an opaque part goes back to it only: both need a provider prefixlock knows.
+        for field, name in (
+            ("assistant output", output.provider),
+            ("assistant output usage", None if output.usage is None else output.usage.provider),
+        ):
+            if name is not None and name not in PROVIDER_NAMES:
+                raise UnknownNameError(
+                    f"{field}: unknown provider {name!r} "
+                    f"({hint(name, PROVIDER_NAMES, 'providers')})"
+                )
         parts = [
             ToolCall(p.call_id, p.name, p.arguments, p.thought_signature).to_part()
             if isinstance(p, ToolCallPart)
