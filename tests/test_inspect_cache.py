@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from conv_helpers import example_bundle, user
 from prefixlock import Conversation, SQLiteStore, ToolResult
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError
 from prefixlock.core.messages import TextPart, ToolCallPart
 from prefixlock.core.output import ModelOutput, Usage
 from prefixlock.review.cacheuse import CacheUse, cache_use
@@ -351,3 +353,37 @@ def test_a_store_wide_sweep_has_a_line_per_conversation_and_fails_on_any_flag(
     other = tmp_path / "t.db"
     _play(other, "warm", read=0.99)
     assert main(["inspect", str(other), "--cache"]) == 0
+
+
+def test_a_sweep_names_a_conversation_it_cannot_read_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One damaged conversation does not hide the others from an operator's cron job:
+    its line says why it could not be read, and the sweep exits 1."""
+    db = tmp_path / "s.db"
+    for name in ("a-warm", "b-damaged", "c-warm"):
+        _play(db, name, read=0.99, times=("2026-12-02T10:00:00Z", "2026-12-02T10:01:00Z"))
+    with sqlite3.connect(db) as raw:
+        raw.execute(
+            "UPDATE records SET body = CAST(replace(CAST(body AS TEXT), 'It prints a.', "
+            "'It prints b.') AS BLOB) WHERE conversation = 'b-damaged'"
+        )
+    with SQLiteStore(db) as store, pytest.raises(CheckpointError) as raised:
+        cache_use(store, "b-damaged")
+    problem = str(raised.value)
+    assert main(["inspect", str(db), "--cache"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in out[1:-1]}
+    assert sorted(rows) == ["a-warm", "b-damaged", "c-warm"]
+    assert rows["a-warm"].split()[1:] == ["3", *rows["a-warm"].split()[2:4], "0"]
+    assert rows["b-damaged"].split()[1:5] == ["-", "-", "-", "-"]
+    assert rows["b-damaged"].endswith(f"cannot be read: {problem}")
+    assert out[-1] == (
+        "3 conversation(s), 6 recorded call(s), 0 with fewer cached than predicted in "
+        "0 conversation(s); 1 conversation(s) could not be read"
+    )
+    assert main(["inspect", str(db), "--cache", "--json"]) == 1
+    value = canonical.loads(capsys.readouterr().out)
+    lines = {c["conversation"]: c for c in value["conversations"]}
+    assert lines["b-damaged"] == {"conversation": "b-damaged", "error": problem}
+    assert lines["c-warm"]["calls"] == 3 and "error" not in lines["c-warm"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import InputError, UsageError
-from ..review.cacheuse import DEFAULT_SLACK, cache_use, summary_rows
+from ..review.cacheuse import DEFAULT_SLACK, CacheUse, cache_use, summary_rows, sweep
 from ..review.inspection import inspect_json, inspect_text
 from ..review.tables import align
 from ..store.contract import DurableStore, Head, head_problems
@@ -85,21 +85,26 @@ def _run_cache(store: DurableStore, args: argparse.Namespace) -> int:
 
 def _run_cache_sweep(store: DurableStore, args: argparse.Namespace) -> int:
     """``inspect STORE --cache``: every conversation of the store, one line each."""
-    reports = [cache_use(store, name, slack=args.slack) for name in store.conversations()]
+    everything = sweep(store, slack=args.slack)
+    reports = [r for r in everything if isinstance(r, CacheUse)]
+    unreadable = len(everything) - len(reports)
     flagged = [r for r in reports if r.flagged]
     if args.json:
-        value = {"slack": args.slack, "conversations": [r.summary() for r in reports]}
+        value = {"slack": args.slack, "conversations": [r.summary() for r in everything]}
         out_json("inspect-cache-list", value, pretty=True)
     else:
-        for line in align(summary_rows(reports)):
+        for line in align(summary_rows(everything)):
             out(line.rstrip())
         calls = sum(len(r.calls) for r in reports)
         fewer = sum(len(r.flagged) for r in reports)
-        out(
-            f"{len(reports)} conversation(s), {calls} recorded call(s), {fewer} with fewer "
+        footer = (
+            f"{len(everything)} conversation(s), {calls} recorded call(s), {fewer} with fewer "
             f"cached than predicted in {len(flagged)} conversation(s)"
         )
-    return FINDING if flagged else OK
+        if unreadable:
+            footer += f"; {unreadable} conversation(s) could not be read"
+        out(footer)
+    return FINDING if flagged or unreadable else OK
 
 
 def _run_inspect(args: argparse.Namespace) -> int:

@@ -36,14 +36,22 @@ import attrs
 from .. import providers as registry
 from ..cache.simulator import Simulation
 from ..core import canonical
-from ..core.errors import CheckpointError
+from ..core.errors import CheckpointError, PrefixlockError
 from ..core.output import Usage
 from ..core.timestamps import seconds
 from ..runtime.history import History
 from ..store.contract import Store
 from ..store.records import RecordType, Root, decode_record
 
-__all__ = ["DEFAULT_SLACK", "CacheUse", "CallCacheUse", "cache_use", "summary_rows"]
+__all__ = [
+    "DEFAULT_SLACK",
+    "CacheUse",
+    "CallCacheUse",
+    "Unreadable",
+    "cache_use",
+    "summary_rows",
+    "sweep",
+]
 
 #: How far below the prediction an observed cache read may fall before it is flagged.
 DEFAULT_SLACK = 0.10
@@ -144,11 +152,41 @@ def _figure(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def summary_rows(reports: list[CacheUse]) -> list[list[str]]:
+@attrs.frozen
+class Unreadable:
+    """A conversation of a sweep that could not be read or priced, and why."""
+
+    conversation: str
+    error: str
+
+    def summary(self) -> dict[str, Any]:
+        return {"conversation": self.conversation, "error": self.error}
+
+
+def sweep(store: Store, *, slack: float = DEFAULT_SLACK) -> list[CacheUse | Unreadable]:
+    """:func:`cache_use` of every conversation of ``store``, in its order. A conversation
+    that cannot be read or priced (a damaged record, a usage of an unknown provider) is
+    an :class:`Unreadable` with the error, and the sweep goes on: one such conversation
+    must not hide the others from an operator."""
+    reports: list[CacheUse | Unreadable] = []
+    for name in store.conversations():
+        try:
+            reports.append(cache_use(store, name, slack=slack))
+        except PrefixlockError as err:
+            reports.append(Unreadable(name, str(err)))
+    return reports
+
+
+def summary_rows(reports: list[CacheUse | Unreadable]) -> list[list[str]]:
     """A table of a store-wide sweep: header, then one row per conversation."""
     header = ["conversation", "calls", "predicted", "read", "flagged", ""]
     body = []
     for report in reports:
+        if isinstance(report, Unreadable):
+            body.append(
+                [report.conversation, "-", "-", "-", "-", f"cannot be read: {report.error}"]
+            )
+            continue
         line = report.summary()
         notes = []
         if line["calls"] and not line["timed"]:
