@@ -561,6 +561,18 @@ def test_a_uniform_ttl_bills_as_before() -> None:
         assert call.write_multiplier == price
 
 
+def test_a_five_minute_marker_reading_a_one_hour_entry_keeps_its_hour() -> None:
+    # "The cache is refreshed for no additional cost each time the cached content is
+    # used": a read refreshes the entry for its own TTL, whatever the reading marker asks
+    # (nothing is written, so nothing is billed at the 5-minute price either).
+    one_hour, five_minutes = _system_blocks((2000, "1h")), _system_blocks((2000, "5m"))
+    sim = Simulation("anthropic")
+    assert _split(sim.add(one_hour, at=0.0)) == (0, 2000, 0)
+    assert _split(sim.add(five_minutes, at=100.0)) == (2000, 0, 0)
+    assert _split(sim.add(five_minutes, at=500.0)) == (2000, 0, 0)  # 400 s after the read
+    assert _split(sim.add(five_minutes, at=500.0 + 3601.0)) == (0, 0, 2000)
+
+
 def test_a_one_hour_marker_after_a_five_minute_one_is_refused() -> None:
     # "Cache entries with longer TTL must appear before shorter TTLs"
     with pytest.raises(PrefixlockError, match="ttl 1h cache marker after a 5m one"):

@@ -1044,7 +1044,8 @@ class Simulation:
             if hit is not None:  # reading an entry refreshes it, for its own TTL
                 entries.keep(hit, now, entries.lifetimes.get(hit, short))
             for entry, long in written:
-                entries.keep(entry, now, ONE_HOUR_TTL_SECONDS if long else short)
+                if entry != hit:  # the entry read is not written again: it keeps its TTL
+                    entries.keep(entry, now, ONE_HOUR_TTL_SECONDS if long else short)
             entries.forget_expired(now)
         else:
             seen = self.implicit_seen.get(namespace)
