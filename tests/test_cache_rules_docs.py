@@ -358,9 +358,12 @@ def test_bedrock_minimum_counts_across_sections() -> None:
 
 @pytest.mark.parametrize(
     ("model", "minimum"),
-    # Gemini's implicit-caching table: "Gemini 3.8 Flash | 4,096 ... Gemini 3.1 Pro Preview
-    # | 4,096 | Gemini 2.5 Flash | 2,048 | Gemini 2.5 Pro | 2,048"
+    # Gemini's implicit-caching table: "Gemini 4 Argon | 4,096 | Gemini 3.8 Flash | 4,096
+    # ... Gemini 3.1 Pro Preview | 4,096 | Gemini 2.5 Flash | 2,048 | Gemini 2.5 Pro |
+    # 2,048"
     [
+        ("gemini-4-argon", 4096),
+        ("models/gemini-3.8-flash", 4096),  # the API's resource name
         ("gemini-3.8-flash", 4096),
         ("gemini-3.1-pro-preview", 4096),
         ("gemini-2.5-flash", 2048),
@@ -369,6 +372,33 @@ def test_bedrock_minimum_counts_across_sections() -> None:
 )
 def test_gemini_implicit_minimums_are_the_documented_table(model: str, minimum: int) -> None:
     assert rules_for("gemini", model).min_tokens == minimum
+
+
+@pytest.mark.parametrize(
+    ("model", "cached"),
+    # "Implicit caching is enabled by default for all Gemini 2.5 and newer models"
+    [
+        ("gemini-2.0-flash", False),
+        ("gemini-1.5-pro-002", False),
+        ("models/gemini-2.0-flash", False),
+        ("gemini-2.5-flash", True),
+        ("gemini-3.8-flash", False),  # about 3,000 tokens: under its 4,096 minimum
+    ],
+)
+def test_gemini_models_before_2_5_have_no_implicit_cache(model: str, cached: bool) -> None:
+    body = canonical.dumpb(
+        {"contents": [{"role": "user", "parts": [{"text": "x" * (4 * 3000 - 38)}]}]}
+    )
+    sim = Simulation("gemini", model=model)
+    first = sim.add(body)
+    again = sim.add(body)
+    assert 2048 < first.input_tokens == again.input_tokens < 4096
+    assert (first.cache_read_tokens, again.cache_read_tokens) == (
+        0,
+        again.input_tokens if cached else 0,
+    )
+    if not cached:
+        assert again.cache_write_tokens == 0 and again.cost == again.input_tokens
 
 
 # --- OpenAI: by model generation and retention (the current guide's model table) -------
@@ -414,6 +444,11 @@ def test_openai_reporting_boundary_and_write_price_by_generation(
         # no retention in the body: the org's default is not visible; in_memory's 5 minutes
         ("gpt-5", {}, 6 * 60.0, False),
         ("gpt-4.1", {}, 4 * 60.0, True),
+        # "For `gpt-5.5`, `gpt-5.5-pro`, and future models, only `24h` is supported": its
+        # 30 minutes whatever the body says
+        ("gpt-5.5", {}, 29 * 60.0, True),
+        ("gpt-5.5-pro", {}, 29 * 60.0, True),
+        ("gpt-5.5", {}, 31 * 60.0, False),
     ],
 )
 def test_openai_lifetime_by_generation_and_retention(
@@ -432,6 +467,7 @@ def test_openai_lifetime_by_generation_and_retention(
         (_chat_model(2000, "gpt-5", prompt_cache_retention="24h"), 1800.0),
         (_chat_model(2000, "gpt-5", prompt_cache_retention="in_memory"), 300.0),
         (_chat_model(2000, "gpt-5.6-sol"), 1800.0),
+        (_chat_model(2000, "gpt-5.5"), 1800.0),
     ],
 )
 def test_each_call_carries_the_lifetime_of_its_entries(body: bytes, lifetime: float) -> None:

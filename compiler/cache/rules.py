@@ -308,6 +308,11 @@ OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
 #: "24h" in organizations without Zero Data Retention and "in_memory" with it, which the
 #: body does not show; we take in_memory's 5 minutes (the bundled example sends "24h").
 OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
+#: Models with ``24h`` retention only (the SDK text quoted above, openai-python 3.57.0
+#: and 3.63.0: "For `gpt-5.5`, `gpt-5.5-pro`, and future models, only `24h` is
+#: supported"): their entries get 24h's lifetime whatever the body says. (Later models,
+#: :data:`OPENAI_EXACT_FAMILIES`, have a lifetime of their own.)
+OPENAI_24H_ONLY = ("gpt-5.5",)
 #: The body key (a settings option, sent as given) that names the retention.
 RETENTION_OPTION = "prompt_cache_retention"
 OPENAI_EXACT_TTL = 1800.0
@@ -346,10 +351,19 @@ OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
 # tokens" (Vertex AI context cache overview); tokens that create the cache are "billed
 # ... at the standard input token price".
 GEMINI_MIN_TOKENS: Mapping[str, int] = {
+    "gemini-4": 4096,
     "gemini-3": 4096,
     "gemini-2.5": 2048,
     "": 2048,
 }
+# The newest stored copy of the page ("Last updated 2026-10-13 UTC", re-checked
+# 2026-12-06 with the document search): "| Gemini 4 Argon | 4,096 | Gemini 3.8 Flash |
+# 4,096 | Gemini 3.6 Flash | 4,096 | Gemini 3.1 Pro Preview | 4,096 | Gemini 2.5 Flash |
+# 2,048 | Gemini 2.5 Pro | 2,048 |" (model id gemini-4-argon). NOT VERIFIED: other
+# Gemini 4 models, given Argon's minimum (the higher one predicts fewer hits).
+#: Models before Gemini 2.5 (the same page: "enabled by default for all Gemini 2.5 and
+#: newer models"): no implicit cache, so nothing is read or written.
+GEMINI_NO_IMPLICIT = ("gemini-1", "gemini-2.0", "gemini-pro", "gemini-ultra")
 _GEMINI_READ = Fraction("0.1")
 
 
@@ -375,6 +389,8 @@ class CacheRules:
     ttl: float = DEFAULT_TTL
     #: OpenAI: lifetime by the body's ``prompt_cache_retention`` (:data:`OPENAI_RETENTION_TTL`).
     retention_ttl: tuple[tuple[str, float], ...] = ()
+    #: False: the model has no implicit cache (:data:`GEMINI_NO_IMPLICIT`).
+    implicit_cache: bool = True
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -418,6 +434,14 @@ def rules_for(provider: str, model: str) -> CacheRules:
         family = _longest_prefix(OPENAI_FAMILIES, model)
         read, write = OPENAI_FAMILIES[family]
         exact = family in OPENAI_EXACT_FAMILIES
+        only_24h = model.startswith(OPENAI_24H_ONLY)
+        retention: tuple[tuple[str, float], ...]
+        if exact:
+            ttl, retention = OPENAI_EXACT_TTL, ()
+        elif only_24h:
+            ttl, retention = OPENAI_RETENTION_TTL["24h"], ()
+        else:
+            ttl, retention = DEFAULT_TTL, tuple(sorted(OPENAI_RETENTION_TTL.items()))
         return CacheRules(
             provider,
             family or "openai",
@@ -426,17 +450,20 @@ def rules_for(provider: str, model: str) -> CacheRules:
             read_multiplier=read,
             write_multiplier=write,
             increment=1 if exact else OPENAI_INCREMENT,
-            ttl=OPENAI_EXACT_TTL if exact else DEFAULT_TTL,
-            retention_ttl=() if exact else tuple(sorted(OPENAI_RETENTION_TTL.items())),
+            ttl=ttl,
+            retention_ttl=retention,
         )
     if provider == "gemini":
-        family = _longest_prefix(GEMINI_MIN_TOKENS, model)
+        name = model.removeprefix("models/")  # the API's resource name, as some send it
+        old = [prefix for prefix in GEMINI_NO_IMPLICIT if name.startswith(prefix)]
+        family = _longest_prefix(GEMINI_MIN_TOKENS, name)
         return CacheRules(
             provider,
-            family or "gemini",
+            old[0] if old else family or "gemini",
             explicit=False,
             min_tokens=GEMINI_MIN_TOKENS[family],
             read_multiplier=_GEMINI_READ,
             write_multiplier=Fraction(1),
+            implicit_cache=not old,
         )
     raise UnknownNameError(f"cache simulation: unknown provider {provider!r}")

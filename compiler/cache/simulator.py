@@ -1047,6 +1047,8 @@ class Simulation:
                 if entry != hit:  # the entry read is not written again: it keeps its TTL
                     entries.keep(entry, now, ONE_HOUR_TTL_SECONDS if long else short)
             entries.forget_expired(now)
+        elif not rules.implicit_cache:  # a model without one (Gemini before 2.5)
+            read = write = 0
         else:
             seen = self.implicit_seen.get(namespace)
             if seen is None:
