@@ -524,6 +524,19 @@ def test_no_call_costs_less_than_its_floor(provider: str) -> None:
         assert floor.report().cost < real.report().cost
 
 
+def test_the_floor_lets_a_five_minute_read_keep_a_one_hour_entry() -> None:
+    """The floor must stay a lower bound where a call that asks for five minutes reads an
+    entry written for an hour (``cache_ttl: turn``: a turn's first call marks 1h, the
+    calls after it 5m): the real cache keeps the entry's hour, so the floor does too."""
+    one_hour, five_minutes = _system_blocks((2000, "1h")), _system_blocks((2000, "5m"))
+    bodies = [(one_hour, 0.0)] + [(five_minutes, 100.0 + 400.0 * k) for k in range(5)]
+    real, floor = Simulation("anthropic"), Simulation("anthropic", floor=True)
+    for body, at in bodies:
+        ours, ideal = real.add(body, at), floor.add(body, at)
+        assert ideal.cost <= ours.cost, at
+        assert ideal.cache_read_tokens >= ours.cache_read_tokens, at
+
+
 # --- mixing TTLs in one request (Anthropic, "Mixing different TTLs") ---------------------
 
 

@@ -1056,7 +1056,13 @@ class Simulation:
             matched, shared = seen.longest(prompt, now)
             read = _round_down(prompt.tokens_to(matched), rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
-            seen.sent(prompt, until, shared, now)
+            kept = until
+            if self.floor and shared and _alive(seen.until, now):
+                # A read keeps its entry's own TTL (the explicit path above): a 5-minute
+                # call that reads a one-hour entry must not shorten it here either. The
+                # call's new prefixes then live as long too: the floor may only err low.
+                kept = max(until, seen.until)
+            seen.sent(prompt, kept, shared, now)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             cached = _cached_tokens(name, self.cached_contents, counter, index)
