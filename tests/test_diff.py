@@ -826,6 +826,48 @@ def test_a_folder_diff_without_a_loadable_scenario_prices_calls_back_to_back(
     assert [c.new_cost for c in pair.calls] == [*back_to_back[:3], None]
 
 
+def test_a_side_without_call_times_prices_both_sides_back_to_back_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """OLD's bodies have no loadable scenario beside them, NEW's do: priced each its own
+    way, identical bodies showed a cost delta (context-revert, anthropic: call 2 reads
+    7,032 tokens back to back, none after its 5-minute gap). Both sides are priced back
+    to back instead, and a note names the case and the side without times."""
+    from prefixlock.cache.simulator import simulate
+    from prefixlock.review.diff import DiffReport, formats
+    from prefixlock.review.diff.folders import diff_folders
+    from prefixlock.review.diff.sides import Side
+
+    case = REPO / "golden" / "context-revert"
+    shutil.copytree(case, tmp_path / "old" / case.name)  # no prompt/, rules/ at ../..
+    for spec in ("prompt", "rules"):
+        shutil.copytree(REPO / spec, tmp_path / "new" / spec)
+    shutil.copytree(case, tmp_path / "new" / "golden" / case.name)
+    old = Side("old", "folder", tmp_path / "old", tmp_path / "old")
+    new = Side("new", "folder", tmp_path / "new" / "golden", tmp_path / "new")
+    found = diff_folders(old, new)
+    (pair,) = [p for p in found.pairs if p.provider == "anthropic"]
+    bodies = [(case / "anthropic" / f"{n:04d}.json").read_bytes() for n in range(1, 5)]
+    back_to_back = [c.cost for c in simulate("anthropic", bodies).calls]
+    assert [c.old_cost for c in pair.calls] == back_to_back
+    assert [c.new_cost for c in pair.calls] == back_to_back
+    assert all(p.old_cost == p.new_cost for p in found.pairs)
+    note = (
+        "context-revert: OLD's calls have no times (no scenario.yaml beside its bodies "
+        "that loads here and gives their number of calls), so both sides are priced as "
+        "back-to-back calls"
+    )
+    assert found.notes == (note,)
+    assert found.to_json()["notes"] == [note]
+    report = DiffReport(found)
+    assert report.impact_lines()[0] == f"note: {note}"
+    assert f"- note: {note}" in formats.markdown(report)
+    assert any(
+        line.startswith("::notice ") and "calls priced back to back" in line
+        for line in formats.github(report)
+    )
+
+
 def test_a_folder_diff_builds_each_sides_bundle_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

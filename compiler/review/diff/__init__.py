@@ -298,6 +298,8 @@ class DiffReport:
     def impact_lines(self) -> list[str]:
         impact = self.impact
         notes = [f"note: {stale}" for stale in self.old_stale]
+        if isinstance(self.result, FolderDiff):
+            notes += [f"note: {note}" for note in self.result.notes]
         return notes + self._impact_lines(impact)
 
     def _impact_lines(self, impact: str) -> list[str]:

@@ -199,6 +199,8 @@ class FolderDiff:
     old: Side
     new: Side
     pairs: tuple[PairDiff, ...]
+    #: one per case that only one side has call times for (both priced back to back)
+    notes: tuple[str, ...] = ()
 
     def count(self, verdict: str) -> int:
         return sum(pair.count(verdict) for pair in self.pairs)
@@ -243,6 +245,7 @@ class FolderDiff:
             "cases_added": self.cases_added,
             "cases_removed": self.cases_removed,
             "results": [pair.to_json() for pair in self.pairs],
+            "notes": list(self.notes),
         }
 
 
@@ -320,6 +323,7 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
     old_index, new_index = indexes(old.root), indexes(new.root)
     times = CallTimes()
     pairs: list[PairDiff] = []
+    notes: dict[str, None] = {}
     for key in sorted(set(old_sets) | set(new_sets)):
         case, _, name = key.rpartition("/")
         a, b = old_sets.get(key, {}), new_sets.get(key, {})
@@ -328,6 +332,16 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
         old_bodies, new_bodies = list(old_read.values()), list(new_read.values())
         old_model, new_model = old_index.models.get(name), new_index.models.get(name)
         old_times, new_times = times(old.path / case, a), times(new.path / case, b)
+        if (old_times is None) != (new_times is None) and a and b:
+            # Priced each its own way, identical bodies would differ in cost: price both
+            # as back-to-back calls, and say which side had no times.
+            side = "OLD" if old_times is None else "NEW"
+            notes.setdefault(
+                f"{case or '.'}: {side}'s calls have no times (no scenario.yaml beside its "
+                "bodies that loads here and gives their number of calls), so both sides "
+                "are priced as back-to-back calls"
+            )
+            old_times = new_times = None
         before = _simulate(name, a, old_bodies, old_model, old_times)
         same = old_bodies == new_bodies and old_model == new_model and old_times == new_times
         after = before if same else _simulate(name, b, new_bodies, new_model, new_times)
@@ -358,4 +372,4 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
                 CallDiff(number, comparison.verdict, comparison, source, old_cost, new_cost)
             )
         pairs.append(PairDiff(case, name, len(a), len(b), tuple(calls), before, after))
-    return FolderDiff(old, new, tuple(pairs))
+    return FolderDiff(old, new, tuple(pairs), tuple(notes))

@@ -64,6 +64,8 @@ def _summary(report: DiffReport) -> list[str]:
             bullets.append(f"- **{kind}**{of}{at}: {report.consequence(kind)}")
     bullets += [f"- **stale golden files**: {stale}" for stale in report.stale]
     bullets += [f"- note, OLD's golden files are stale: {stale}" for stale in report.old_stale]
+    if isinstance(report.result, FolderDiff):
+        bullets += [f"- note: {note}" for note in report.result.notes]
     return bullets or ["- no call changed"]
 
 
@@ -168,6 +170,9 @@ def github(report: DiffReport, *, strict: bool = False) -> list[str]:
         lines.append(_annotation("error", "prefixlock: stale golden files", stale))
     for stale in report.old_stale:
         lines.append(_annotation("warning", "prefixlock: OLD's golden files are stale", stale))
+    if isinstance(report.result, FolderDiff):
+        for note in report.result.notes:
+            lines.append(_annotation("notice", "prefixlock: calls priced back to back", note))
     result = report.result
     totals = _totals(result) if isinstance(result, FolderDiff) else result.comparison.verdict
     lines.append(
