@@ -147,3 +147,18 @@ def test_the_charts_price_the_calls_as_the_table_does(tmp_path: Path, case: str)
     captions = dict(re.findall(r"<figcaption>([a-z-]+) — [^,]+, cost ([0-9.]+%) of", text))
     assert len(rows) == 5
     assert captions == rows
+
+
+def test_two_scenarios_with_one_label_keep_their_own_rows(tmp_path: Path) -> None:
+    """A case folder's scenario.yaml and a loose scenario file of the same stem share a
+    label: each section of the page shows its own scenario's table rows, not both."""
+    loose = tmp_path / "mode-ask.yaml"
+    shutil.copyfile(REPO / "golden" / "mode-ask" / "scenario.yaml", loose)
+    out = tmp_path / "report.html"
+    args = ["report", str(out), str(REPO / "golden" / "mode-ask"), str(loose), "--provider"]
+    assert main([*args, "anthropic"]) == 0
+    sections = out.read_text(encoding="utf-8").split("<h2>")[1:]
+    assert len(sections) == 2
+    assert sections[1].startswith(f"mode-ask — ask mode ({loose})</h2>")
+    for section in sections:
+        assert section.count("<tr><td>anthropic</td>") == 1

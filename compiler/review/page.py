@@ -10,6 +10,7 @@ plain HTML with inline CSS and inline SVG: no script, no external request, no fo
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import html
 from collections.abc import Sequence
@@ -157,9 +158,14 @@ def page(report: Report, cases: Sequence[CaseFigures]) -> str:
     ]
     for failure in report.failures:
         out.append(f"<p class=fail>{_e(' '.join(failure.lines()))}</p>")
+    labels = collections.Counter(case.label for case in cases)
     for case in cases:
-        rows = [row for row in report.rows if row.scenario == case.label]
-        out += [f"<h2>{_e(case.label)} — {_e(case.scenario.name)}</h2>", *_root(case)]
+        # by file: a case folder's scenario.yaml and a loose file of its stem share a label
+        rows = [row for row in report.rows if row.file == case.scenario.file]
+        title = f"{case.label} — {case.scenario.name}"
+        if labels[case.label] > 1:  # two scenarios of one label: say which file
+            title += f" ({case.scenario.file})"
+        out += [f"<h2>{_e(title)}</h2>", *_root(case)]
         out.append(
             "<table><tr><th>provider</th><th>prefix-stable</th><th>calls</th>"
             "<th>bytes reused</th><th>cached tokens</th><th>cost vs uncached</th></tr>"
