@@ -868,6 +868,61 @@ def test_a_side_without_call_times_prices_both_sides_back_to_back_and_says_so(
     )
 
 
+def _case_with_its_own_bundle(root: Path, case: str = "context-revert") -> Path:
+    """A checkout at ``root`` whose golden ``case`` names a bundle of its own
+    (``bundle: ../../other``: the specs with Gemini 2.0 Flash), its calls.md rebuilt from
+    it, as ``golden --update`` writes it. Returns the case folder."""
+    from prefixlock.review.golden import expected_case
+
+    for spec in ("prompt", "rules"):
+        shutil.copytree(REPO / spec, root / spec)
+        shutil.copytree(REPO / spec, root / "other" / spec)
+    shutil.copyfile(REPO / "prefixlock.lock", root / "prefixlock.lock")
+    providers_yaml = root / "other" / "rules" / "providers.yaml"
+    text = providers_yaml.read_text(encoding="utf-8")
+    providers_yaml.write_text(text.replace("gemini-2.5-pro", "gemini-2.0-flash"), "utf-8")
+    folder = root / "golden" / case
+    shutil.copytree(REPO / "golden" / case, folder)
+    scenario = folder / "scenario.yaml"
+    text = scenario.read_text(encoding="utf-8")
+    scenario.write_text(text.replace("bundle: ../..\n", "bundle: ../../other\n"), "utf-8")
+    (folder / "calls.md").write_bytes(expected_case(scenario).page)
+    return folder
+
+
+def test_a_case_with_its_own_bundle_is_priced_with_that_bundle_s_models(
+    tmp_path: Path,
+) -> None:
+    """The models come from the bundle the case's scenario names, as verify takes them,
+    not from the spec root's (Gemini 2.0 Flash has no implicit cache; 2.5 Pro has)."""
+    from prefixlock.review.diff.folders import diff_folders
+    from prefixlock.review.diff.sides import Side
+
+    for side in ("old", "new"):
+        _case_with_its_own_bundle(tmp_path / side)
+    sides = [Side(s, "folder", tmp_path / s / "golden", tmp_path / s) for s in ("old", "new")]
+    (pair,) = [p for p in diff_folders(*sides).pairs if p.provider == "gemini"]
+    assert pair.old_report is not None and pair.new_report is not None
+    assert (pair.old_report.model, pair.new_report.model) == ("gemini-2.0-flash",) * 2
+    assert pair.new_report.cache_read_tokens == 0
+
+
+def test_staleness_is_judged_against_the_lock_of_the_case_s_own_bundle(tmp_path: Path) -> None:
+    """golden --check compares a case's calls.md with the lock of the bundle its
+    scenario names; diff did so with the spec root's lock, calling a fresh case stale
+    and exiting 1 (and the `golden --update` it suggested changed nothing)."""
+    from prefixlock.review.diff.sides import Side, stale_golden
+    from prefixlock.spec.build import build_bundle
+
+    folder = _case_with_its_own_bundle(tmp_path)
+    side = Side("WORKTREE", "worktree", tmp_path / "golden", tmp_path)
+    built = build_bundle(tmp_path).digest
+    assert stale_golden(side, built) == []  # other/ has no lock: nothing to judge by
+    shutil.copyfile(REPO / "prefixlock.lock", tmp_path / "other" / "prefixlock.lock")
+    (line,) = stale_golden(side, built)
+    assert line.startswith(f"golden/{folder.name} was built from bundle sha256:")
+
+
 def test_a_folder_diff_builds_each_sides_bundle_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

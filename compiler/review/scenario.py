@@ -85,6 +85,7 @@ __all__ = [
     "golden_scenarios",
     "load_scenario",
     "merge_base",
+    "scenario_bundle_root",
     "scenario_files",
 ]
 
@@ -151,6 +152,17 @@ def load_scenario(
         bundle=bundle,
         steps=tuple(steps),
     )
+
+
+def scenario_bundle_root(path: Path) -> Path | None:
+    """The spec root of the bundle the scenario at ``path`` names (``bundle:``, else
+    the spec root it lives in, as :func:`load_scenario` takes it), without building it;
+    None if the file does not load."""
+    try:
+        value = load_yaml_file(path).value
+    except PrefixlockError:
+        return None
+    return _bundle_root(path, value) if isinstance(value, Mapping) else None
 
 
 def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:

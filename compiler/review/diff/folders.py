@@ -271,25 +271,38 @@ class CallTimes:
 
     def __init__(self) -> None:
         self._times: dict[Path, list[float | None] | None] = {}
+        #: the models of the bundle each case's scenario names (as verify takes them)
+        self._models: dict[Path, dict[str, str] | None] = {}
         #: one bundle per spec root: the cases of a side share theirs (``bundle: ../..``)
         self._bundles: dict[Path, Bundle] = {}
 
     def __call__(self, case: Path, numbers: Iterable[int]) -> list[float | None] | None:
-        if case not in self._times:
-            self._times[case] = self._replay(case / "scenario.yaml")
+        self._load(case)
         times = self._times[case]
         if times is None or list(numbers) != list(range(1, len(times) + 1)):
             return None
         return times
 
-    def _replay(self, path: Path) -> list[float | None] | None:
+    def models(self, case: Path) -> dict[str, str] | None:
+        """Provider -> model of the bundle the case's scenario names; None where it has
+        no scenario that loads (the spec root's models are taken then)."""
+        self._load(case)
+        return self._models[case]
+
+    def _load(self, case: Path) -> None:
+        if case in self._times:
+            return
+        self._times[case] = self._models[case] = None
+        path = case / "scenario.yaml"
         if not path.is_file():
-            return None
+            return
         try:
             scenario = load_scenario(path, bundles=self._bundles)
-            return [call_time(scenario, call) for call in replay(scenario)]
+            times = [call_time(scenario, call) for call in replay(scenario)]
         except PrefixlockError:  # the bodies are still compared; verify names the error
-            return None
+            return
+        self._times[case] = times
+        self._models[case] = {s.provider: s.model for s in scenario.bundle.settings}
 
 
 def _simulate(
@@ -330,7 +343,9 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
         old_read = {n: read_body(path) for n, path in a.items()}
         new_read = {n: read_body(path) for n, path in b.items()}
         old_bodies, new_bodies = list(old_read.values()), list(new_read.values())
-        old_model, new_model = old_index.models.get(name), new_index.models.get(name)
+        old_models = times.models(old.path / case) or old_index.models
+        new_models = times.models(new.path / case) or new_index.models
+        old_model, new_model = old_models.get(name), new_models.get(name)
         old_times, new_times = times(old.path / case, a), times(new.path / case, b)
         if (old_times is None) != (new_times is None) and a and b:
             # Priced each its own way, identical bodies would differ in cost: price both

@@ -27,6 +27,7 @@ from ...spec.build import LOCK_FILE, locked_digest
 from ..compare import PROVIDERS
 from ..golden import CALLS_MD, stale_bundle
 from ..render import recorded_bundle
+from ..scenario import scenario_bundle_root
 from . import revisions
 
 __all__ = [
@@ -165,12 +166,20 @@ def stale_golden(side: Side, built: str | None) -> list[str]:
     if side.kind not in ("revision", "worktree") or not side.path.is_dir():
         return []
     lock = locked_digest(side.root)
+    own = side.root.resolve()
     where = f"{side.given}: " if side.kind == "revision" else ""
     found = []
     for page in sorted(side.path.rglob(CALLS_MD)):
         case = page.parent.relative_to(side.path).as_posix()
         label = side.golden if case == "." else f"{side.golden}/{case}"
-        stale = stale_bundle(label, recorded_bundle(page.read_bytes()), lock, built)
+        # as golden --check judges it: by the lock of the bundle the case's scenario names
+        scenario = page.parent / "scenario.yaml"
+        root = scenario_bundle_root(scenario) if scenario.is_file() else None
+        if root is None or root == own:
+            case_lock, case_built = lock, built
+        else:
+            case_lock, case_built = locked_digest(root), None
+        stale = stale_bundle(label, recorded_bundle(page.read_bytes()), case_lock, case_built)
         if stale is not None:
             found.append(where + stale)
     return found
