@@ -94,18 +94,17 @@ def example_bundle(names: Sequence[str], folder: Path) -> Bundle:
     keeping only the entries of ``names`` (each as the example has it) and built there;
     ``folder`` must outlive the bundle."""
     root = find_example_root()
-    bundle = build_bundle(root)
-    if {s.provider for s in bundle.settings} <= set(names):
-        return bundle
+    document = load_yaml_file(root / "rules" / "providers.yaml").value
+    if set(document["providers"]) <= set(names):
+        return build_bundle(root)
     copy = folder / "example"
     for part in ("rules", "prompt"):
         shutil.copytree(root / part, copy / part)
-    path = copy / "rules" / "providers.yaml"
-    document = load_yaml_file(path).value
     document["providers"] = {
         name: entry for name, entry in document["providers"].items() if name in names
     }
-    path.write_text(canonical.dumps_pretty(document) + "\n", encoding="utf-8")  # JSON is YAML
+    text = canonical.dumps_pretty(document) + "\n"  # JSON is YAML
+    (copy / "rules" / "providers.yaml").write_text(text, encoding="utf-8")
     return build_bundle(copy)
 
 
