@@ -945,3 +945,35 @@ def test_a_folder_diff_builds_each_sides_bundle_once(
     found = diff_folders(*sides)
     assert len(found.pairs) == 3 * 5
     assert sorted(built) == [tmp_path / "new", tmp_path / "old"]
+
+
+def test_a_revision_side_reads_the_bundle_a_case_names_from_that_revision(
+    repo: Path,
+) -> None:
+    """A committed case naming a bundle of its own (``bundle: ../../other``): the
+    revision side extracts that bundle's specs and lock from the commit too, so both
+    sides are priced at their calls' times with its models. Before, only golden/,
+    prompt/, rules/ and the lock were extracted, the case's scenario could not load on
+    the revision side, and both sides were priced back to back with a note."""
+    import contextlib
+
+    from prefixlock.review.diff.folders import diff_folders
+    from prefixlock.review.diff.sides import resolve_side, stale_golden
+
+    folder = _case_with_its_own_bundle(repo)
+    commit(repo, "a case with its own bundle")
+    with contextlib.ExitStack() as scratch:
+        old, new = (
+            resolve_side(given, which, golden="golden", root=repo, scratch=scratch)
+            for given, which in (("HEAD", "OLD"), ("WORKTREE", "NEW"))
+        )
+        assert old.extracted is not None
+        assert (old.extracted / "other" / "rules" / "providers.yaml").is_file()
+        assert stale_golden(old, None) == []
+        found = diff_folders(old, new)
+    assert found.notes == ()
+    (pair,) = [p for p in found.pairs if p.provider == "gemini"]
+    assert pair.old_report is not None and pair.new_report is not None
+    assert (pair.old_report.model, pair.new_report.model) == ("gemini-2.0-flash",) * 2
+    assert [c.old_cost for c in pair.calls] == [c.new_cost for c in pair.calls]
+    assert folder.name == "context-revert"

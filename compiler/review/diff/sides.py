@@ -137,8 +137,30 @@ def resolve_side(
         kept = ("prompt", "rules", LOCK_FILE)
         wanted += [f"{spec}/{name}" if spec != "." else name for name in kept]
     revisions.extract(top, commit, wanted, folder)
+    named = sorted(_named_bundles(folder, folder / golden) - {spec})
+    if named:  # the bundles the revision's cases name: their specs and lock, as of then
+        kept = ("prompt", "rules", LOCK_FILE)
+        revisions.extract(
+            top, commit, [f"{b}/{n}" if b != "." else n for b in named for n in kept], folder
+        )
     spec_root = folder / spec if spec is not None else root
     return Side(given, "revision", folder / golden, spec_root, golden, commit, folder)
+
+
+def _named_bundles(folder: Path, golden: Path) -> set[str]:
+    """The folders (relative to ``folder``, posix) of the bundles that the scenarios
+    extracted below ``golden`` name with ``bundle:`` and that lie inside ``folder``."""
+    top = folder.resolve()
+    found: set[str] = set()
+    for scenario in sorted(golden.rglob("scenario.yaml")) if golden.is_dir() else ():
+        named = scenario_bundle_root(scenario)
+        if named is None:
+            continue
+        try:
+            found.add(named.relative_to(top).as_posix())
+        except ValueError:  # outside the repository (or the bundled example): as it is
+            continue
+    return found
 
 
 # --- bodies on disk ---------------------------------------------------------------------
