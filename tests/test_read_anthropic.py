@@ -375,3 +375,18 @@ def test_cited_blocks_go_back_byte_identical_in_the_next_request(source: str) ->
     sent = canonical.loads(body)["messages"]
     assistant = [m for m in sent if m["role"] == "assistant"][-1]
     assert assistant["content"] == canonical.loads(fixture(P, "cited.json"))["content"]
+
+
+def test_thinking_tokens_are_the_reasoning_count() -> None:
+    """``usage.output_tokens_details.thinking_tokens`` (anthropic-sdk-python
+    ``types/output_tokens_details.py``: the reasoning the model produced, always <=
+    output_tokens) is the reasoning count; before, it was always None."""
+    body = canonical.loads(fixture(P, "turn1.json"))
+    body["usage"]["output_tokens_details"] = {"thinking_tokens": 200}
+    strict(Message, body)
+    used = reader(P).parse_response(canonical.dumps(body).encode()).usage
+    assert used is not None
+    assert (used.output_tokens, used.reasoning_tokens) == (236, 200)
+    body["usage"]["output_tokens_details"] = {"thinking_tokens": "200"}
+    used = reader(P).parse_response(canonical.dumps(body).encode()).usage
+    assert used is not None and used.reasoning_tokens is None

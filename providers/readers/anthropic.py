@@ -87,6 +87,8 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     uncached = count(raw.get("input_tokens"))
     read = count(raw.get("cache_read_input_tokens"))
     written = count(raw.get("cache_creation_input_tokens"))
+    details = raw.get("output_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
     # "input_tokens" counts only the tokens after the last cache breakpoint; the whole
     # prompt is input_tokens + cache_creation_input_tokens + cache_read_input_tokens
     # (docs.anthropic.com/en/docs/build-with-claude/prompt-caching, "Tracking cache
@@ -98,7 +100,9 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
         cache_read_tokens=read,
         cache_write_tokens=written,
         output_tokens=count(raw.get("output_tokens")),
-        reasoning_tokens=None,  # thinking tokens are inside output_tokens, not reported apart
+        # inside output_tokens; output_tokens_details.thinking_tokens counts them
+        # (anthropic-sdk-python types/output_tokens_details.py), where reported
+        reasoning_tokens=count(details.get("thinking_tokens")),
     )
 
 
