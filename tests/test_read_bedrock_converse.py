@@ -752,3 +752,20 @@ def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Pat
     assert stub.seen[1].body == stub.seen[2].body  # the retry sends the same bytes
     bodies = [s.body for i, s in enumerate(stub.seen) if i != 1]
     assert bodies == reference_bodies()
+
+
+def test_a_streamed_tool_input_beyond_64_bits_is_a_response_error() -> None:
+    """The joined toolUse input is recorded and sent again: an integer past the
+    canonical encoder's 64 bits is a ResponseError naming it, not a CanonicalJSONError."""
+    found = events("turn1_reasoning_parallel_tools")
+    first = next(e for e in found if "toolUse" in e["payload"].get("delta", {}))
+    fragment = first["payload"]["delta"]["toolUse"]["input"]
+    assert fragment.startswith("{")
+    first["payload"]["delta"]["toolUse"]["input"] = '{"n":' + str(2**70) + "," + fragment[1:]
+    data = b"".join(frame(e["event"], e["payload"]) for e in found)
+    with pytest.raises(ResponseError) as caught:
+        read_stream([data])
+    assert str(caught.value) == (
+        "block 2 ('read_file'): toolUse input: $.n: integer of 71 bits is beyond 64 bits"
+        " (do not retry as is)"
+    )

@@ -183,7 +183,18 @@ def load_object(body: bytes, what: str = "response") -> dict[str, Any]:
         raise ResponseError(f"{what}: not JSON ({err})", retry_safe=False) from None
     if not isinstance(value, dict):
         raise ResponseError(f"{what}: expected a JSON object", retry_safe=False)
+    encodable(value, what)
     return value
+
+
+def encodable(value: Any, what: str) -> None:
+    """A :class:`ResponseError` (not retry-safe) naming the path of anything in ``value``
+    the canonical encoder refuses (an integer beyond 64 bits, a lone surrogate): what
+    is read is recorded and sent again, so it must encode."""
+    try:
+        canonical.check(value)
+    except CanonicalJSONError as err:
+        raise ResponseError(f"{what}: {err}", retry_safe=False) from None
 
 
 def opaque(provider: str, block: Mapping[str, Any]) -> OpaquePart:

@@ -46,6 +46,7 @@ from .base import (
     EventStreamReader,
     Reader,
     count,
+    encodable,
     load_object,
     one_output,
     opaque,
@@ -368,6 +369,7 @@ def _arguments(joined: str, where: str) -> dict[str, Any]:
         ) from None
     if not isinstance(value, dict):
         raise ResponseError(f"{where}: toolUse input is not a JSON object", retry_safe=False)
+    encodable(value, f"{where}: toolUse input")
     return value
 
 
