@@ -79,14 +79,17 @@ class SSEStreamReader(StreamReader):
         self.done = False
 
     def feed(self, chunk: bytes) -> None:
-        for event in self._decoder.feed(chunk):
+        self._deliver(self._decoder.feed(chunk))
+
+    def _deliver(self, events: list[Event]) -> None:
+        for event in events:
             if self.done:
                 self.late(event)
             else:
                 self.on_event(event)
 
     def result(self) -> ModelOutput:
-        self._decoder.close()
+        self._deliver(self._decoder.close())
         if not self.done:
             raise ResponseError("the stream ended before its final event", retry_safe=True)
         return self.output()

@@ -4,7 +4,8 @@ Follows the WHATWG event-stream rules: lines end in ``\\n``, ``\\r\\n`` or ``\\r
 line starting with ``:`` is a comment; ``field: value`` drops one leading space of the
 value; ``data`` lines of one event join with ``\\n``; a blank line dispatches the event
 (an event without ``data`` is dropped). A ``\\r`` at the end of a chunk waits for the
-next byte, so a ``\\r\\n`` split across chunks is one line end, not two.
+next byte, so a ``\\r\\n`` split across chunks is one line end, not two; at the end of
+the stream it is a line end. One leading byte order mark is ignored.
 (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)
 """
 
@@ -15,6 +16,10 @@ import attrs
 from ...core.errors import ResponseError
 
 __all__ = ["Event", "SSEDecoder"]
+
+#: U+FEFF in UTF-8: "One leading U+FEFF BYTE ORDER MARK character must be ignored if any
+#: are present" (the WHATWG stream's grammar).
+BOM = b"\xef\xbb\xbf"
 
 
 @attrs.frozen
@@ -33,12 +38,18 @@ class SSEDecoder:
         self._event = ""
         self._data: list[str] = []
         self._pending = False  # a field line was seen since the last dispatch
+        self._started = False  # the stream's first bytes (a possible BOM) are behind us
 
     def feed(self, chunk: bytes) -> list[Event]:
-        self._buffer += chunk
+        buffer = self._buffer + chunk
+        if not self._started:
+            if len(buffer) < len(BOM) and BOM.startswith(buffer):
+                self._buffer = buffer  # could still be a BOM split across chunks
+                return []
+            self._started = True
+            buffer = buffer.removeprefix(BOM)
         events: list[Event] = []
         start = 0
-        buffer = self._buffer
         while True:
             cr = buffer.find(b"\r", start)
             lf = buffer.find(b"\n", start)
@@ -57,12 +68,15 @@ class SSEDecoder:
         self._buffer = buffer[start:]
         return events
 
-    def close(self) -> None:
-        """The stream ended: refuse a last event that was never terminated."""
+    def close(self) -> list[Event]:
+        """The stream ended: the events a last ``\\r`` completes (it was waiting for a
+        possible ``\\n``); a last event that was never terminated is refused."""
+        events = self.feed(b"\n") if self._buffer.endswith(b"\r") else []
         if self._buffer.strip() or self._pending:
             raise ResponseError(
                 "the event stream ended inside an event (truncated)", retry_safe=True
             )
+        return events
 
     def _line(self, raw: bytes) -> Event | None:
         try:
