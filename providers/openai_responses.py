@@ -8,23 +8,29 @@ response_create_params``, ``response_input_item_param``):
   required ``strict`` -- sent as ``false`` because our schemas are not written for strict
   mode);
 * ``input``: the history 1:1 as input items;
-* trail: ``prompt_cache_key`` = ``request.cache_key`` on every call, ``store``, and
-  with ``store: false`` ``include`` (see below), then the other options, sorted.
+* trail: ``prompt_cache_key`` = ``request.cache_key`` on every call, ``store``,
+  ``include`` (see below), then the other options, sorted.
 
-Store policy (one rule, :meth:`OpenAIResponses.message_variant`): ``store`` comes from
-the settings options and defaults to ``false`` (stateless: nothing is kept server-side,
-so every call carries the whole history, as openai/codex does).
+Store policy: ``store`` comes from the settings options and defaults to ``false``
+(stateless: nothing is kept server-side, so every call carries the whole history, as
+openai/codex does). Either way the input is self-contained:
 
-* ``store: false`` (the default): ``include`` lists ``"reasoning.encrypted_content"``
-  (added to any ``include`` the options give, sorted), so reasoning items come back with
-  the ``encrypted_content`` that replaces server state, and **no input item carries an
-  ``id``**: an own opaque item (a ``reasoning`` item, any output item recorded verbatim)
-  is sent without its ``id`` member, everything else as received. A stored
-  ``rs_...`` id that the server did not keep is answered "Item 'rs_...' of type
-  'reasoning' was provided without its required following item" (vercel/ai#7099,
-  langchainjs#9082); openai/codex's ``ResponseItem`` skips every ``id`` when serializing.
-* ``store: true``: every opaque item is sent exactly as received, ids included; no
-  ``include`` is added.
+* ``include`` lists ``"reasoning.encrypted_content"`` (added to any ``include`` the
+  options give, sorted), so reasoning items come back with the ``encrypted_content`` that
+  carries their state;
+* **no input item carries an ``id``**: an own opaque item (a ``reasoning`` item, any
+  output item recorded verbatim) is sent without its ``id`` member, everything else as
+  received; openai/codex's ``ResponseItem`` skips every ``id`` when serializing.
+
+An ``rs_...`` id is answered "Item 'rs_...' of type 'reasoning' was provided without its
+required following item" when the server did not keep it (``store: false``;
+vercel/ai#7099, langchainjs#9082) and also when it did but the item after it carries no
+id (vercel/ai#10827: "a reasoning item is followed by a tool call that lacks an itemId";
+langchainjs#9082: "Missing id on function_call broke validation and resulted in a 400").
+A canonical tool call or text keeps no ``fc_`` / ``msg_`` id, so with ``store: true``
+the ids of its reasoning items went out alone and were refused; they are left out now,
+as with ``store: false``. (A reasoning item recorded from a ``store: true`` response by a
+prefixlock before this rule has no ``encrypted_content``: it is sent as its summary.)
 
 The SDK type marks a reasoning item's ``id`` as required; the service does not, and the
 test judge follows this policy.
@@ -72,7 +78,7 @@ class OpenAIResponses(Provider):
     RESERVED_OPTIONS = frozenset({"instructions", "prompt_cache_key", "tools"})
     #: ``store`` when the options do not set it: stateless (see the module docstring).
     STORE_DEFAULT: ClassVar[bool] = False
-    #: What a stateless (``store: false``) request asks back.
+    #: What every request asks back: the state of its reasoning items.
     STATELESS_INCLUDE: ClassVar[str] = "reasoning.encrypted_content"
     #: ``strict`` of every function tool (required by the reference).
     STRICT_TOOLS: ClassVar[bool] = False
@@ -94,7 +100,12 @@ class OpenAIResponses(Provider):
         )
 
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
-        """The store policy: ``True`` when ``store`` is true (item ids kept)."""
+        """One encoding of the history whatever ``store`` is (see the module
+        docstring); ``store`` itself is checked here and written by the trail."""
+        self._store(options)
+        return None
+
+    def _store(self, options: Mapping[str, Any]) -> bool:
         store = options.get("store", self.STORE_DEFAULT)
         if not isinstance(store, bool):
             raise SerializationError(f"{self.name}: settings option 'store' must be true or false")
@@ -106,15 +117,11 @@ class OpenAIResponses(Provider):
 
     def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
         options = self._parsed_options(settings)
-        store = self.message_variant(options)
-        out = Ordered(prompt_cache_key=request.cache_key, store=store)
+        out = Ordered(prompt_cache_key=request.cache_key, store=self._store(options))
         include = options.get("include", [])
         if not isinstance(include, list) or not all(isinstance(i, str) for i in include):
             raise SerializationError(f"{self.name}: settings option 'include' must be a list")
-        if not store:
-            include = sorted({*include, self.STATELESS_INCLUDE})
-        if include:
-            out["include"] = include
+        out["include"] = sorted({*include, self.STATELESS_INCLUDE})
         return out
 
     def _parsed_options(self, settings: ProviderSettings) -> dict[str, Any]:
@@ -174,7 +181,7 @@ class OpenAIResponses(Provider):
                 f"openai-responses opaque items belong to assistant messages, not {at.message.kind}"
             )
         value = self.own_opaque(part, at)
-        if at.at.variant is False and isinstance(value, dict) and "id" in value:
-            # store: false: no item ids (see the module docstring)
+        if isinstance(value, dict) and "id" in value:
+            # no item ids, whatever store is (see the module docstring)
             value = Ordered((k, v) for k, v in sorted(value.items()) if k != "id")
         return value

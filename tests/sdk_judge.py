@@ -667,12 +667,12 @@ STATELESS_ID = "rs_stateless"
 
 
 def _responses_store_policy(body: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The store policy prefixlock follows (and openai/codex): with ``store: false`` no
-    input item carries an ``id``. The SDK type marks a reasoning item's ``id`` required;
-    the service does not, so the judge walks such an item as if it had one. Whether ids
-    are really absent is a service rule (:mod:`service_rules`)."""
+    """The store policy prefixlock follows (and openai/codex): no input item carries an
+    ``id``. The SDK type marks a reasoning item's ``id`` required; the service does not,
+    so the judge walks such an item as if it had one. What ids the service wants is a
+    service rule (:mod:`service_rules`)."""
     items = body.get("input")
-    if body.get("store") is not False or not isinstance(items, list):
+    if not isinstance(items, list):
         return body
     patched = [
         {**item, "id": STATELESS_ID}

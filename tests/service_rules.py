@@ -257,10 +257,22 @@ def responses_stateless_items_carry_no_ids(body: Mapping[str, Any]) -> list[str]
     # (vercel/ai#7099, langchainjs#9082). openai/codex sends no ids (its ResponseItem skips
     # every id when serializing) and asks for include: ["reasoning.encrypted_content"],
     # which carries a reasoning item's state instead.
-    if body.get("store") is not False:
-        return []
-    out = []
     items = _list(body.get("input"))
+    out = []
+    # With store: true too, a reasoning id needs the item after it by id: "Item 'rs_...'
+    # of type 'reasoning' was provided without its required following item" when "a
+    # reasoning item is followed by a tool call that lacks an itemId" (vercel/ai#10827;
+    # langchainjs#9082: "Missing id on function_call ... resulted in a 400").
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping) and item.get("type") == "reasoning" and "id" in item:
+            after = items[i + 1] if i + 1 < len(items) else None
+            if isinstance(after, Mapping) and "id" not in after:
+                out.append(
+                    f"$.input[{i}].id: reasoning item {item['id']!r} is followed by an item"
+                    " without an id (its required following item)"
+                )
+    if body.get("store") is not False:
+        return out
     for i, item in enumerate(items):
         if isinstance(item, Mapping) and "id" in item:
             out.append(f"$.input[{i}].id: store is false: input items carry no id")

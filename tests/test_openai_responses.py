@@ -323,30 +323,34 @@ def test_store_false_is_the_default_and_sends_no_item_ids() -> None:
     }
 
 
-def test_store_true_keeps_every_item_as_received() -> None:
-    req = request(*opaque(NAME, RESPONSES_REASONING).messages, settings=_store(True))
-    b = produce(NAME, req)
+def test_store_true_sends_the_same_self_contained_items() -> None:
+    """store: true asks for the encrypted reasoning too and sends no item ids: an rs_ id
+    needs its following item by id, which a canonical tool call or text does not keep
+    (vercel/ai#10827). Before, the id went out and was refused."""
+    stateless = produce(NAME, opaque(NAME, RESPONSES_REASONING))
+    b = produce(NAME, request(*opaque(NAME, RESPONSES_REASONING).messages, settings=_store(True)))
     assert b["store"] is True
-    assert "include" not in b
-    assert b["input"][2] == canonical.loads(RESPONSES_REASONING)  # id rs_0123 kept
+    assert b["include"] == ["reasoning.encrypted_content"]
+    assert {**b, "store": False} == stateless
+    assert "id" not in b["input"][2]
 
 
 def test_store_policy_keeps_an_include_the_options_give() -> None:
-    b = produce(NAME, request(RT, settings=_store(False, ["message.output_text.logprobs"])))
-    assert b["include"] == ["message.output_text.logprobs", "reasoning.encrypted_content"]
-    b = produce(NAME, request(RT, settings=_store(True, ["message.output_text.logprobs"])))
-    assert b["include"] == ["message.output_text.logprobs"]
+    for store in (False, True):
+        b = produce(NAME, request(RT, settings=_store(store, ["message.output_text.logprobs"])))
+        assert b["include"] == ["message.output_text.logprobs", "reasoning.encrypted_content"]
 
 
 def test_one_instance_serves_both_store_policies() -> None:
-    # the policy is part of every message's fragment-cache key
     live = get(NAME)
     stateless = opaque(NAME, RESPONSES_REASONING)
     stored = request(*stateless.messages, settings=_store(True))
     for req in (stateless, stored, stateless):
         assert live.serialize(req) == canonical.dumpb(get(NAME).wire_body(req))
-    assert b'"id":"rs_0123"' in live.serialize(stored)
-    assert b'"id":"rs_0123"' not in live.serialize(stateless)
+    assert b'"id":"rs_0123"' not in live.serialize(stored)
+    assert live.serialize(stored).replace(b'"store":true', b'"store":false') == live.serialize(
+        stateless
+    )
 
 
 def test_bad_store_or_include_refused() -> None:
