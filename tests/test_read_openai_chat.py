@@ -294,3 +294,43 @@ def test_providers_with_one_output_know_only_candidate_0(provider: str) -> None:
     with pytest.raises(ResponseError):
         providers.get(provider).stream_reader(candidate=1)
     providers.get(provider).stream_reader(candidate=0)
+
+
+def _audio_reply() -> bytes:
+    """final.json answered with audio (``modalities: ["text", "audio"]``): no content,
+    ``message.audio`` with the spoken text's transcript (openai-python
+    ``types/chat/chat_completion_audio.py``)."""
+    body = json.loads(fixture(NAME, "final.json"))
+    message = body["choices"][0]["message"]
+    message["content"] = None
+    message["audio"] = {
+        "id": "audio_abc",
+        "data": "UklGRg==",
+        "expires_at": 1700000000,
+        "transcript": "Hello there.",
+    }
+    return json.dumps(body).encode()
+
+
+def test_an_audio_reply_is_recorded_as_its_transcript() -> None:
+    """The transcript is the reply's text; the audio id expires (``expires_at``), so a
+    history that every later call repeats cannot hold it, and the text goes back as the
+    assistant's content. Before, the reply read as no parts at all and could not be
+    recorded ("assistant output has no parts")."""
+    value = TypeAdapter(ChatCompletion).validate_json(_audio_reply())
+    assert value.choices[0].message.audio is not None
+    out = P.parse_response(_audio_reply())
+    assert out.parts == (TextPart("Hello there."),)
+    body = json.loads(_audio_reply())
+    base = {k: v for k, v in body.items() if k != "choices"}
+    chunks = [
+        {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+        for delta in (
+            {"role": "assistant", "audio": {"id": "audio_abc", "transcript": "Hello "}},
+            {"audio": {"transcript": "there.", "data": "UklGRg=="}},
+            {"audio": {"expires_at": 1700000000}},
+        )
+    ]
+    chunks[-1]["choices"][0]["finish_reason"] = "stop"
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    assert read_stream(NAME, stream.encode()).parts == (TextPart("Hello there."),)

@@ -6,7 +6,11 @@ of one choice (with ``n > 1`` the caller picks it, ``candidate=i``; see
 opaque ``{"refusal": ..., "type": "refusal"}`` part, which the serializer sends back as
 the assistant content part of that shape (``ChatCompletionContentPartRefusalParam``);
 ``message.tool_calls[]`` -> tool calls (``id``, ``function.name``, ``function.arguments``
-verbatim). Stop reason: ``finish_reason``. Usage: ``prompt_tokens`` (cached included),
+verbatim); an audio reply (``modalities: ["text", "audio"]``: no ``content``,
+``message.audio``) -> its ``transcript`` as the text part: the audio ``id`` expires
+(``expires_at``), so a history that every later call repeats cannot hold it, and the
+serializer sends the text back as the assistant's content. Stop reason:
+``finish_reason``. Usage: ``prompt_tokens`` (cached included),
 ``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
 ``completion_tokens_details.reasoning_tokens``;
 ``prompt_tokens_details.cache_write_tokens`` where reported (newer API versions), else
@@ -100,15 +104,25 @@ def _usage(raw: Any) -> Usage | None:
 
 
 def _parts(
-    content: str | None, refusal: str | None, calls: list[tuple[str, str, str]]
+    content: str | None,
+    refusal: str | None,
+    calls: list[tuple[str, str, str]],
+    transcript: str | None = None,
 ) -> list[Part]:
     parts: list[Part] = []
-    if content:
-        parts.append(text(content))
+    if content or transcript:
+        parts.append(text(content or transcript or ""))
     if refusal:
         parts.append(opaque(NAME, {"refusal": refusal, "type": "refusal"}))
     parts.extend(tool_call(*call) for call in calls)
     return parts
+
+
+def _transcript(audio: Any) -> str | None:
+    """The transcript of an audio reply's ``audio`` object (or delta), if any."""
+    if isinstance(audio, dict) and isinstance(audio.get("transcript"), str):
+        return str(audio["transcript"])
+    return None
 
 
 def _string(value: Any, what: str) -> str:
@@ -141,7 +155,12 @@ class OpenAIChatReader(Reader):
         ]
         return output(
             NAME,
-            _parts(message.get("content"), message.get("refusal"), calls),
+            _parts(
+                message.get("content"),
+                message.get("refusal"),
+                calls,
+                _transcript(message.get("audio")),
+            ),
             choice.get("finish_reason"),
             _usage(data.get("usage")),
             data.get("model"),
@@ -162,6 +181,7 @@ class OpenAIChatStream(SSEStreamReader):
         self.seen = False
         self.content: list[str] = []
         self.refusal: list[str] = []
+        self.transcript: list[str] = []
         #: tool call index -> [id, name, argument deltas]
         self.calls: dict[int, tuple[list[str], list[str], list[str]]] = {}
         self.finish: str | None = None
@@ -194,6 +214,9 @@ class OpenAIChatStream(SSEStreamReader):
                 self.content.append(delta["content"])
             if delta.get("refusal"):
                 self.refusal.append(delta["refusal"])
+            said = _transcript(delta.get("audio"))
+            if said:
+                self.transcript.append(said)
             for call in delta.get("tool_calls") or []:
                 ids, names, arguments = self.calls.setdefault(call["index"], ([], [], []))
                 if call.get("id"):
@@ -217,7 +240,7 @@ class OpenAIChatStream(SSEStreamReader):
         ]
         return output(
             NAME,
-            _parts("".join(self.content), "".join(self.refusal), calls),
+            _parts("".join(self.content), "".join(self.refusal), calls, "".join(self.transcript)),
             self.finish,
             self.used,
             self.model,
