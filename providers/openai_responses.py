@@ -151,13 +151,18 @@ class OpenAIResponses(Provider):
         if role == "user":
             return Ordered(type="input_text", text=part.text)
         if role == "assistant":
-            return Ordered(type="message", role="assistant", content=part.text)
+            item = Ordered(type="message", role="assistant", content=part.text)
+            if part.phase is not None:
+                item["phase"] = part.phase  # as the model gave it (see TextPart.phase)
+            return item
         at.fail("openai-responses cannot express a text part in a tool_result message")
 
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"openai-responses accepts images only in user messages, not {at.message.kind}")
-        return Ordered(type="input_image", detail=self.IMAGE_DETAIL, image_url=self.data_url(part))
+        # the media type: one of OPENAI_IMAGE_TYPES (images-vision guide; see data_url)
+        url = self.data_url(part, at)
+        return Ordered(type="input_image", detail=self.IMAGE_DETAIL, image_url=url)
 
     def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
         if at.message.role != "assistant":

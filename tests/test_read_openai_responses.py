@@ -254,3 +254,42 @@ def test_fixture_files_are_all_exercised() -> None:
     names = sorted(p.name for p in (DATA / NAME).iterdir())
     expected = [*(f"{n}.json" for n in WHOLE), *(f"{n}.sse" for n in WHOLE)]
     assert names == sorted([*expected, "error.sse", "failed.sse"])
+
+
+def test_a_message_phase_is_kept_through_the_store_and_sent_back(tmp_path: Path) -> None:
+    """openai-python (``types/responses/easy_input_message_param.py``): "when sending
+    follow-up requests, preserve and resend phase on all assistant messages -- dropping
+    it can degrade performance". Before, the text kept no phase and it was never sent."""
+    from conv_helpers import example_bundle, user
+    from prefixlock import Conversation, SQLiteStore, ToolResult
+    from sdk_judge import assert_valid
+
+    body = json.loads(fixture(NAME, "tool_calls.json"))
+    message = next(item for item in body["output"] if item["type"] == "message")
+    message["phase"] = "commentary"
+    body["output"] = [i for i in body["output"] if i["type"] != "reasoning"]  # any provider
+    raw = json.dumps(body).encode()
+    assert Response.model_validate_json(raw).output[0].phase == "commentary"  # type: ignore[union-attr]
+    out = P.parse_response(raw)
+    texts = [p for p in out.parts if isinstance(p, TextPart)]
+    assert [(t.text, t.phase) for t in texts] == [
+        ("I'll read both files.", "commentary"),
+        (" Then I'll run the test.", "commentary"),
+    ]
+    with SQLiteStore(tmp_path / "c.db") as store:
+        conv = Conversation.open(store, example_bundle(), "conv-1")
+        conv.handle(user("u1"))
+        conv.record(out)
+        request = conv.tool_results([ToolResult(c.call_id, "ok") for c in out.tool_calls])
+        reopened = Conversation.open(store, example_bundle(), "conv-1")
+        assert reopened.request().same_as(request)
+    sent = json.loads(P.serialize(request))
+    assistant = [i for i in sent["input"] if i.get("role") == "assistant"]
+    assert assistant == [
+        {"type": "message", "role": "assistant", "content": t.text, "phase": "commentary"}
+        for t in texts
+    ]
+    assert_valid(NAME, sent)
+    # the other providers send the text as it is
+    other = providers.get("anthropic").serialize(request)
+    assert b"commentary" not in other and b"I'll read both files." in other

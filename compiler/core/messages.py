@@ -54,6 +54,11 @@ class TextPart:
     text: str
     #: Gemini's opaque thought signature attached to this part, if the model sent one.
     thought_signature: str | None = None
+    #: OpenAI Responses' ``phase`` of the assistant message this text came in
+    #: (``commentary`` / ``final_answer``), sent back with it: "preserve and resend phase
+    #: on all assistant messages -- dropping it can degrade performance" (openai-python
+    #: ``types/responses/easy_input_message_param.py``).
+    phase: str | None = None
 
 
 @attrs.frozen
@@ -203,7 +208,7 @@ def _part_text(part: Part) -> str | None:
                 + ',"type":"tool_result"}'
             )
     elif kind is TextPart:
-        if type(p.text) is str:
+        if type(p.text) is str and p.phase is None:
             if p.thought_signature is None:
                 return '{"text":' + _string(p.text) + ',"type":"text"}'
             if type(p.thought_signature) is str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...core.errors import ResponseError
-from ...core.messages import Part
+from ...core.messages import Part, TextPart
 from ...core.output import ModelOutput, Usage
 from .base import (
     Reader,
@@ -84,6 +84,9 @@ def _item_parts(item: Any) -> list[Part]:
         and isinstance(content, list)
         and all(isinstance(c, dict) and c.get("type") == "output_text" for c in content)
     ):
+        phase = item.get("phase")  # kept and sent back (see TextPart.phase)
+        if isinstance(phase, str):
+            return [TextPart(c["text"], phase=phase) for c in content]
         return [text(c["text"]) for c in content]
     return [opaque(NAME, item)]
 
