@@ -47,7 +47,9 @@ while no call has a time, nothing expires (the behaviour before timestamps).
   named cache holds the stable root (its ``cachedContents`` create body, passed as
   ``cached_contents``); its tokens count as input of every call that names it, written
   (at the normal input price: creating a cache is billed as input) by the first such
-  call and read at the cache price by every later one. Storage per hour is not priced.
+  call and read at the cache price by every later one. Storage per hour is not priced,
+  and the cache does not expire. A caller whose root changes names the new body
+  (:meth:`Simulation.name_cache`): the next call writes it again.
 
 **The floor** (``Simulation(..., floor=True)``): the same bodies, times and lifetimes
 under an ideal placement of cache markers: every prefix of every call is cached (at block
@@ -918,14 +920,29 @@ class Simulation:
         self.calls: list[CallCache] = []
         self.keep_calls = keep_calls
         self.totals = CacheTotals()
-        self.cached_contents = cached_contents or {}
-        self.created: set[str] = set()  # Gemini explicit caches already written
+        #: Gemini explicit cache name -> the body that creates it (:meth:`name_cache`).
+        self.cached_contents: dict[str, bytes | str | Mapping[str, Any]] = dict(
+            cached_contents or {}
+        )
+        #: Gemini explicit caches written: name -> the digest of the body written.
+        self.created: dict[str, bytes] = {}
+        #: Per cache name: (its tokens, its body's digest), of the body named now.
+        self._cached_figures: dict[str, tuple[int, bytes]] = {}
         self.model_name = model or ""
         #: The floor (see the module docstring): an ideal cache under the same lifetimes.
         self.floor = floor
         self.rules = rules_for(provider, self.model_name)
         self._scanner = HistoryScanner(layout.history)
         self._stream = _Stream(layout, self._tokens, self._count)
+
+    def name_cache(self, name: str, body: bytes | str | Mapping[str, Any]) -> None:
+        """From the next call on, the Gemini explicit cache ``name`` is the one ``body``
+        creates (as given in ``cached_contents``). Another body than the one the cache
+        was written from is another cache under that name: the next call naming it
+        writes it again (a root that changed needs a new cache)."""
+        if self.cached_contents.get(name) is not body:
+            self.cached_contents[name] = body
+            self._cached_figures.pop(name, None)
 
     def _count(self, block: Block) -> int:
         value = block.value
@@ -1065,13 +1082,17 @@ class Simulation:
             seen.sent(prompt, kept, shared, now)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
-            cached = _cached_tokens(name, self.cached_contents, counter, index)
+            figures = self._cached_figures.get(name)
+            if figures is None:
+                figures = _cached_tokens(name, self.cached_contents, counter, index)
+                self._cached_figures[name] = figures
+            cached, digest = figures
             total += cached
-            if name in self.created:
+            if self.created.get(name) == digest:
                 read += cached
-            else:
+            else:  # the first call naming it, or another body named since
                 write += cached
-                self.created.add(name)
+                self.created[name] = digest
         call = CallCache(
             index=index,
             input_tokens=total,
@@ -1168,8 +1189,9 @@ def _cached_tokens(
     cached_contents: Mapping[str, bytes | str | Mapping[str, Any]],
     counter: Tokenizer,
     index: int,
-) -> int:
-    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks)."""
+) -> tuple[int, bytes]:
+    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks), and
+    the digest of that body's canonical JSON."""
     raw = cached_contents.get(name)
     if raw is None:
         raise CacheSimulationError(
@@ -1182,4 +1204,5 @@ def _cached_tokens(
     blocks = _gemini(body)
     config = body.get("toolConfig")
     values = [b.value for b in blocks] + ([config] if config is not None else [])
-    return sum(counter.count(v if isinstance(v, str) else canonical.dumps(v)) for v in values)
+    tokens = sum(counter.count(v if isinstance(v, str) else canonical.dumps(v)) for v in values)
+    return tokens, hashlib.sha256(canonical.dumpb(body)).digest()

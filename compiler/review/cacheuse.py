@@ -20,6 +20,10 @@ says so. A time before the previous call's (the clocks of two hosts of a fleet d
 is priced as the previous call's time, and the call is listed in ``earlier``: a store
 is read whatever its clients' clocks did, where a scenario with such times is refused.
 
+A Gemini call in explicit-cache mode (the settings option ``cachedContent``) is priced
+with the cache the deployment created for the conversation's root, as verify prices it:
+its body is made from the stored root (``Gemini.cached_content_body``).
+
 A call is flagged when the provider read fewer tokens from the cache than predicted,
 beyond ``slack`` (default 10%, for tokenizer and block-rounding differences): a prefix
 the server believes stable did not hit, which a server can alert on. Calls whose
@@ -42,6 +46,7 @@ from ..core.timestamps import seconds
 from ..runtime.history import History
 from ..store.contract import Store
 from ..store.records import RecordType, Root, decode_record
+from .verify import RootCaches, name_caches
 
 __all__ = [
     "DEFAULT_SLACK",
@@ -219,7 +224,7 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
     # body as fragments and dropping it: nothing grows with the bodies (a 3,000-call
     # conversation's bodies are gigabytes together). The model is the root's, as verify
     # passes it: Gemini and Bedrock bodies do not name theirs, and their rules depend on it.
-    sims: dict[str, tuple[registry.Provider, Simulation]] = {}
+    sims: dict[str, tuple[registry.Provider, Simulation, RootCaches]] = {}
     stamp: str | None = None  # the timestamp of the record that made the next call
     last: float | None = None  # the latest call time so far, in seconds
     earlier: list[int] = []  # calls whose time came before the one before
@@ -231,8 +236,9 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
             name = used.provider
             if name not in sims:
                 model = _model(root, name)
-                sims[name] = (registry.get(name), Simulation(name, model=model, keep_calls=False))
-            wire, simulation = sims[name]
+                simulation = Simulation(name, model=model, keep_calls=False)
+                sims[name] = (registry.get(name), simulation, RootCaches(name))
+            wire, simulation, roots = sims[name]
             # An untimed call is sent right after the conversation's call before it,
             # whichever provider answered that one (not on its own provider's clock).
             moment = last if stamp is None else seconds(stamp)
@@ -240,7 +246,9 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
                 earlier.append(len(calls) + 1)
                 moment = last
             last = moment
-            figures = simulation.add_fragments(wire.fragments(history.project()), moment)
+            request = history.project()
+            name_caches(simulation, roots(request))
+            figures = simulation.add_fragments(wire.fragments(request), moment)
             share = (
                 figures.cache_read_tokens / figures.input_tokens if figures.input_tokens else 0.0
             )

@@ -14,7 +14,9 @@ equal to the previous body's prefix, and the simulated cached-token share and co
 no caching, and that cost as a multiple of the perfect-cache bound (every token written
 once, read by every later call of its epoch: :class:`~prefixlock.cache.simulator.PerfectBound`)
 (:mod:`prefixlock.cache.simulator`; cache entries expire by the scenario's
-request timestamps, a call without one arriving with the call before), and that cost as a
+request timestamps, a call without one arriving with the call before; Gemini's explicit
+cache of the root, the ``cachedContent`` option, is the one the deployment creates from
+the call's request: :class:`RootCaches`), and that cost as a
 multiple of a naive harness's for the same conversation (the current context in the
 system prompt every call, tools in file order: :mod:`prefixlock.review.naive`). The golden suite
 runs in a few seconds: the subprocess replays run in parallel with the in-process work.
@@ -38,15 +40,16 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation, simulate
+from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation
 from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
 from ..core.memory import release_freed_memory
 from ..core.messages import CanonicalMessage, MessageKind
-from ..core.model import MessageView
+from ..core.model import MessageView, ModelRequest
 from ..core.resources import python_module_command
 from ..core.timestamps import seconds
+from ..providers.gemini import Gemini
 from . import processes
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, tool_file_order
@@ -68,8 +71,10 @@ __all__ = [
     "HEADER",
     "Listener",
     "Report",
+    "RootCaches",
     "Row",
     "call_time",
+    "name_caches",
     "row_line",
     "scenario_label",
     "simulate_calls",
@@ -216,6 +221,42 @@ def call_time(scenario: Scenario, call: Call) -> float | None:
     return seconds(stamp) if isinstance(stamp, str) else None
 
 
+class RootCaches:
+    """Provider ``name``'s explicit cache of the stable root that a request names (the
+    Gemini settings option ``cachedContent``) -> the body the deployment creates it from
+    (:meth:`Gemini.cached_content_body` of that request: its model, instructions, tools
+    and ``toolConfig``); empty for another provider or without the option. The body of
+    the latest root is kept (one root serves a whole conversation)."""
+
+    def __init__(self, name: str) -> None:
+        wire = registry.get(name) if name == Gemini.name else None
+        self._wire = wire if isinstance(wire, Gemini) else None
+        self._root: tuple[Any, ...] | None = None
+        self._caches: dict[str, Mapping[str, Any]] = {}
+
+    def __call__(self, request: ModelRequest) -> Mapping[str, Mapping[str, Any]]:
+        if self._wire is None:
+            return {}
+        root = (request.instructions, request.tools, request.settings)
+        if root != self._root:
+            self._root, self._caches = root, {}
+            try:
+                option = request.settings_for(Gemini.name).options_value
+            except KeyError:  # no gemini settings: serializing the call fails instead
+                option = {}
+            cache = option.get(Gemini.CACHED_CONTENT)
+            if isinstance(cache, str):
+                self._caches[cache] = self._wire.cached_content_body(request)
+        return self._caches
+
+
+def name_caches(simulation: Simulation, caches: Mapping[str, Mapping[str, Any]]) -> None:
+    """Give ``simulation`` the bodies of the explicit caches the next call names
+    (:class:`RootCaches`; :meth:`Simulation.name_cache`)."""
+    for cache, body in caches.items():
+        simulation.name_cache(cache, body)
+
+
 def simulate_calls(
     scenario: Scenario,
     calls: Sequence[Call],
@@ -225,9 +266,15 @@ def simulate_calls(
 ) -> CacheReport:
     """Every call's simulated cache use, as verify prices the calls: each body with its
     call's time (:func:`call_time`), so an entry expires between turns as the provider
-    would let it. For the pages that draw the calls (``prefixlock report``), beside the
-    table verify makes."""
-    return simulate(name, bodies, model=model, times=[call_time(scenario, c) for c in calls])
+    would let it, and Gemini's explicit cache of the root (``cachedContent``) as the
+    deployment creates it from the call's request (:class:`RootCaches`). For the pages
+    that draw the calls (``prefixlock report``), beside the table verify makes."""
+    simulation = Simulation(name, model=model)
+    roots = RootCaches(name)
+    for call, body in zip(calls, bodies, strict=True):
+        name_caches(simulation, roots(call.request))
+        simulation.add(body, call_time(scenario, call))
+    return simulation.report()
 
 
 def scenario_label(path: Path) -> str:
@@ -389,6 +436,9 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     simulation = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
     naive = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
     harness = NaiveHarness(job.tools)
+    # Gemini's explicit cache of the root, if the settings name one: the naive
+    # harness's root changes with the context, and each new one is a new cache.
+    roots, naive_roots = RootCaches(name), RootCaches(name)
     running = RunningDigest()
     previous: Body | None = None
     for call, retry_of in zip(calls, job.originals, strict=True):
@@ -408,10 +458,13 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
         if previous is not None:
             out.reused += common_body_prefix(previous, body)
         previous = body
+        name_caches(simulation, roots(call.request))
         out.bound.add(simulation.add_fragments(body, at), call.request.epoch)
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
-        naive.add_fragments(provider.fragments(harness.request(call.request)).as_body(), at)
+        request = harness.request(call.request)
+        name_caches(naive, naive_roots(request))
+        naive.add_fragments(provider.fragments(request).as_body(), at)
     out.failures = checker.failures
     out.simulated, out.naive_cost = simulation.totals, naive.totals.cost
     return out

@@ -5,6 +5,10 @@ call *k* of the same folder of NEW and classifies it
 (:func:`prefixlock.review.compare.compare_bodies`); calls, providers and cases present on one
 side only are ``added`` or ``removed``. Each case x provider also gets the simulated
 cost of both call sequences (:func:`prefixlock.cache.simulator.simulate`), hence its cost delta.
+Gemini calls that name an explicit cache of the root (``cachedContent``) are priced with
+the cache their case's ``scenario.yaml`` gives (as verify prices them); where a side's
+bodies are all there is, both sides are priced without that cache's tokens, and a note
+says so.
 
 The result is :class:`FolderDiff` -> :class:`PairDiff` (one case x provider) ->
 :class:`CallDiff` (one call number); each has the ``to_json`` that ``prefixlock diff
@@ -20,7 +24,8 @@ from typing import Any
 
 import attrs
 
-from ...cache.simulator import CacheReport, simulate
+from ...cache.simulator import CacheReport, Simulation
+from ...core import canonical
 from ...core.errors import CacheSimulationError, InputError, PrefixlockError
 from ...spec.bundle import Bundle
 from ..compare import (
@@ -43,7 +48,7 @@ from ..jsondiff import describe
 from ..replay import replay
 from ..scenario import load_scenario
 from ..sources import SourceIndex
-from ..verify import call_time
+from ..verify import RootCaches, call_time, name_caches
 from .sides import Side, call_sets, read_body
 
 __all__ = ["CallDiff", "FolderDiff", "PairDiff", "SourceIndexes", "diff_folders", "worst_impact"]
@@ -273,6 +278,8 @@ class CallTimes:
         self._times: dict[Path, list[float | None] | None] = {}
         #: the models of the bundle each case's scenario names (as verify takes them)
         self._models: dict[Path, dict[str, str] | None] = {}
+        #: per provider whose calls name explicit caches, each call's (:class:`RootCaches`)
+        self._roots: dict[Path, dict[str, list[Roots]]] = {}
         #: one bundle per spec root: the cases of a side share theirs (``bundle: ../..``)
         self._bundles: dict[Path, Bundle] = {}
 
@@ -282,6 +289,14 @@ class CallTimes:
         if times is None or list(numbers) != list(range(1, len(times) + 1)):
             return None
         return times
+
+    def roots(self, case: Path, numbers: Iterable[int], provider: str) -> list[Roots] | None:
+        """Per call, the explicit caches of the root its request names -> the bodies
+        that create them, as verify gives them to the simulator; None where there are no
+        times (:meth:`__call__`) or the scenario's calls name none."""
+        if self(case, numbers) is None:
+            return None
+        return self._roots[case].get(provider)
 
     def models(self, case: Path) -> dict[str, str] | None:
         """Provider -> model of the bundle the case's scenario names; None where it has
@@ -298,11 +313,59 @@ class CallTimes:
             return
         try:
             scenario = load_scenario(path, bundles=self._bundles)
-            times = [call_time(scenario, call) for call in replay(scenario)]
+            calls = replay(scenario)
+            times = [call_time(scenario, call) for call in calls]
+            roots = {}
+            for settings in scenario.bundle.settings:
+                made = RootCaches(settings.provider)
+                found = [made(call.request) for call in calls]
+                if any(found):
+                    roots[settings.provider] = found
         except PrefixlockError:  # the bodies are still compared; verify names the error
             return
         self._times[case] = times
+        self._roots[case] = roots
         self._models[case] = {s.provider: s.model for s in scenario.bundle.settings}
+
+
+#: Explicit cache name -> the body that creates it (:class:`RootCaches`).
+Roots = Mapping[str, Mapping[str, Any]]
+
+
+def _named_caches(provider: str, bodies: Sequence[bytes]) -> list[str | None]:
+    """Per body, the Gemini explicit cache it names (``cachedContent``), else None."""
+    names: list[str | None] = []
+    for data in bodies:
+        name = None
+        if provider == "gemini" and b'"cachedContent"' in data:
+            try:
+                value = canonical.loads(data)
+            except ValueError:  # the simulation names the file
+                value = None
+            found = value.get("cachedContent") if isinstance(value, dict) else None
+            name = found if isinstance(found, str) else None
+        names.append(name)
+    return names
+
+
+def _unknown_caches(
+    provider: str, bodies: Sequence[bytes], roots: Sequence[Roots] | None
+) -> list[str]:
+    """The explicit caches ``bodies`` name whose create body ``roots`` does not give
+    (for the call that names it)."""
+    unknown: dict[str, None] = {}
+    for i, name in enumerate(_named_caches(provider, bodies)):
+        if name is not None and (roots is None or name not in roots[i]):
+            unknown.setdefault(name)
+    return list(unknown)
+
+
+def _without_cache(data: bytes) -> Any:
+    """A Gemini body without its ``cachedContent`` (the body as is when it has none)."""
+    value = canonical.loads(data)
+    if isinstance(value, dict) and "cachedContent" in value:
+        return {k: v for k, v in value.items() if k != "cachedContent"}
+    return value
 
 
 def _simulate(
@@ -311,13 +374,23 @@ def _simulate(
     bodies: list[bytes],
     model: str | None,
     times: Sequence[float | None] | None = None,
+    roots: Sequence[Roots] | None = None,
+    *,
+    uncached_root: bool = False,
 ) -> CacheReport | None:
     """The cache simulation of one call sequence (None without calls), each call at its
-    time where ``times`` gives them."""
+    time where ``times`` gives them, with the explicit caches ``roots`` gives for each
+    call; ``uncached_root``: every call priced without the explicit cache it names."""
     if not bodies:
         return None
     try:
-        return simulate(provider, bodies, model=model, times=times)
+        simulation = Simulation(provider, model=model)
+        for i, data in enumerate(bodies):
+            if roots is not None:
+                name_caches(simulation, roots[i])
+            body = _without_cache(data) if uncached_root else data
+            simulation.add(body, None if times is None else times[i])
+        return simulation.report()
     except ValueError:  # name the file, as compare_bodies would
         for path, data in zip(files.values(), bodies, strict=True):
             parse_body(data, str(path))
@@ -357,9 +430,45 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
                 "are priced as back-to-back calls"
             )
             old_times = new_times = None
-        before = _simulate(name, a, old_bodies, old_model, old_times)
-        same = old_bodies == new_bodies and old_model == new_model and old_times == new_times
-        after = before if same else _simulate(name, b, new_bodies, new_model, new_times)
+        old_roots, new_roots = (
+            times.roots(old.path / case, a, name),
+            times.roots(new.path / case, b, name),
+        )
+        unknown = {
+            side: _unknown_caches(name, bodies, roots)
+            for side, bodies, roots in (
+                ("OLD", old_bodies, old_roots),
+                ("NEW", new_bodies, new_roots),
+            )
+        }
+        uncached_root = any(unknown.values())
+        if uncached_root:
+            # Only a scenario gives the root an explicit cache holds: without it, price
+            # both sides without the cache, and say so.
+            caches = ", ".join(map(repr, dict.fromkeys(unknown["OLD"] + unknown["NEW"])))
+            sides = " and ".join(side for side, names in unknown.items() if names)
+            notes.setdefault(
+                f"{case or '.'}: the {name} calls of {sides} name the explicit cache {caches} "
+                "(option cachedContent), whose contents only a scenario.yaml beside their "
+                "bodies gives, so both sides are priced without that cache's tokens"
+            )
+            old_roots = new_roots = None
+        before = _simulate(
+            name, a, old_bodies, old_model, old_times, old_roots, uncached_root=uncached_root
+        )
+        same = (
+            old_bodies == new_bodies
+            and old_model == new_model
+            and old_times == new_times
+            and old_roots == new_roots
+        )
+        after = (
+            before
+            if same
+            else _simulate(
+                name, b, new_bodies, new_model, new_times, new_roots, uncached_root=uncached_root
+            )
+        )
         old_costs = dict(zip(a, before.calls, strict=True)) if before else {}
         new_costs = dict(zip(b, after.calls, strict=True)) if after else {}
         scenario = (new.path / key).parent / "scenario.yaml"
