@@ -81,6 +81,17 @@ PART_NAMES: Mapping[type[Any], str] = {
     ImagePart: "image",
 }
 
+#: Image media types of OpenAI image inputs, Chat Completions and Responses alike
+#: (:meth:`Provider.data_url`). "Image input requirements", "Supported file types":
+#: "PNG (.png), JPEG (.jpeg and .jpg), WEBP (.webp), Non-animated GIF (.gif)"
+#: (https://platform.openai.com/docs/guides/images-vision); another type is answered
+#: 400 "Invalid MIME type. Only image types are supported." (``invalid_image_format``,
+#: langgenius/dify#11527). An animated GIF is refused too, but telling it apart means
+#: decoding the image: it is not checked here.
+OPENAI_IMAGE_TYPES: frozenset[str] = frozenset(
+    {"image/png", "image/jpeg", "image/webp", "image/gif"}
+)
+
 #: Part class -> its handler's name; message kind / role -> theirs (no string built
 #: per part or message).
 _PART_HANDLERS: Mapping[type[Any], str] = {cls: f"{stem}_part" for cls, stem in PART_NAMES.items()}
@@ -724,8 +735,25 @@ class Provider(Transport):
         except (CanonicalJSONError, ValueError) as err:
             at.fail(f"opaque part data is not JSON ({err})")
 
-    def data_url(self, part: ImagePart) -> str:
-        return f"data:{part.media_type};base64,{part.data}"
+    def image_media_type(self, part: ImagePart, at: PartAt, allowed: frozenset[str]) -> str:
+        """``part.media_type`` if it is one of ``allowed``, the image types this wire's
+        service documents (each wire names its own, with its source); else refused, in
+        Anthropic's words. The SDK types take any string here; the services refuse
+        other types. Checked before the type goes into a ``data:`` URL or a
+        ``mimeType``: only an exact allowed type gets there, never a malformed one
+        (``image/png;base64,AAAA`` once made a second ``;base64,`` in the URL)."""
+        if part.media_type not in allowed:
+            at.fail(
+                f"{self.name} accepts image media types {sorted(allowed)}, not {part.media_type!r}"
+            )
+        return part.media_type
+
+    def data_url(self, part: ImagePart, at: PartAt) -> str:
+        """The ``data:`` URL of an OpenAI image input (Chat ``image_url.url``, Responses
+        ``input_image.image_url``, the only wires that send data URLs), its media type
+        one of :data:`OPENAI_IMAGE_TYPES`."""
+        media_type = self.image_media_type(part, at, OPENAI_IMAGE_TYPES)
+        return f"data:{media_type};base64,{part.data}"
 
     def parts(
         self, message: CanonicalMessage, at: MessageAt, indexes: Iterable[int] | None = None

@@ -43,10 +43,12 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
 * ``thoughtSignature``: a text or tool-call part's ``thought_signature`` is sent back
   on that part exactly as received (``{"text":..,"thoughtSignature":..}``), also on a
   blank text part (the runtime keeps those; see :mod:`prefixlock.runtime.admission`).
-* ``functionCall.id`` is the :class:`ToolCallPart`'s call id, which is always the
-  model's own: the Gemini response reader keeps a ``functionCall`` that arrived without
-  ``id`` as an opaque part (sent back verbatim, without an id), so no id the model did
-  not send is ever sent back. ``args`` is the parsed argument object.
+* ``functionCall.id`` is the :class:`ToolCallPart`'s call id, the model's own: a
+  ``functionCall`` that arrived without ``id`` gets a local id from the reader
+  (:data:`LOCAL_ID_PREFIX`), which is never sent: that call and its
+  ``functionResponse`` go back without ``id``, so no id the model did not send is ever
+  sent back. ``args`` is the parsed argument object.
+* An image's ``mimeType`` is one of :attr:`Gemini.IMAGE_TYPES`; any other is refused.
 * An ``OpaquePart(provider="gemini")`` is one whole ``Part`` object as the model sent
   it (for example a ``thought`` part); it is emitted verbatim as a part. Opaque parts
   of other providers are refused.
@@ -96,7 +98,8 @@ from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
 
 #: Call ids the Gemini reader gives a ``functionCall`` the model sent without ``id``
-#: (``gemini-local-<responseId>-<part index>``), so that an agent can answer it like any
+#: (``gemini-local-<responseId, else a digest of the whole response>-<part index>``; see
+#: :mod:`prefixlock.providers.readers.gemini`), so that an agent can answer it like any
 #: other call. They are never sent: the ``functionCall`` and its ``functionResponse`` go
 #: back without ``id``, as the model made them (Gemini matches them by name and order).
 LOCAL_ID_PREFIX = "gemini-local-"
@@ -124,6 +127,18 @@ class Gemini(Provider):
     )
     #: Wire role of each canonical role.
     ROLES: ClassVar[dict[str, str]] = {"user": "user", "assistant": "model", "tool": "user"}
+    #: ``inlineData.mimeType`` of an image: "Supported image formats" (image/png,
+    #: image/jpeg, image/webp, image/heic, image/heif;
+    #: https://ai.google.dev/gemini-api/docs/image-understanding). ``Blob.mimeType`` is
+    #: any string to the SDK; the service answers another image type 400 "MIME type
+    #: must be image/png, image/jpeg, image/webp, image/heic, or image/heif."
+    #: (EvanZhouDev/gemini-ai#3), image/gif included ("invalid input file", discuss.
+    #: ai.google.dev/t/gemini-2-api-returns-invalid-parameter-error-for-gif-inputs/71468).
+    #: inlineData takes PDFs, audio and video as well, but an :class:`ImagePart` is an
+    #: image.
+    IMAGE_TYPES: ClassVar[frozenset[str]] = frozenset(
+        {"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"}
+    )
 
     # ------------------------------------------------------------------------ frame
 
@@ -243,7 +258,8 @@ class Gemini(Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"gemini accepts images only in user messages, not {at.message.kind}")
-        return Ordered(inlineData=Ordered(mimeType=part.media_type, data=part.data))
+        mime_type = self.image_media_type(part, at, self.IMAGE_TYPES)
+        return Ordered(inlineData=Ordered(mimeType=mime_type, data=part.data))
 
     def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
         if at.message.role != "assistant":

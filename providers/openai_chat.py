@@ -107,7 +107,8 @@ class OpenAIChat(Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"openai-chat accepts images only in user messages, not {at.message.kind}")
-        return Ordered(type="image_url", image_url=Ordered(url=self.data_url(part)))
+        # the media type: one of OPENAI_IMAGE_TYPES (images-vision guide; see data_url)
+        return Ordered(type="image_url", image_url=Ordered(url=self.data_url(part, at)))
 
     def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
         if at.message.role != "assistant":
