@@ -14,9 +14,18 @@ anything else                                :class:`OpaquePart` ``gemini``: the
 ===========================================  =============================================
 
 A ``functionCall`` the model sent without ``id`` (common) gets a local call id,
-``gemini-local-<responseId>-<part index>``, so an agent answers it like any other call;
-the serializer never sends it (:data:`prefixlock.providers.gemini.LOCAL_ID_PREFIX`):
-the call and its ``functionResponse`` go back without ``id``, as the model made them.
+``gemini-local-<key>-<part index>``, so an agent answers it like any other call; the
+serializer never sends it (:data:`prefixlock.providers.gemini.LOCAL_ID_PREFIX`): the
+call and its ``functionResponse`` go back without ``id``, as the model made them. The
+key is the response's ``responseId``; a response without one is keyed by a digest of
+the whole response (:func:`_key`), never of its parts alone: the model asking for
+the same call twice (re-reading a file) makes the same parts, and a conversation
+refuses a call id it has seen ("tool call id ... was already used"). The whole
+response's ``usageMetadata`` differs between those calls (the later prompt holds the
+earlier call and its result), and a digest keeps the id the same for the same bytes, so
+reading a response again (a retry, a restart) names its calls alike. Two responses
+byte-for-byte equal and without ``responseId`` still share ids (nothing in them tells
+them apart); recording the second is then refused, loudly, never merged.
 
 Stream (ai.google.dev/api/generate-content#method:-models.streamgeneratecontent): each
 SSE ``data`` is a ``GenerateContentResponse`` chunk. Text of consecutive chunks continues
@@ -30,6 +39,7 @@ and is attached to it. Any other part arrives whole. ``usageMetadata`` is cumula
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -150,13 +160,25 @@ def _stop(response: Mapping[str, Any], candidate: Mapping[str, Any]) -> str | No
     return blocked if isinstance(blocked, str) else None
 
 
-def _output(
-    last: Mapping[str, Any], parts: list[Any], stop: str | None, response_id: str | None
-) -> ModelOutput:
+def _digest_line(chunk: Mapping[str, Any]) -> bytes:
+    """What a chunk adds to the :func:`_key` digest: its canonical JSON and a newline
+    (the parsed value, so neither the JSON spelling nor a stream's chunking matters)."""
+    return canonical.dumpb(chunk) + b"\n"
+
+
+def _key(response_id: object, digest: str) -> str:
+    """The local-id key of a response: its ``responseId``, else the first 16 hex digits
+    of ``digest``, the SHA-256 of its chunks' :func:`_digest_line` (a whole body is one
+    chunk, so a one-chunk stream names its calls as the same whole body does); see the
+    module docstring for why the whole response and not its parts."""
+    if isinstance(response_id, str) and response_id:
+        return response_id
+    return digest[:16]
+
+
+def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None, key: str) -> ModelOutput:
+    """``key``: see :func:`_key`."""
     raw_usage, model = last.get("usageMetadata"), last.get("modelVersion")
-    # The response's own id, else a digest of its parts: a local call id is then the
-    # same for the whole response and its stream, and differs between responses.
-    key = response_id or canonical.sha256_hex(canonical.dumpb(parts))[7:23]
     return output(
         NAME,
         [_part(p, f"{LOCAL_ID_PREFIX}{key}-{i}") for i, p in enumerate(parts)],
@@ -174,13 +196,8 @@ class GeminiReader(Reader):
         if "error" in response:
             raise _error(response)
         chosen = _candidate(response, candidate)
-        response_id = response.get("responseId")
-        return _output(
-            response,
-            _parts(chosen),
-            _stop(response, chosen),
-            response_id if isinstance(response_id, str) else None,
-        )
+        key = _key(response.get("responseId"), hashlib.sha256(_digest_line(response)).hexdigest())
+        return _output(response, _parts(chosen), _stop(response, chosen), key)
 
     def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
         return GeminiStream(candidate)
@@ -210,13 +227,17 @@ class GeminiStream(SSEStreamReader):
         self.last: Mapping[str, Any] = {}
         self.stop: str | None = None
         self.response_id: str | None = None
+        #: the digest of the chunks so far, the key of a response without responseId
+        #: (not updated once a responseId has come: then it is not used)
+        self.digest = hashlib.sha256()
 
     def on_event(self, event: Event) -> None:
         chunk = self.data(event)
         if "error" in chunk:
             raise _error(chunk)
+        self.digested(chunk)
         candidate = self.chosen(chunk)
-        if isinstance(chunk.get("responseId"), str):
+        if isinstance(chunk.get("responseId"), str) and chunk["responseId"]:
             self.response_id = chunk["responseId"]
         for part in _parts(candidate):
             self.add(part)
@@ -225,6 +246,10 @@ class GeminiStream(SSEStreamReader):
         stop = _stop(chunk, candidate)
         if stop is not None:
             self.stop, self.done = stop, True
+
+    def digested(self, chunk: Mapping[str, Any]) -> None:
+        if self.response_id is None:
+            self.digest.update(_digest_line(chunk))
 
     def chosen(self, chunk: Mapping[str, Any]) -> Mapping[str, Any]:
         """The chunk's piece of the candidate read (``{}`` if it carries none)."""
@@ -254,6 +279,7 @@ class GeminiStream(SSEStreamReader):
         chunk = self.data(event)
         if "error" in chunk or self.chosen(chunk):
             super().late(event)
+        self.digested(chunk)
         if "usageMetadata" in chunk or "modelVersion" in chunk:
             self.last = {**self.last, **chunk}
 
@@ -277,4 +303,6 @@ class GeminiStream(SSEStreamReader):
         self.open = False
 
     def output(self) -> ModelOutput:
-        return _output(self.last, self.parts, self.stop, self.response_id)
+        return _output(
+            self.last, self.parts, self.stop, _key(self.response_id, self.digest.hexdigest())
+        )

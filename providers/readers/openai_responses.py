@@ -145,7 +145,15 @@ class OpenAIResponsesStream(SSEStreamReader):
             error = (data.get("response") or {}).get("error")
             raise error_failure("openai-responses stream: response.failed", error)
         elif kind == "error":
-            error = {"code": data.get("code"), "message": data.get("message")}
+            # Two shapes. The reference (ResponseErrorEvent) puts code/message/param at
+            # the top level; the live API nests them, with a type, under "error":
+            # {"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded",
+            # "message":...}} (captured streams: openai/openai-dotnet#881 and #528,
+            # Effect-TS/effect#7262), which openai-python's _streaming.py reads
+            # (data["error"]["message"]). The nested object first, whole; else the flat.
+            error = data.get("error")
+            if not isinstance(error, dict):
+                error = {"code": data.get("code"), "message": data.get("message")}
             raise error_failure("openai-responses stream: error event", error)
         elif kind in TERMINAL:
             response = data.get("response")
