@@ -403,7 +403,7 @@ def test_render_marks_each_call(scenario: Scenario) -> None:
     assert "Re-delivered `u2`: appends nothing; the request of call 3." in page
     assert "- gemini: retry: identical to call 3 · `" in page
     assert "- bedrock-converse: PREFIX RESET (compaction) · `" in page
-    assert '  - call `c1` read_file {"path":"a.py"}\n' in page
+    assert '  - call `c1` read_file `{"path":"a.py"}`\n' in page
     assert "PREFIX BREAK" not in page.split("| PREFIX BREAKS |")[1]
     # A changed context is shown as a diff against the latest one.
     assert "  --- request-context:u1\n  +++ request-context:u3\n" in page

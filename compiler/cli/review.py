@@ -253,7 +253,8 @@ def _golden_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=Path,
         metavar="PATH",
-        help="scenario files or case folders (default: golden/*/scenario.yaml)",
+        help="cases' <case>/scenario.yaml files or folders of them (default:"
+        " golden/*/scenario.yaml)",
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument(
@@ -264,27 +265,43 @@ def _golden_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _strays(strays: Sequence[str]) -> None:
+    """Each path that belongs to no case, and a line that counts them."""
+    for stray in strays:
+        err(stray)
+    if strays:
+        err(
+            f"prefixlock golden: {len(strays)} path(s) in no golden case; delete them, or"
+            " restore their scenario.yaml"
+        )
+
+
 def _run_golden(args: argparse.Namespace) -> int:
     if args.update:
         report = update_golden(args.paths)
+        for path in report.removed:
+            out(f"removed {path} (left over from an interrupted golden update)")
         for folder in report.updated:
             out(f"updated {folder}/")
         out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
-        return OK
+        _strays(report.strays)
+        return FINDING if report.strays else OK
     report = check_golden(args.paths)
     for problem in (*report.bundles, *report.problems):
         err(problem)
+    _strays(report.strays)
     if report.bundles:
         err(
             f"prefixlock golden: {len(report.bundles)} case(s) built from another bundle,"
             f" {len(report.problems)} stale golden file(s)"
         )
         return FINDING
-    if not report.ok:
+    if report.problems:
         err(
             f"prefixlock golden: {len(report.problems)} stale golden file(s); "
             "review the change and run `prefixlock golden --update`"
         )
+    if not report.ok:
         return FINDING
     out(f"{len(report.cases)} case(s): every golden file matches a fresh replay")
     return OK

@@ -9,11 +9,22 @@ Each ``calls.md`` records the bundle digest it was built from (its root section)
 :func:`stale_bundle` says when that is not the bundle the specs build, naming the lock.
 :func:`update_golden` rewrites what differs (each provider folder swapped in whole, each
 file written atomically) and removes stale bodies.
+
+What lies in the golden folders but belongs to no case is a :class:`Stray` (``prefixlock
+diff`` still compares every ``<case>/<provider>`` folder below ``golden/``): a folder of
+cases' subfolder without a ``scenario.yaml``, a case's folder named like no provider, and
+what an interrupted update left (staging folders ``.<provider>.replay-*`` and
+``.<provider>.old-*``, a temporary ``.calls.md.*``). Checking reports each; updating
+removes only the leftovers, its own making, and reports the rest. A golden case is
+``<case>/scenario.yaml``: another scenario file is refused, as its golden files would
+land beside it, over a neighbour's.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +35,7 @@ from .. import providers as registry
 from ..core import canonical
 from ..core.atomic import replace_file
 from ..core.canonical import Ordered
+from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
 from .render import recorded_bundle, render_calls
@@ -34,6 +46,7 @@ __all__ = [
     "CALLS_MD",
     "CaseGolden",
     "GoldenReport",
+    "Stray",
     "check_golden",
     "expected_case",
     "file_problems",
@@ -45,11 +58,80 @@ __all__ = [
 ]
 
 CALLS_MD = "calls.md"
+SCENARIO = "scenario.yaml"
+GOLDEN = "golden"
 UPDATE = "`prefixlock golden --update`"
 #: At most this many lines of unified diff per differing file.
 MAX_DIFF_LINES = 40
 #: Bytes shown on each side of the first difference.
 SNIPPET = 40
+
+#: What an interrupted update leaves in a case folder (:mod:`prefixlock.core.atomic`
+#: names: tempfile's random part is made of a-z, 0-9 and _).
+_LEFTOVER_FOLDER = re.compile(r"\.(?P<name>[^/]+)\.(?:replay|old)-[a-z0-9_]+")
+_LEFTOVER_FILE = re.compile(r"\.calls\.md\.[a-z0-9_]+")
+_LEFTOVER = "left over from an interrupted golden update"
+
+
+@attrs.frozen
+class Stray:
+    """A path in the golden folders that belongs to no case, and what to do about it."""
+
+    path: Path
+    problem: str
+    #: made by an interrupted update: ``golden --update`` removes it
+    leftover: bool = False
+
+    def remove(self) -> None:
+        if self.path.is_dir() and not self.path.is_symlink():
+            shutil.rmtree(self.path)
+        else:
+            self.path.unlink()
+
+
+def _leftover(path: Path) -> bool:
+    if path.is_symlink():
+        return False
+    if path.is_dir():
+        match = _LEFTOVER_FOLDER.fullmatch(path.name)
+        return match is not None and match["name"] in registry.NAMES
+    return path.is_file() and _LEFTOVER_FILE.fullmatch(path.name) is not None
+
+
+def case_strays(folder: Path, bundle_root: Path | None = None) -> list[Stray]:
+    """What lies in case ``folder`` but is no part of it: a leftover of an interrupted
+    update, or a folder named like no provider (but the one holding the scenario's own
+    ``bundle_root``, if any)."""
+    found: list[Stray] = []
+    bundle = bundle_root.resolve() if bundle_root is not None else None
+    inside = bundle is not None and bundle.is_relative_to(folder.resolve())
+    for path in sorted(folder.iterdir()):
+        if _leftover(path):
+            advice = f"delete it, or run {UPDATE} (it removes it)"
+            found.append(Stray(path, f"{path}: {_LEFTOVER}; {advice}", leftover=True))
+        elif path.is_dir() and path.name not in registry.NAMES:
+            here = path.resolve()
+            if bundle is not None and (
+                bundle.is_relative_to(here) or (inside and here.is_relative_to(bundle))
+            ):
+                continue  # the scenario's own bundle, or part of it
+            names = ", ".join(registry.NAMES)
+            problem = f"{path}: not a provider folder ({names}), so nothing checks it; delete it"
+            found.append(Stray(path, problem))
+    return found
+
+
+def suite_strays(suite: Path) -> list[Stray]:
+    """The subfolders of a folder of cases that hold no ``scenario.yaml``."""
+    return [
+        Stray(
+            path,
+            f"{path}: no {SCENARIO}, so no golden case checks it; restore"
+            f" {path / SCENARIO}, or delete the folder",
+        )
+        for path in sorted(suite.iterdir())
+        if path.is_dir() and not (path / SCENARIO).is_file()
+    ]
 
 
 @attrs.frozen(eq=False)
@@ -61,6 +143,7 @@ class CaseGolden:
     page: bytes
     built: str = ""  # the digest of the bundle the replay used
     lock: str | None = None  # the digest the spec root's lock file records
+    bundle_root: Path | None = None  # the folder holding the scenario's bundle
 
     def problems(self) -> list[str]:
         found: list[str] = []
@@ -89,10 +172,14 @@ class GoldenReport:
     updated: tuple[str, ...] = ()
     #: cases whose ``calls.md`` records another bundle than their specs build
     bundles: tuple[str, ...] = ()
+    #: what lies in the golden folders but belongs to no case (what to do, per path)
+    strays: tuple[str, ...] = ()
+    #: leftovers of an interrupted update that ``update`` removed
+    removed: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.bundles
+        return not self.problems and not self.bundles and not self.strays
 
 
 def stale_bundle(
@@ -124,38 +211,87 @@ def expected_case(scenario_path: Path) -> CaseGolden:
     bodies = serialize_calls(calls, registry.NAMES)
     page = render_calls(scenario, calls, bodies).encode("utf-8")
     lock = locked_digest(scenario.bundle_root)
-    return CaseGolden(scenario_path.parent, bodies, page, scenario.bundle.digest, lock)
+    return CaseGolden(
+        scenario_path.parent, bodies, page, scenario.bundle.digest, lock, scenario.bundle_root
+    )
 
 
-def _cases(paths: Sequence[Path], root: Path) -> list[Path]:
-    return scenario_files(paths) if paths else golden_scenarios(root)
+def _cases(paths: Sequence[Path], root: Path) -> tuple[list[Path], list[Path]]:
+    """The cases' scenario files, and the folders of cases to look for strays in (the
+    golden folder, or each folder given that is no case itself).
+
+    Raises :class:`UsageError` for no case, or a scenario file not named scenario.yaml.
+    """
+    if not paths:
+        suite = Path(root) / GOLDEN
+        files = golden_scenarios(root)
+        if not files:
+            raise UsageError(f"no scenarios: {suite}/*/{SCENARIO} is empty; pass PATH")
+        return files, [suite]
+    files = scenario_files(paths)
+    loose = [
+        f"{path}: a golden case is <case>/{SCENARIO}, its golden files beside it; move the"
+        f" scenario to a folder of its own as {SCENARIO} (`prefixlock verify` and"
+        " `prefixlock replay` take it as it is)"
+        for path in files
+        if path.name != SCENARIO
+    ]
+    if loose:
+        raise UsageError("\n".join(loose))
+    suites = [path for path in paths if path.is_dir() and not (path / SCENARIO).is_file()]
+    return files, suites
+
+
+def _strays(cases: Sequence[CaseGolden], suites: Sequence[Path]) -> list[Stray]:
+    found = [stray for suite in suites for stray in suite_strays(suite)]
+    for case in cases:
+        found += case_strays(case.folder, case.bundle_root)
+    return found
 
 
 def check_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:
-    """Compare every case's golden files with a fresh replay; writes nothing."""
-    files = _cases(paths, root)
+    """Compare every case's golden files with a fresh replay, and report what lies in
+    the golden folders but belongs to no case; writes nothing."""
+    files, suites = _cases(paths, root)
     problems: list[str] = []
     bundles: list[str] = []
+    cases = []
     for path in files:
         case = expected_case(path)
         stale = case.stale_bundle()
         bundles += [stale] if stale is not None else []
         problems += case.problems()
-    return GoldenReport(tuple(str(p.parent) for p in files), tuple(problems), (), tuple(bundles))
+        cases.append(case)
+    strays = tuple(stray.problem for stray in _strays(cases, suites))
+    return GoldenReport(
+        tuple(str(p.parent) for p in files), tuple(problems), (), tuple(bundles), strays
+    )
 
 
 def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:
-    """Rewrite the golden files of every case that differs from a fresh replay.
+    """Rewrite the golden files of every case that differs from a fresh replay, and
+    remove what an interrupted update left in the cases' folders; what else belongs to
+    no case is kept and reported (``strays``).
 
     Every case is replayed before anything is written: a scenario error writes nothing.
     """
-    expected = [expected_case(path) for path in _cases(paths, root)]
+    files, suites = _cases(paths, root)
+    expected = [expected_case(path) for path in files]
+    strays = _strays(expected, suites)
+    removed = []
+    for stray in strays:
+        if stray.leftover:
+            stray.remove()
+            removed.append(str(stray.path))
     updated = []
     for case in expected:
         if case.problems():
             case.write()
             updated.append(str(case.folder))
-    return GoldenReport(tuple(str(c.folder) for c in expected), (), tuple(updated))
+    kept = tuple(stray.problem for stray in strays if not stray.leftover)
+    return GoldenReport(
+        tuple(str(c.folder) for c in expected), (), tuple(updated), (), kept, tuple(removed)
+    )
 
 
 # --- byte-exact comparison ------------------------------------------------------------

@@ -24,6 +24,12 @@ to it (▒) and sent uncached (░), from the cache simulator as ``verify`` runs
 its request's time, so an entry that expired between turns is written again), and the
 figures.
 
+Whatever a scenario's texts and ids hold, the page keeps its structure for a Markdown
+reader, which ends a line at CR LF, CR or LF: a text's block ends a line at each of them,
+showing a CR as ``␍`` (``␍␊`` for CR LF), so no line of it leaves the block's indent; ids
+and tool-call arguments are code spans (:func:`code_span`), so ``<int:pk>``, ``\\(`` or
+``__init__`` show as written, and an id's CR or LF shows as ``\\r`` or ``\\n``.
+
 A retry re-sends an earlier (shorter) request, so the call after it is compared with
 the last call before it. The page depends on the scenario, the requests and the bytes
 only: the same replay renders the same text.
@@ -58,6 +64,7 @@ __all__ = [
     "FOLD_TAIL",
     "LINE_WIDTH",
     "cache_bar",
+    "code_span",
     "fold",
     "recorded_bundle",
     "render_calls",
@@ -73,6 +80,11 @@ DIFF_FOLD = (40, 32, 6)
 LINE_WIDTH = 160
 
 _BACKTICKS = re.compile(r"`{3,}")
+_BACKTICK_RUN = re.compile(r"`+")
+#: A Markdown reader's line endings (CommonMark): each ends a line of a block.
+_LINE_ENDING = re.compile(r"\r\n|\r|\n")
+#: How a block shows the line ending it broke a line at (LF alone: nothing).
+_SHOWN_ENDING = {"\r\n": "␍␊", "\r": "␍", "\n": ""}
 
 #: Cells of a call's cache bar: read from the cache, written to it, sent uncached.
 BAR_WIDTH = 20
@@ -107,11 +119,52 @@ def _bar_text(figures: CallCache) -> str:
     )
 
 
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span that shows it as written (CommonMark): fenced by
+    more backticks than any run inside, with a space inside each fence when ``text``
+    starts or ends with a backtick or starts and ends with a space (a reader strips one
+    each side); CR and LF as ``\\r`` and ``\\n`` (a span shows a line ending as a space,
+    and the line after it could start a heading). ``(empty)`` for the empty text."""
+    shown = _one_line(text)
+    if not shown:
+        return "(empty)"
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(shown)), default=0)
+    fence = "`" * (longest + 1)
+    padded = shown.startswith("`") or shown.endswith("`")
+    padded = padded or (shown.startswith(" ") and shown.endswith(" ") and shown.strip(" ") != "")
+    pad = " " if padded else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with each CR and LF shown as ``\\r`` and ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _cut_span(text: str) -> str:
+    """:func:`code_span` of ``text`` cut at LINE_WIDTH characters, ``… (+N chars)`` after."""
+    if len(text) <= LINE_WIDTH:
+        return code_span(text)
+    return f"{code_span(text[:LINE_WIDTH])}… (+{len(text) - LINE_WIDTH} chars)"
+
+
+def _block_lines(text: str) -> list[str]:
+    """The lines of ``text`` as a block shows them: a line ends at each CR LF, CR or LF
+    (every line ending a Markdown reader knows), a CR shown as ``␍`` (``␍␊`` for CR LF)."""
+    lines: list[str] = []
+    start = 0
+    for match in _LINE_ENDING.finditer(text):
+        lines.append(text[start : match.start()] + _SHOWN_ENDING[match.group()])
+        start = match.end()
+    lines.append(text[start:])
+    return lines
+
+
 def fold(text: str, limit: tuple[int, int, int] = (FOLD_LINES, FOLD_HEAD, FOLD_TAIL)) -> list[str]:
-    """``text`` in at most ``limit[0]`` lines; a longer one as its first ``limit[1]``
-    lines, ``… N lines …`` and its last ``limit[2]``; each line cut at LINE_WIDTH
-    characters with ``… (+N chars)``."""
-    lines = text.split("\n")
+    """``text`` in at most ``limit[0]`` lines (:func:`_block_lines`); a longer one as its
+    first ``limit[1]`` lines, ``… N lines …`` and its last ``limit[2]``; each line cut at
+    LINE_WIDTH characters with ``… (+N chars)``."""
+    lines = _block_lines(text)
     most, head, tail = limit
     if len(lines) > most:
         hidden = len(lines) - head - tail
@@ -179,15 +232,16 @@ class _Page:
     def intro(self) -> None:
         s = self.scenario
         add = self.lines.append
-        add(f"# {s.name}")
+        add(f"# {_one_line(s.name)}")
         add("")
         self.root()
         add("## Calls")
         add("")
         add(
-            f"Conversation `{s.conversation}`: {len(s.steps)} steps, {len(self.calls)} model"
-            " calls. Each call lists only what it appended; each provider's status compares"
-            " its body with the previous call's, cache markers stripped. Bars:"
+            f"Conversation {code_span(s.conversation)}: {len(s.steps)} steps,"
+            f" {len(self.calls)} model calls. Each call lists only what it appended; each"
+            " provider's status compares its body with the previous call's, cache markers"
+            " stripped. Bars:"
             f" {BAR_READ} read from the cache, {BAR_WRITE} written to it, {BAR_UNCACHED} sent"
             " uncached (the cache simulator's figures, UTF-8 bytes / 4 tokens)."
         )
@@ -226,13 +280,15 @@ class _Page:
 
     def header(self, call: Call, previous_step: int) -> None:
         add = self.lines.append
-        add(f"## Call {call.index}: {call.kind} `{call.event}`")
+        add(f"## Call {call.index}: {call.kind} {code_span(call.event)}")
         add("")
         steps = []
         for index in range(previous_step + 1, call.step + 1):
             step = self.scenario.steps[index]
             label = (
-                f"`{step.event}`" if isinstance(step, UserStep | BackgroundStep | RetryStep) else ""
+                code_span(step.event)
+                if isinstance(step, UserStep | BackgroundStep | RetryStep)
+                else ""
             )
             steps.append(f"{index} {step.kind} {label}".rstrip())
         add(f"Steps: {' · '.join(steps)}")
@@ -245,7 +301,10 @@ class _Page:
             for c in self.calls
             if c.kind != "retry" and c.event == call.event and c.index < call.index
         )
-        add(f"Re-delivered `{call.event}`: appends nothing; the request of call {original.index}.")
+        add(
+            f"Re-delivered {code_span(call.event)}: appends nothing; the request of call"
+            f" {original.index}."
+        )
         add("")
         for name in self.names:
             same = self.bodies[name][call.index - 1] == self.bodies[name][original.index - 1]
@@ -275,7 +334,7 @@ class _Page:
 
     def message(self, message: CanonicalMessage) -> None:
         add = self.lines.append
-        add(f"- `{message.id}` · {message.kind} · {message.role}")
+        add(f"- {code_span(message.id)} · {message.kind} · {message.role}")
         if message.kind is MessageKind.REQUEST_CONTEXT:
             self.context(message)
             return
@@ -283,10 +342,10 @@ class _Page:
             if isinstance(part, TextPart):
                 self.lines.extend(_block(fold(part.text)))
             elif isinstance(part, ToolCallPart):
-                add(f"  - call `{part.call_id}` {part.name} {_cut(part.arguments)}")
+                add(f"  - call {code_span(part.call_id)} {part.name} {_cut_span(part.arguments)}")
             elif isinstance(part, ToolResultPart):
                 error = " (error)" if part.is_error else ""
-                add(f"  - result `{part.call_id}`{error}")
+                add(f"  - result {code_span(part.call_id)}{error}")
                 self.lines.extend(_block(fold(part.output)))
             elif isinstance(part, OpaquePart):
                 add(f"  - opaque {part.provider} data ({len(part.data)} characters)")
@@ -300,14 +359,14 @@ class _Page:
         if latest is None:
             self.lines.extend(_block(fold(message.text)))
         elif latest.digest == message.digest:
-            same = "the same message" if latest.id == message.id else f"as `{latest.id}`"
+            same = "the same message" if latest.id == message.id else f"as {code_span(latest.id)}"
             add(f"  (unchanged: {same})")
         else:
             diff = difflib.unified_diff(
-                latest.text.split("\n"),
-                message.text.split("\n"),
-                latest.id,
-                message.id,
+                _block_lines(latest.text),
+                _block_lines(message.text),
+                _one_line(latest.id),
+                _one_line(message.id),
                 n=1,
                 lineterm="",
             )
