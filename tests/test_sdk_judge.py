@@ -61,7 +61,7 @@ GOOD: dict[str, Body] = {
         ],
         "input": [
             {"type": "message", "role": "user", "content": "hi"},
-            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+            {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"},
             {"type": "function_call", "call_id": "c1", "name": "grep", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c1", "output": "none"},
         ],
@@ -416,3 +416,23 @@ def test_object_values_accept_any_json() -> None:
 def test_unknown_provider() -> None:
     with pytest.raises(KeyError, match="known"):
         judge("gemini-pro", {})
+
+
+@pytest.mark.parametrize("store", [None, True, False])
+def test_a_reasoning_id_needs_its_following_item_by_id(store: bool | None) -> None:
+    """Whatever store is, "Item 'rs_...' of type 'reasoning' was provided without its
+    required following item" when the item after a reasoning id has none
+    (vercel/ai#10827). The service's own default is store: true."""
+    from service_rules import violations
+
+    body = copy.deepcopy(GOOD["openai-responses"])
+    body["input"][1]["id"] = "rs_1"
+    if store is not None:
+        body["store"] = store
+    problems = violations("openai-responses", body)
+    assert problems[0] == (
+        "$.input[1].id: reasoning item 'rs_1' is followed by an item without an id"
+        " (its required following item)"
+    )
+    body["input"][2]["id"] = "fc_1"
+    assert (violations("openai-responses", body) == []) is (store is not False)
