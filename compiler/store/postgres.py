@@ -34,6 +34,17 @@ visible. ``load`` reads in one ``REPEATABLE READ READ ONLY`` transaction, so hea
 rows come from one snapshot. ``load(after=seq)`` reads only the rows after ``seq`` (plus
 the root and head rows), so a warm worker's catch-up costs the same at any history length.
 
+The session: whatever the server, database or role sets by default, the store's
+connection reads and writes at ``READ COMMITTED`` (``SET SESSION CHARACTERISTICS`` on
+connect; the concurrency above relies on it, and under a stricter default the schema
+creation and create_root would race) and uses the client encoding ``UTF8`` (overriding a
+URL's ``client_encoding``; an ``SQL_ASCII`` database would otherwise return TEXT as bytes).
+A serialization failure or a deadlock (SQLSTATE 40001, 40P01) during an append or
+create_root, which a session that stayed ``READ COMMITTED`` does not meet (a pooler may hand
+over a reset one), is a :class:`~prefixlock.core.errors.CheckpointRaceError`. Opening waits
+``connect_timeout`` seconds for the server: the caller's keyword, else the URL's
+``connect_timeout=``, else ``PGCONNECT_TIMEOUT``, else 10.
+
 Errors: every :class:`psycopg.Error` becomes a
 :class:`~prefixlock.core.errors.CheckpointError` naming the store by its URL with the
 password replaced by ``***``; the password never appears in a message.
@@ -42,6 +53,7 @@ password replaced by ``***``; the password never appears in a message.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import threading
 from collections.abc import Callable, Sequence
@@ -50,6 +62,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 
 from ..core import canonical
 from ..core.errors import CheckpointError, CheckpointRaceError
@@ -76,6 +89,12 @@ TABLES = ("prefixlock_meta", "prefixlock_roots", "prefixlock_records", "prefixlo
 
 #: ``pg_advisory_xact_lock`` key taken while creating the schema ("PFLK").
 _CREATE_LOCK = 0x50464C4B
+#: Seconds opening waits for the server when neither the caller, the URL nor
+#: ``PGCONNECT_TIMEOUT`` says.
+_DEFAULT_CONNECT_TIMEOUT = 10
+#: SQLSTATEs of a transaction the server aborted for a concurrent one: serialization
+#: failure, deadlock. During an append or create_root they are a race the caller retries.
+_RACE_STATES = frozenset({"40001", "40P01"})
 
 _SCHEMA = (
     "CREATE TABLE prefixlock_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -114,9 +133,12 @@ class PostgresStore:
     One connection per store object, guarded by a lock, so a store may be shared by
     threads (not across ``fork``: open the store in the child). Use it as a context
     manager or call :meth:`close`.
+
+    ``connect_timeout`` (seconds), when given, wins over the URL's ``connect_timeout=``, as
+    psycopg's keywords do; without it the URL's, else ``PGCONNECT_TIMEOUT``, else 10.
     """
 
-    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+    def __init__(self, url: str, *, connect_timeout: int | None = None) -> None:
         self._url = url
         self._secrets = url_password(url)
         #: the URL with its password replaced by ``***``: safe to print
@@ -130,7 +152,7 @@ class PostgresStore:
         #: root and record body bytes read from the database so far (a figure)
         self.bytes_read = 0
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+            conn = _connect(url, connect_timeout)
         except psycopg.Error as err:
             raise self._error(err, "opening the store") from None
         except ValueError as err:  # psycopg rejects a malformed URL with ProgrammingError
@@ -147,20 +169,40 @@ class PostgresStore:
     # -- connection and transactions ------------------------------------------------
 
     def _scrub(self, text: str) -> str:
+        """The server's ``text`` with the URL shown as :attr:`name` and every password as
+        ``***`` (only the server's text: a short password may be part of any other)."""
+        parts = text.split(self._url)
         for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text.replace(self._url, self.name)
+            parts = [part.replace(secret, "***") for part in parts]
+        return self.name.join(parts)
 
     def _error(self, err: Exception, doing: str) -> CheckpointError:
         message = " ".join(str(err).split()) or type(err).__name__
         return CheckpointError(
-            self._scrub(f"{self.name}: postgresql error while {doing}: {message}")
+            f"{self.name}: postgresql error while {doing}: {self._scrub(message)}"
         )
 
-    def _run(self, doing: str, work: Callable[[Conn], T], *, snapshot: bool = False) -> T:
+    def _raced(self, err: psycopg.Error, lost: str) -> CheckpointRaceError | None:
+        """The race error for ``err`` if the server aborted the transaction for a concurrent
+        one (:data:`_RACE_STATES`): ``lost`` names what lost, and the server says why."""
+        if err.sqlstate not in _RACE_STATES:
+            return None
+        why = err.diag.message_primary or type(err).__name__
+        return CheckpointRaceError(f"{lost} lost a race with another writer ({why})")
+
+    def _run(
+        self,
+        doing: str,
+        work: Callable[[Conn], T],
+        *,
+        snapshot: bool = False,
+        race: str | None = None,
+    ) -> T:
         """Run ``work`` in one transaction: committed if it returns, rolled back if not.
 
-        ``snapshot`` reads in one ``REPEATABLE READ READ ONLY`` snapshot.
+        ``snapshot`` reads in one ``REPEATABLE READ READ ONLY`` snapshot. ``race`` names
+        what loses when the server aborts the transaction for a concurrent one: that is a
+        :class:`CheckpointRaceError`.
         """
         with self._lock:
             conn = self._conn
@@ -172,7 +214,8 @@ class PostgresStore:
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     return work(conn)
             except psycopg.Error as err:
-                raise self._error(err, doing) from None
+                raced = self._raced(err, race) if race is not None else None
+                raise (raced or self._error(err, doing)) from None
 
     def _query(self, doing: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """One statement outside any transaction block: one round trip to the server,
@@ -294,7 +337,11 @@ class PostgresStore:
                 raise CheckpointError(f"conversation {conversation_id!r}: root vanished")
             return _verified_root(conversation_id, row[0], row[1])
 
-        return self._run(f"creating conversation {conversation_id!r}", work)
+        return self._run(
+            f"creating conversation {conversation_id!r}",
+            work,
+            race=f"conversation {conversation_id!r}: creating it",
+        )
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         """Append record ``seq`` (which must be head + 1): one statement, one round trip.
@@ -324,7 +371,8 @@ class PostgresStore:
             except pg_errors.UniqueViolation:
                 pass  # rolled back: the checks below name it
             except psycopg.Error as err:
-                raise self._error(err, doing) from None
+                lost = f"conversation {conversation_id!r}: record {seq}"
+                raise (self._raced(err, lost) or self._error(err, doing)) from None
         return self._append_checked(conversation_id, seq, event_id, data, digest)
 
     def _append_checked(
@@ -372,7 +420,7 @@ class PostgresStore:
                 (seq, digest, conversation_id),
             )
 
-        self._run(f"appending record {seq} to {where}", work)
+        self._run(f"appending record {seq} to {where}", work, race=f"{where}: record {seq}")
         return Head(seq, digest)
 
     def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
@@ -547,6 +595,23 @@ class PostgresStore:
                 return expected
             expected += 1
         return expected
+
+
+def _connect(url: str, connect_timeout: int | None) -> Conn:
+    """A connection for a store: autocommit, UTF8, READ COMMITTED, and the timeout the
+    caller, the URL or ``PGCONNECT_TIMEOUT`` gives (else :data:`_DEFAULT_CONNECT_TIMEOUT`)."""
+    configured = "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT")
+    if connect_timeout is None and not configured:
+        connect_timeout = _DEFAULT_CONNECT_TIMEOUT
+    conn = psycopg.connect(
+        url, autocommit=True, client_encoding="UTF8", connect_timeout=connect_timeout
+    )
+    try:
+        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _event_id_reader(cid: str) -> Callable[[Conn], list[tuple[int, str]]]:

@@ -9,8 +9,14 @@ Accepted forms (:func:`open_store`):
   ``pip install 'prefixlock[postgres]'`` (psycopg 3, imported only here, lazily, so
   ``import prefixlock`` works without it).
 
-A URL's password (in the userinfo or a ``password=`` query parameter) is replaced by
-``***`` by :func:`redact_url` wherever a store names itself.
+A URL's password (in the userinfo or a ``password=`` or ``sslpassword=`` query parameter)
+is replaced by ``***`` by :func:`redact_url` wherever a store names itself. The URL is read
+as libpq reads it: the userinfo ends at the first ``@`` met before any ``/`` (a ``?`` or
+``#`` does not end it: ``postgresql://u:pa?ss@h/db`` has the password ``pa?ss``), a query
+parameter's name is percent-decoded (``pass%77ord=`` is ``password=``) and its value runs
+to the next ``&`` (``#`` has no meaning to libpq). An unencoded ``@`` in the password
+(``u:p@ss@h``, whose password libpq ends at the first ``@``) is hidden up to the last ``@``
+before the host's end.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ __all__ = [
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_PASSWORD_PARAM = re.compile(r"([?&](?:password|sslpassword)=)[^&#]*", re.IGNORECASE)
+#: Query parameters (percent-decoded, any case) whose values are secrets.
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
 _MASK = "***"
 
 _INSTALL_HINT = "pip install 'prefixlock[postgres]'"
@@ -47,15 +54,43 @@ def _scheme(target: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def _split_netloc(url: str) -> tuple[str, str, str]:
-    """``(scheme and ://, netloc, rest)`` of a URL with a scheme."""
+def _first(text: str, chars: str) -> int:
+    """The index of the first of ``chars`` in ``text``, or its length."""
+    return min((i for i in map(text.find, chars) if i != -1), default=len(text))
+
+
+def _split_url(url: str) -> tuple[str, str | None, list[str], str, str | None]:
+    """``(scheme and ://, user, passwords, host to query, query)`` of a URL with a scheme,
+    as libpq reads it. ``user`` is None without a userinfo. ``passwords`` is empty without a
+    ``:`` in the userinfo, else libpq's password (after the ``:``, up to the first ``@``),
+    after the text up to the last ``@`` before the host's end (a ``/`` or ``?``) if there
+    is one more. ``query`` is None without a ``?``."""
     head, _, tail = url.partition("://")
-    end = len(tail)
-    for sep in "/?#":
-        index = tail.find(sep)
-        if index != -1:
-            end = min(end, index)
-    return f"{head}://", tail[:end], tail[end:]
+    user: str | None = None
+    passwords: list[str] = []
+    at = _first(tail, "@/")
+    if tail[at : at + 1] == "@":  # libpq: the userinfo ends at the first '@' before a '/'
+        userinfo, rest = tail[:at], tail[at + 1 :]
+        user, colon, password = userinfo.partition(":")
+        if colon:
+            passwords = [password]
+            last = rest.rfind("@", 0, _first(rest, "/?"))  # an unencoded '@' in the password
+            if last != -1:
+                passwords.insert(0, f"{password}@{rest[:last]}")
+                rest = rest[last + 1 :]
+    else:
+        rest = tail
+    host, mark, query = rest.partition("?")
+    return f"{head}://", user, passwords, host, query if mark else None
+
+
+def _params(query: str) -> list[tuple[str, str, bool]]:
+    """``(name and =, value, secret)`` of each ``&``-separated parameter of ``query``."""
+    found = []
+    for param in query.split("&"):
+        name, eq, value = param.partition("=")
+        found.append((name + eq, value, bool(eq) and unquote(name).lower() in _SECRET_PARAMS))
+    return found
 
 
 def redact_url(target: str) -> str:
@@ -66,27 +101,28 @@ def redact_url(target: str) -> str:
     """
     if _scheme(target) is None:
         return target
-    prefix, netloc, rest = _split_netloc(target)
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        user = userinfo.partition(":")[0]
-        netloc = f"{user}:{_MASK}@{hostport}"
-    return prefix + netloc + _PASSWORD_PARAM.sub(lambda m: m.group(1) + _MASK, rest)
+    prefix, user, passwords, host, query = _split_url(target)
+    shown = prefix
+    if user is not None:
+        shown += f"{user}:{_MASK}@" if passwords else f"{user}@"
+    shown += host
+    if query is not None:
+        params = _params(query)
+        shown += "?" + "&".join(
+            name + (_MASK if secret else value) for name, value, secret in params
+        )
+    return shown
 
 
 def url_password(target: str) -> list[str]:
     """Every password spelled in ``target`` (raw and percent-decoded), for scrubbing."""
     if _scheme(target) is None:
         return []
-    _, netloc, rest = _split_netloc(target)
-    found: list[str] = []
-    userinfo, at, _ = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        found.append(userinfo.partition(":")[2])
-    for match in re.finditer(r"[?&](?:password|sslpassword)=([^&#]*)", rest, re.IGNORECASE):
-        found.append(match.group(1))
+    _, _, found, _, query = _split_url(target)
+    if query is not None:
+        found += [value for _, value, secret in _params(query) if secret]
     values = {v for v in found if v} | {unquote(v) for v in found if v}
-    return sorted(values, key=len, reverse=True)
+    return sorted(values, key=lambda v: (-len(v), v))
 
 
 def is_postgres_url(target: str | os.PathLike[str]) -> bool:
