@@ -535,3 +535,24 @@ def test_the_warm_up_leaves_no_wal_file_still_growing(tmp_path: Path) -> None:
         for store in stores:
             store.close()
         floor.close()
+
+
+@pytest.mark.parametrize("calls", [200, 2000])
+def test_the_verify_scenario_changes_its_context_every_50_calls(calls: int) -> None:
+    """On the first user turn at or after each multiple of 50 calls, at every length: the
+    verify targets compare the same work per call. Before, 1 change in 200 calls and 21
+    in 2,000 (a turn had to start at a call count of 49 mod 50)."""
+    from prefixlock.bench.scenarios import long_scenario
+
+    made, changes, head = 0, [], None
+    for step in long_scenario(calls)["steps"]:
+        kind = next(iter(step))
+        if kind == "user":
+            now = step["user"]["context"]["git"]["head"]
+            if head is not None and now != head:
+                changes.append(made)
+            head = now
+        if kind in ("user", "retry", "tool_results", "background"):
+            made += 1
+    assert len(changes) == (calls - 1) // 50 or len(changes) == calls // 50
+    assert all(at >= 50 * (i + 1) and at - 50 * (i + 1) < 10 for i, at in enumerate(changes))

@@ -3,8 +3,9 @@
 :func:`long_scenario` writes a seeded scenario (the public scenario format, as JSON,
 which YAML reads as it is) of exactly ``calls`` model calls against the bundled
 example: user turns with tool loops of small tool outputs, background events, a
-context change every ~50 calls, a retry and a restart early on (so the per-call checks
-of every kind run). Texts are short, so the bodies grow by a few hundred bytes per call
+context change on the first user turn at or after every 50th call (the same mix of work
+per call at every length), a retry and a restart early on (so the per-call checks of
+every kind run). Texts are short, so the bodies grow by a few hundred bytes per call
 and the figures show the verifier's own cost per call rather than the copying of
 megabyte bodies.
 """
@@ -20,7 +21,11 @@ from typing import Any
 #: The first generated turn's time.
 _START = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
-__all__ = ["long_scenario", "write_long_scenario"]
+__all__ = ["CONTEXT_EVERY", "long_scenario", "write_long_scenario"]
+
+#: The context changes on the first user turn at or after each multiple of this many
+#: calls, so that every length does the same mix of work per call.
+CONTEXT_EVERY = 50
 
 _WORDS = ("parse", "cache", "order", "coupon", "ledger", "sync", "retry", "token", "query")
 
@@ -39,10 +44,12 @@ def long_scenario(calls: int, seed: int = 1) -> dict[str, Any]:
     head = 0
     retried = False
     restarted = False
+    change_at = CONTEXT_EVERY  # the context changes on the first user turn from here
     while made < calls:
         turn += 1
-        if made // 50 != (made + 1) // 50 or (turn > 1 and made % 50 < 2 and turn % 7 == 0):
+        if made >= change_at:
             head += 1
+            change_at += CONTEXT_EVERY * (1 + (made - change_at) // CONTEXT_EVERY)
         minute = made
         steps.append(
             {
