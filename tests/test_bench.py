@@ -556,3 +556,26 @@ def test_the_verify_scenario_changes_its_context_every_50_calls(calls: int) -> N
             made += 1
     assert len(changes) == (calls - 1) // 50 or len(changes) == calls // 50
     assert all(at >= 50 * (i + 1) and at - 50 * (i + 1) < 10 for i, at in enumerate(changes))
+
+
+def test_a_single_length_has_no_flatness_targets(report: dict[str, Any]) -> None:
+    """One --calls length compares nothing with itself: before, handling_flat,
+    serialization_flat and record_bytes_flat read 1.0, 'met', and counted in all_met."""
+    both = [t["name"] for t in bench_report.targets(report["runs"])]
+    one = [t["name"] for t in bench_report.targets(report["runs"][:1])]
+    flat = ["handling_flat", "serialization_flat", "record_bytes_flat"]
+    assert [n for n in both if n not in flat] == one
+    assert all(n in both for n in flat)
+
+
+def test_a_store_at_the_floor_is_not_a_negative_part_past_it(report: dict[str, Any]) -> None:
+    """The store's share is a ratio of two medians taken apart and can come out below 1;
+    the reason said "the store's -0.05x past the floor"."""
+    target = _handling_parts(report, 1_700, 950, 400)
+    assert target["reasons"]["40"] == (
+        "handling is 1.70x the floor: the store's appends 0.95x, prefixlock's own work "
+        "0.40x (the same calls on an in-memory store), the rest 0.35x (the own work run "
+        "between fsyncs, not back to back); the own work fits in the 0.50x the limit "
+        "leaves beside the floor; with the store's appends at the floor (0.95x: two "
+        "medians taken apart) and the rest 0.35x, handling does not"
+    )
