@@ -189,8 +189,10 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--calls", "ten"]) == 2
     assert main(["bench", "--calls", "4", "--provider", "antropic"]) == 2
     assert "did you mean 'anthropic'" in capsys.readouterr().err
-    assert main(["bench", "--calls", "4", "--verify-calls", "3,100"]) == 2
-    assert "at least 4" in capsys.readouterr().err
+    assert main(["bench", "--calls", "4", "--verify-calls", "4,100"]) == 2
+    assert "every verify length must be more than 4 (a 4-call run is the baseline" in (
+        capsys.readouterr().err
+    )
     assert main(["bench", "--calls", "4", "--verify-calls", "x"]) == 2
 
 
@@ -427,60 +429,69 @@ def _verify_figures(lengths: list[int], finished: list[_Done]) -> dict[str, Any]
         assert Path(command[-2]).is_file()  # the generated scenario, still there
         return next(made)
 
-    figures = verifyscale.measure_verify(lengths, run=run)
-    assert [c[-3:-2] + c[-1:] for c in commands] == [["verify", "--json"]] * len(lengths)
+    figures = verifyscale.measure_verify(lengths, run=run, repeats=1)
+    assert [c[-3:-2] + c[-1:] for c in commands] == [["verify", "--json"]] * (len(lengths) + 1)
     return figures
 
 
 def test_verify_is_measured_per_length_and_its_targets_follow_the_figures() -> None:
+    # a 4-call baseline of 1 s, then 0.1 s and 0.15 s per call past it
     figures = _verify_figures(
-        [2000, 200], [_Done(seconds=20.0, max_rss_kib=50_000), _Done(seconds=300.0)]
+        [2000, 200],
+        [_Done(), _Done(seconds=20.6, max_rss_kib=50_000), _Done(seconds=300.4)],
     )
     assert figures["calls"] == [200, 2000]
+    assert figures["baseline"]["calls"] == 4
     short, long = figures["runs"]
-    assert (short["calls"], short["seconds_per_call"], short["ok"]) == (200, 0.1, True)
-    assert (long["seconds_per_call"], long["rss_peak_kib"]) == (0.15, 50_000)
+    assert (short["calls"], short["marginal_seconds_per_call"], short["ok"]) == (200, 0.1, True)
+    assert (long["marginal_seconds_per_call"], long["rss_peak_kib"]) == (0.15, 50_000)
+    assert (short["seconds_per_call"], long["seconds_per_call"]) == (0.103, 0.1502)
     checks = {t["name"]: t for t in bench_report.verify_targets(figures)}
     assert (checks["verify_time_flat"]["value"], checks["verify_time_flat"]["met"]) == (1.5, True)
     assert checks["verify_memory_flat"]["value"] == 1.0
-    slower = _verify_figures([200, 2000], [_Done(seconds=20.0), _Done(seconds=301.0)])
+    slower = _verify_figures([200, 2000], [_Done(), _Done(seconds=20.6), _Done(seconds=301.0)])
     assert not {t["name"]: t for t in bench_report.verify_targets(slower)}["verify_time_flat"][
         "met"
     ]
     bigger = _verify_figures(
-        [200, 2000], [_Done(max_rss_kib=40_000), _Done(seconds=10.0, max_rss_kib=60_100)]
+        [200, 2000],
+        [_Done(), _Done(max_rss_kib=40_000), _Done(seconds=10.0, max_rss_kib=60_100)],
     )
     memory = {t["name"]: t for t in bench_report.verify_targets(bigger)}["verify_memory_flat"]
     assert (memory["value"], memory["met"]) == (1.502, False)
     assert bench_report.verify_targets(None) == []
-    assert bench_report.verify_targets(_verify_figures([200], [_Done()])) == []
+    assert bench_report.verify_targets(_verify_figures([200], [_Done(), _Done()])) == []
 
 
 def test_a_failing_verify_misses_both_targets_and_says_why() -> None:
     failed = b'{"ok":false,"failures":[{"message":"not a tail append of call 3"}]}'
-    figures = _verify_figures([200, 2000], [_Done(), _Done(returncode=1, stdout=failed)])
+    figures = _verify_figures([200, 2000], [_Done(), _Done(), _Done(returncode=1, stdout=failed)])
     long = figures["runs"][1]
     assert (long["ok"], long["exit"]) == (False, 1)
     assert long["error"] == "1 failure(s), the first: not a tail append of call 3"
     assert not any(t["met"] for t in bench_report.verify_targets(figures))
-    crashed = _verify_figures([4, 5], [_Done(), _Done(returncode=2, stdout=b"", stderr=b"x\nboom")])
+    crashed = _verify_figures(
+        [5, 6], [_Done(), _Done(), _Done(returncode=2, stdout=b"", stderr=b"x\nboom")]
+    )
     assert crashed["runs"][1]["error"] == "boom"
 
 
 def test_bench_times_verify_in_a_process_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
     """The real runner on tiny scenarios: figures, targets and the table's lines."""
-    args = ["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "4,5"]
+    args = ["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "5,6"]
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["verify"]["calls"] == [4, 5]
-    for run in report["verify"]["runs"]:
+    assert report["verify"]["calls"] == [5, 6]
+    assert report["verify"]["baseline"]["calls"] == 4
+    for run in [report["verify"]["baseline"], *report["verify"]["runs"]]:
         assert run["ok"] is True and run["exit"] == 0
         assert run["seconds"] > 0 and run["rss_peak_kib"] > 0
+        assert len(run["repeats"]) == 2 and run["seconds"] == min(run["repeats"])
     names = [t["name"] for t in report["targets"]]
     assert names[-2:] == ["verify_time_flat", "verify_memory_flat"]
     table = bench_report.format_report(report)
     assert "verify: python -m prefixlock verify FILE --json" in table
-    assert table.count(" ms per call, peak RSS ") == 2
+    assert table.count(" past the 4-call run's), peak RSS ") == 2
     assert table.count("[met ]") + table.count("[MISS]") == len(report["targets"]) == 10
 
 
@@ -579,3 +590,38 @@ def test_a_store_at_the_floor_is_not_a_negative_part_past_it(report: dict[str, A
         "leaves beside the floor; with the store's appends at the floor (0.95x: two "
         "medians taken apart) and the rest 0.35x, handling does not"
     )
+
+
+def test_verify_time_per_call_leaves_out_what_no_length_changes() -> None:
+    """Interpreter starts, imports and the bundle's build cost the same at every length;
+    spread over 10 times fewer calls they made 200 calls look dearer per call than 2,000
+    and the ratio look flat (0.60 where the marginal cost was about level). The target
+    compares time past a 4-call baseline run, per call past it; each figure is the best
+    of the repeats and the largest peak, and a failing verify is not run again."""
+    runs = [
+        _Done(seconds=1.5),  # the baseline, twice
+        _Done(seconds=1.2),
+        _Done(seconds=3.2, max_rss_kib=40_000),  # 200 calls: 1.2 + 196 * 0.01
+        _Done(seconds=3.1, max_rss_kib=41_000),
+        _Done(seconds=50.0),  # 2000 calls: a busy machine, then 1.2 + 1996 * 0.0144
+        _Done(seconds=30.0),
+    ]
+    made = iter(runs)
+    figures = verifyscale.measure_verify([200, 2000], run=lambda _: next(made), repeats=2)
+    assert figures["baseline"]["seconds"] == 1.2
+    short, long = figures["runs"]
+    assert short["repeats"] == [3.2, 3.1]
+    assert (short["seconds"], short["rss_peak_kib"]) == (3.1, 41_000)
+    assert short["marginal_seconds_per_call"] == round((3.1 - 1.2) / 196, 6)
+    assert long["seconds"] == 30.0
+    assert long["marginal_seconds_per_call"] == round((30.0 - 1.2) / 1996, 6)
+    (time_flat, _) = bench_report.verify_targets(figures)
+    assert time_flat["value"] == round(
+        long["marginal_seconds_per_call"] / short["marginal_seconds_per_call"], 3
+    )
+    assert time_flat["what"].startswith("verify per call at 2000 calls / at 200, past a 4-call")
+    failed = b'{"ok":false,"failures":[{"message":"x"}]}'
+    made = iter([_Done(), _Done(), _Done(returncode=1, stdout=failed)])
+    once = verifyscale.measure_verify([200], run=lambda _: next(made), repeats=2)
+    assert once["baseline"]["repeats"] == [1.0, 1.0]
+    assert (once["runs"][0]["repeats"], once["runs"][0]["ok"]) == ([1.0], False)

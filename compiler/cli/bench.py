@@ -17,7 +17,7 @@ from ..bench.fleet import (
 )
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
-from ..bench.verifyscale import DEFAULT_LENGTHS, MIN_LENGTH
+from ..bench.verifyscale import BASELINE, DEFAULT_LENGTHS
 from ..review import processes
 from .console import FINDING, OK, Command, err, out, out_json
 
@@ -45,9 +45,10 @@ def _verify_calls(text: str) -> list[int]:
     values = _numbers(text)
     if values == [0] or not values:
         return []
-    if min(values) < MIN_LENGTH:
+    if min(values) <= BASELINE:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: every verify length must be at least {MIN_LENGTH} (or 0: none)"
+            f"{text!r}: every verify length must be more than {BASELINE} (a {BASELINE}-call"
+            " run is the baseline; or 0: none)"
         )
     return values
 
