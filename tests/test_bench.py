@@ -194,6 +194,16 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         capsys.readouterr().err
     )
     assert main(["bench", "--calls", "4", "--verify-calls", "x"]) == 2
+    # --store and --soak run the example for all its providers: a restriction would be
+    # ignored (before: not even checked, exit 0)
+    for mode in (["--store", "sqlite:///unused.db"], ["--soak"]):
+        capsys.readouterr()
+        assert main(["bench", *mode, "--provider", "nonsense"]) == 2
+        assert capsys.readouterr().err == (
+            "prefixlock bench: --provider nonsense times the handling bench alone; --store"
+            " and --soak run the example configured for all its providers (leave --provider"
+            " out)\n"
+        )
 
 
 def test_same_seed_same_conversation(capsys: pytest.CaptureFixture[str]) -> None:

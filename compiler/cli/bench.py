@@ -18,6 +18,7 @@ from ..bench.fleet import (
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
 from ..bench.verifyscale import BASELINE, DEFAULT_LENGTHS
+from ..core.errors import UsageError
 from ..review import processes
 from .console import FINDING, OK, Command, err, out, out_json
 
@@ -76,7 +77,8 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         default="all",
         metavar="all|NAME,...",
         help="providers to serialize for; the conversations are configured for these alone, "
-        "so admission checks each new message against each (default: all)",
+        "so admission checks each new message against each (default: all; not with "
+        "--store or --soak)",
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="seed of the synthetic conversations (default: 1)"
@@ -143,6 +145,11 @@ def _run_soak(args: argparse.Namespace) -> int:
 
 def _run_bench(args: argparse.Namespace) -> int:
     """Print the report; exit 0 whether or not the targets are met (they are figures)."""
+    if (args.soak or args.store is not None) and args.provider != "all":
+        raise UsageError(
+            f"--provider {args.provider} times the handling bench alone; --store and --soak"
+            " run the example configured for all its providers (leave --provider out)"
+        )
     if args.soak:
         return _run_soak(args)
     if args.store is not None:
