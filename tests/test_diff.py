@@ -977,3 +977,21 @@ def test_a_revision_side_reads_the_bundle_a_case_names_from_that_revision(
     assert (pair.old_report.model, pair.new_report.model) == ("gemini-2.0-flash",) * 2
     assert [c.old_cost for c in pair.calls] == [c.new_cost for c in pair.calls]
     assert folder.name == "context-revert"
+
+
+def test_a_break_behind_a_bedrock_cache_point_shows_both_values() -> None:
+    """Bedrock's cache markers are blocks of their own (cachePoint): the path is found
+    with them removed, and the values must be read there too. They were read from the
+    bodies as sent, where the path lands on the cachePoint: "old (absent) new (absent)",
+    and no template line could be named."""
+    from prefixlock.review.compare import compare_bodies
+
+    def body(text: str) -> bytes:
+        content = [{"text": "a"}, {"cachePoint": {"type": "default"}}, {"text": text}]
+        value = {"messages": [{"role": "user", "content": content}]}
+        return json.dumps(value, separators=(",", ":")).encode()
+
+    found = compare_bodies("bedrock-converse", body("before"), body("after"))
+    assert found.difference is not None
+    assert found.difference.parts == ("messages", 0, "content", 1, "text")
+    assert (found.difference.old, found.difference.new) == ("before", "after")

@@ -236,12 +236,12 @@ def compare_bodies(
         found = first_difference(history_a, history_b, (key,))
     assert found is not None
     share, size, common = _share(_as_sent(a), _as_sent(b))
-    # Report the values of the bodies as sent (markers included) at that path.
+    # The path is one of the bodies with their markers removed, and so are its values:
+    # Bedrock's markers are blocks of their own (cachePoint), so in the bodies as sent
+    # the same path can name another block.
     return Comparison(
         PREFIX_BREAK,
-        difference=Difference(
-            found.parts, value_at(old_value, found.parts), value_at(new_value, found.parts)
-        ),
+        difference=Difference(found.parts, value_at(a, found.parts), value_at(b, found.parts)),
         invalidated=share,
         old_size=size,
         common=common,
