@@ -429,8 +429,24 @@ def test_init_refuses_a_name_that_is_not_an_agent_name(
 def test_init_into_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "empty"
     target.mkdir()
+    target.chmod(0o750)
     assert run(capsys, "init", str(target))[0] == 0
     assert (target / LOCK_FILE).is_file()
+    assert target.stat().st_mode & 0o7777 == 0o750  # the folder's own mode, kept
+
+
+def test_init_makes_its_folder_as_mkdir_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The project is built in a private staging folder (mode 700) and moved in whole:
+    it kept that mode, so other users, containers and web servers could not read it."""
+    old = os.umask(0o022)
+    try:
+        assert run(capsys, "init", str(tmp_path / "new"))[0] == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new").stat().st_mode & 0o7777 == 0o755
+    assert (tmp_path / "new" / "golden").stat().st_mode & 0o7777 == 0o755
 
 
 def test_init_refuses_a_non_empty_folder(
@@ -441,7 +457,10 @@ def test_init_refuses_a_non_empty_folder(
     (target / "notes.txt").write_text("mine")
     code, out, err = run(capsys, "init", str(target))
     assert (code, out) == (2, "")
-    assert err == f"prefixlock init: refusing to init {str(target)!r}: it exists and is not empty\n"
+    assert err == (
+        f"prefixlock init: refusing to init {str(target)!r}: it exists and is not empty;"
+        " give a new or an empty folder\n"
+    )
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]
 

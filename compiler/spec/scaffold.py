@@ -135,7 +135,10 @@ def init_project(
             " with a letter or digit (at most 64 characters)"
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise UsageError(f"refusing to init {str(target)!r}: it exists and is not empty")
+        raise UsageError(
+            f"refusing to init {str(target)!r}: it exists and is not empty; give a new or an"
+            " empty folder"
+        )
     example = find_example_root()
     target.parent.mkdir(parents=True, exist_ok=True)
     # Build in a staging folder next to the target and move it in complete.
@@ -161,8 +164,16 @@ def init_project(
         (staging / ".gitignore").write_bytes(GITIGNORE.encode("utf-8"))
         if populate is not None:
             populate(staging)
+        # the staging folder is private (mkdtemp: 700); the project gets the mode of
+        # the empty folder it replaces, else the one mkdir gives under the umask
         if target.exists():
+            mode = target.stat().st_mode & 0o7777
             target.rmdir()
+        else:
+            mask = os.umask(0)
+            os.umask(mask)
+            mode = 0o777 & ~mask
+        staging.chmod(mode)
         os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
