@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
@@ -15,6 +16,18 @@ settings.register_profile(
     "long", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A spec root made by ``prefixlock init`` (the starter case's golden files
+    written), the current directory."""
+    from prefixlock.cli.commands import main
+
+    root = tmp_path / "agent"
+    assert main(["init", str(root)]) == 0
+    monkeypatch.chdir(root)
+    return root
 
 
 # -- PostgreSQL: a fresh database per session, a fresh schema per test ------------------

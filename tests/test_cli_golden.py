@@ -14,12 +14,7 @@ from prefixlock.spec.build import build_bundle
 CASE = Path("golden") / "identical-context"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0
-    monkeypatch.chdir(root)
-    return root
+# ``project``: tests/conftest.py
 
 
 def test_init_writes_the_starter_case_with_its_bodies_and_calls_md(

@@ -15,18 +15,10 @@ from pathlib import Path
 
 import pytest
 from prefixlock.cli.commands import main
+from test_cli_golden import CASE
 
-CASE = Path("golden") / "identical-context"
 PROVIDERS = "anthropic, bedrock-converse, gemini, openai-chat, openai-responses"
 NO_SCENARIOS = "prefixlock golden: no scenarios: golden/*/scenario.yaml is empty; pass PATH\n"
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0
-    monkeypatch.chdir(root)
-    return root
 
 
 def _files(folder: Path) -> dict[str, bytes]:
