@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.atomic import staging_dir
 from ..core.errors import UsageError
 from ..core.resources import example_dir
 from .build import build_bundle, find_example_root, write_lock
@@ -142,7 +142,7 @@ def init_project(
     example = find_example_root()
     target.parent.mkdir(parents=True, exist_ok=True)
     # Build in a staging folder next to the target and move it in complete.
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
+    staging = staging_dir(target.parent, f".{target.name}.init-")  # mkdir's mode
     try:
         ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")
         for folder in ("prompt", "rules"):
@@ -164,16 +164,9 @@ def init_project(
         (staging / ".gitignore").write_bytes(GITIGNORE.encode("utf-8"))
         if populate is not None:
             populate(staging)
-        # the staging folder is private (mkdtemp: 700); the project gets the mode of
-        # the empty folder it replaces, else the one mkdir gives under the umask
-        if target.exists():
-            mode = target.stat().st_mode & 0o7777
+        if target.exists():  # an empty folder: the project keeps its mode
+            staging.chmod(target.stat().st_mode & 0o7777)
             target.rmdir()
-        else:
-            mask = os.umask(0)
-            os.umask(mask)
-            mode = 0o777 & ~mask
-        staging.chmod(mode)
         os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
