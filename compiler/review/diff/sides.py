@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -132,19 +133,19 @@ def resolve_side(
     golden = _golden_path(golden)
     folder = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="prefixlock-diff-")))
     spec = revisions.relative_to_repo(root, top)
-    wanted = [golden]
-    if spec is not None:
-        kept = ("prompt", "rules", LOCK_FILE)
-        wanted += [f"{spec}/{name}" if spec != "." else name for name in kept]
-    revisions.extract(top, commit, wanted, folder)
+    revisions.extract(top, commit, [golden, *_spec_parts([spec] if spec else [])], folder)
     named = sorted(_named_bundles(folder, folder / golden) - {spec})
     if named:  # the bundles the revision's cases name: their specs and lock, as of then
-        kept = ("prompt", "rules", LOCK_FILE)
-        revisions.extract(
-            top, commit, [f"{b}/{n}" if b != "." else n for b in named for n in kept], folder
-        )
+        revisions.extract(top, commit, _spec_parts(named), folder)
     spec_root = folder / spec if spec is not None else root
     return Side(given, "revision", folder / golden, spec_root, golden, commit, folder)
+
+
+def _spec_parts(roots: Sequence[str]) -> list[str]:
+    """The paths of each spec root's ``prompt/``, ``rules/`` and lock (roots relative to
+    the repository, posix; ``.`` its top)."""
+    kept = ("prompt", "rules", LOCK_FILE)
+    return [f"{root}/{name}" if root != "." else name for root in roots for name in kept]
 
 
 def _named_bundles(folder: Path, golden: Path) -> set[str]:
