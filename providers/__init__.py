@@ -12,10 +12,10 @@ conversation (or per process) to profit from its incremental encoding cache.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 
 from ..core.errors import SerializationError
+from ..core.names import hint
 from .base import Provider
 
 __all__ = ["MODULES", "NAMES", "Provider", "get"]
@@ -42,9 +42,7 @@ def get(name: str) -> Provider:
     """A new instance of the provider called ``name``; unknown names get a suggestion."""
     target = MODULES.get(name)
     if target is None:
-        close = difflib.get_close_matches(name, NAMES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(NAMES)})"
-        raise SerializationError(f"unknown provider {name!r}{hint}")
+        raise SerializationError(f"unknown provider {name!r} ({hint(name, NAMES, 'known')})")
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name, __name__), class_name)
     instance = cls()
