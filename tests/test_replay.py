@@ -161,8 +161,9 @@ def test_calls_are_frozen_when_made(scenario: Scenario, monkeypatch: pytest.Monk
     original = history[0]
     history[0] = history[1]
     assert live[0].messages[0] is history[1]  # the live view changed with the list ...
-    assert first.messages[0] is original  # ... the frozen calls did not
-    assert second.messages[0] is original
+    assert history[1] != original
+    assert first.messages[0] == original  # ... the frozen calls did not (after the
+    assert second.messages[0] == original  # scenario's restart: the hydrated copy)
     assert serialize_calls(calls, NAMES) == sent
 
     # The frozen first call against the second call built from the rewritten history is
@@ -172,6 +173,38 @@ def test_calls_are_frozen_when_made(scenario: Scenario, monkeypatch: pytest.Monk
         new = providers.get(name).serialize(live[1])
         assert divergence(name, old, new) is not None, name
         assert divergence(name, providers.get(name).serialize(live[0]), new) is None, name
+
+
+def test_replay_keeps_one_copy_of_the_history_across_restarts(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a restart the frozen calls hold the hydrated messages, not the objects of
+    the conversation before it: the replay keeps one copy of the history, and the next
+    restart hydrates beside that copy alone (verify's peak memory)."""
+    live: list[ModelRequest] = []
+    real_run = replay_module._run
+
+    def spying_run(*args: Any) -> tuple[str, str, ModelRequest] | None:
+        made = real_run(*args)
+        if made is not None:
+            live.append(made[2])
+        return made
+
+    monkeypatch.setattr(replay_module, "_run", spying_run)
+    calls = replay(scenario, restart_everywhere=True)
+    assert len(live) == len(calls)
+    lists: dict[int, int] = {}  # a frozen list -> its last call
+    for index, call in enumerate(calls):
+        lists[id(call.request.messages._items)] = index  # type: ignore[attr-defined]
+    assert len(lists) == 2  # the epochs before and after the compaction
+    first_epoch = lists[id(calls[0].request.messages._items)]  # type: ignore[attr-defined]
+    assert first_epoch > 2
+    assert live[0].messages[0] is not live[first_epoch].messages[0]  # restarts hydrate
+    for index, call in enumerate(calls):
+        # the objects of the conversation that made the last call of its list
+        last = live[lists[id(call.request.messages._items)]].messages  # type: ignore[attr-defined]
+        assert all(m is last[i] for i, m in enumerate(call.request.messages)), index
+    assert serialize_calls(calls, NAMES) == serialize_calls(replay(scenario), NAMES)
 
 
 def _message(mid: str, text: str) -> CanonicalMessage:

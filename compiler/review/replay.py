@@ -230,26 +230,28 @@ class _Snapshots:
     projection is a view of the list's first messages. Calls so keep what was sent, and
     a provider still sees successive views of one list, so it encodes only the new
     messages (:meth:`~prefixlock.providers.base.Provider.fragments`).
+
+    After a restart the list takes over the hydrated objects in place of the equal ones
+    it held (equal values are the same bytes, so no view sees a different message): the
+    replay keeps one copy of the history, not the list's and the live conversation's,
+    and the next restart hydrates beside that one copy alone.
     """
 
     def __init__(self) -> None:
-        #: Handed out in views: only ever appended to.
+        #: Handed out in views: only ever appended to, and its items only ever replaced
+        #: by equal ones.
         self._list: list[CanonicalMessage] = []
-        #: The history's own objects at each place of ``_list``, as last compared.
-        self._seen: list[CanonicalMessage] = []
 
     def freeze(self, messages: Sequence[CanonicalMessage]) -> MessageView:
         count, known = len(messages), len(self._list)
         shared = min(count, known)
         source = list(messages[:shared])
-        if source == self._seen[:shared]:  # equal values are the same bytes
-            self._seen[:shared] = source  # next time: the same objects, pointer speed
+        if source == self._list[:shared]:  # equal values are the same bytes
+            self._list[:shared] = source  # next time: the same objects, pointer speed
         else:
-            self._list, self._seen, known = [], [], 0
+            self._list, known = [], 0
         if count > known:
-            new = list(messages[known:])
-            self._list.extend(new)
-            self._seen.extend(new)
+            self._list.extend(messages[known:])
         return MessageView(self._list, count)
 
 
