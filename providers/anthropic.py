@@ -117,6 +117,10 @@ class Anthropic(TurnMarkers, Provider):
     CACHE_POSITIONS = frozenset(CachePosition)
     MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
     RESERVED_OPTIONS = frozenset({"system", "tools", CACHE_CONTROL_KEY})
+    # The 400 the Messages API answers (anthropics/anthropic-sdk-python#494, quoting it).
+    TOOL_BLOCKS_NEED_TOOLS = (
+        "Requests which include tool_use or tool_result blocks must define tools."
+    )
     #: Media types of base64 image sources (``Base64ImageSourceParam.media_type``).
     IMAGE_TYPES: ClassVar[frozenset[str]] = frozenset(
         {"image/jpeg", "image/png", "image/gif", "image/webp"}

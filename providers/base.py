@@ -293,6 +293,10 @@ class Provider(Transport):
     #: The role the first wire message must have (None: any); a request whose first
     #: message maps to another role is refused.
     FIRST_ROLE: ClassVar[str | None] = None
+    #: The service's refusal, quoted, of a request whose history holds tool calls or
+    #: results while it defines no tools (None: no such documented rule). Admission
+    #: refuses such a message under a root without tools (:meth:`check_message`).
+    TOOL_BLOCKS_NEED_TOOLS: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         #: Per message (and the separator before it): its fragment.
@@ -534,9 +538,11 @@ class Provider(Transport):
         earlier: Sequence[CanonicalMessage] = (),
         *,
         notes: dict[str, Any] | None = None,
+        tools: bool = True,
     ) -> None:
         """Raise :class:`SerializationError` if this wire would refuse ``message`` (the
-        messages before it in its history are ``earlier``); return None otherwise.
+        messages before it in its history are ``earlier``; ``tools``: whether the
+        requests it goes into define tools); return None otherwise.
 
         The runtime asks every configured provider before it writes a record ("nothing
         is persisted that some configured provider would refuse"). Default: map the
@@ -565,6 +571,15 @@ class Provider(Transport):
                 self.fragment_key(stored, notes)  # later messages see the stored one
         if not kept:
             return
+        if not tools and self.TOOL_BLOCKS_NEED_TOOLS is not None:
+            for index, part in enumerate(kept):
+                if isinstance(part, ToolCallPart | ToolResultPart):
+                    what = "call" if isinstance(part, ToolCallPart) else "result"
+                    at = MessageAt(self.name, message, len(earlier), _NO_MARKERS)
+                    at.part(index).fail(
+                        f"a tool {what} cannot be sent under a root that defines no tools "
+                        f"(the service: {self.TOOL_BLOCKS_NEED_TOOLS!r})"
+                    )
         if notes is None and self._keyed:
             # The same fold as a scan from scratch over earlier + message, extending the
             # previous check's scan where earlier extends its messages.

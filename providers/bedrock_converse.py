@@ -127,6 +127,11 @@ class BedrockConverse(TurnMarkers, Provider):
     MESSAGE_MARKERS = frozenset({CachePosition.CONTEXT, CachePosition.TAIL, CachePosition.TURN})
     CACHE_POSITIONS = _ALL_POSITIONS
     RESERVED_OPTIONS = frozenset({"modelId", "messages", "system", "toolConfig", "inferenceConfig"})
+    # The ValidationException Converse answers (langgenius/dify#17545 and
+    # elastic/kibana#246943 quote it, Claude on Bedrock).
+    TOOL_BLOCKS_NEED_TOOLS = (
+        "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+    )
     URI_MEMBERS = ("modelId",)
     #: "A conversation must alternate between user and assistant roles" (see above):
     #: same-role neighbours become blocks of one wire message; the first is a user one.

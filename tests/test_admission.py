@@ -5,13 +5,22 @@ the record is written -- so a stored conversation always reopens and serializes.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conv_helpers import CONV, background, example_bundle, user
-from prefixlock import Conversation, HistoryError, SQLiteStore, ToolCall, ToolResult, providers
+from conv_helpers import CONV, REPO, background, example_bundle, user
+from prefixlock import (
+    Conversation,
+    HistoryError,
+    SQLiteStore,
+    ToolCall,
+    ToolResult,
+    build_bundle,
+    providers,
+)
 from prefixlock.core.errors import (
     CanonicalJSONError,
     PrefixlockError,
@@ -456,3 +465,71 @@ def test_an_output_of_an_unknown_provider_is_refused_before_anything_is_stored(
         conv.record(output)
     assert str(raised.value) == message
     assert _records(tmp_path / "s.db") == 1
+
+
+def _toolless_root(tmp_path: Path, providers_yaml: str) -> Conversation:
+    """The minimal spec with no tools and the given providers, opened on SQLite."""
+    root = tmp_path / "spec"
+    shutil.copytree(REPO / "tests" / "data" / "specs" / "minimal", root)
+    (root / "rules" / "tools.yaml").write_text("tools: []\n", encoding="utf-8")
+    (root / "rules" / "providers.yaml").write_text(providers_yaml, encoding="utf-8")
+    bundle = build_bundle(root)
+    assert bundle.tools == ()
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), bundle, CONV)
+    conv.handle(user("u1"))
+    return conv
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "quote"),
+    [
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "Requests which include tool_use or tool_result blocks must define tools.",
+        ),
+        (
+            "bedrock-converse",
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "The toolConfig field must be defined when using toolUse and toolResult "
+            "content blocks.",
+        ),
+    ],
+)
+def test_a_tool_call_under_a_root_without_tools_is_refused_where_the_service_refuses_it(
+    tmp_path: Path, name: str, model: str, quote: str
+) -> None:
+    """Anthropic and Bedrock refuse a request whose history holds tool blocks when it
+    defines no tools, so such an output is not stored: every later request of the
+    conversation would be refused."""
+    conv = _toolless_root(
+        tmp_path,
+        "providers:\n"
+        f"  {name}: {{model: {model}, max_tokens: 1024}}\n"
+        "  openai-chat: {model: gpt-4.1, max_tokens: 1024}\n",
+    )
+    with pytest.raises(SerializationError) as raised:
+        conv.assistant(None, [ToolCall("c1", "read_file", {"path": "a.py"})])
+    assert str(raised.value) == (
+        "assistant output 'assistant:1': not stored, a configured provider would refuse "
+        f"it: {name}: message 'assistant:1' part 0: a tool call cannot be sent under a "
+        f"root that defines no tools (the service: {quote!r})"
+    )
+    assert _records(tmp_path / "s.db") == 1
+    conv.assistant("No tools here.")  # text alone is stored
+    assert _records(tmp_path / "s.db") == 2
+
+
+def test_a_tool_call_under_a_root_without_tools_is_stored_where_no_rule_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """Only the services documented to refuse it block it: with OpenAI Chat alone the
+    call and its result are stored and sent."""
+    conv = _toolless_root(
+        tmp_path, "providers:\n  openai-chat: {model: gpt-4.1, max_tokens: 1024}\n"
+    )
+    conv.assistant(None, [ToolCall("c1", "read_file", {"path": "a.py"})])
+    request = conv.tool_results([ToolResult("c1", "x = 1")])
+    body = json.loads(providers.get("openai-chat").serialize(request))
+    assert "tools" not in body
+    assert [m["role"] for m in body["messages"]][-2:] == ["assistant", "tool"]

@@ -27,7 +27,10 @@ pinned in ``tests/test_admission.py``):
    :mod:`prefixlock.providers.base`), as they leave out every thought signature.
 3. Nothing else is rewritten. Refused with a clear error: output with no non-blank part,
    a blank background / injected event text, a blank compaction summary, a value of the
-   wrong type (``ToolResult(id, None)``, ``compact(None)``).
+   wrong type (``ToolResult(id, None)``, ``compact(None)``), and, under a root that
+   defines no tools, a tool call or result where a configured provider's service refuses
+   tool blocks without tools (:attr:`Provider.TOOL_BLOCKS_NEED_TOOLS`: Anthropic,
+   Bedrock).
 """
 
 from __future__ import annotations
@@ -164,7 +167,9 @@ class Admission:
     check after the history's own append-only epoch list reads only the messages stored
     since the previous check; per-call work does not grow with the history."""
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str], *, tools: bool = True) -> None:
+        #: Whether the conversation's requests define tools (its root's tools).
+        self.tools = tools
         self._providers: tuple[Provider, ...] = tuple(get(name) for name in names)
         self._folds: dict[str, _Fold] = {
             p.name: _Fold()
@@ -191,7 +196,7 @@ class Admission:
             for index, message in enumerate(messages):
                 before = _Joined(earlier, messages[:index]) if index else earlier
                 try:
-                    provider.check_message(message, before, notes=notes)
+                    provider.check_message(message, before, notes=notes, tools=self.tools)
                 except SerializationError as err:
                     raise SerializationError(
                         f"{field}: not stored, a configured provider would refuse it: {err}"

@@ -406,7 +406,8 @@ class Conversation:
         root's settings would refuse them appended to the current epoch (or, with
         ``reset``, starting a new one)."""
         if self._admission is None:
-            self._admission = Admission([s.provider for s in self.history.root.settings])
+            root = self.history.root
+            self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
         earlier = () if reset else self.history.messages
         self._admission.check(messages, earlier, field)
 
