@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prefixlock.core import canonical
@@ -612,6 +613,52 @@ def test_failed_write_keeps_the_earlier_outputs(
     monkeypatch.setattr(prefixlock.spec.outputs, "_write_file", failing_write)
     with pytest.raises(OSError, match="No space left"):
         write_outputs(bundle, root, root / "build")
+    assert tree(root / "build") == before_out
+    assert (root / LOCK_FILE).read_bytes() == before_lock
+    assert sorted(p.name for p in root.iterdir()) == ["build", LOCK_FILE, "prompt", "rules"]
+
+
+def test_a_lock_that_cannot_be_written_keeps_the_earlier_outputs(tmp_path: Path) -> None:
+    """A lock file that cannot be replaced (here a folder in its place) fails the build
+    before the output folder changes: never a new build beside an old lock."""
+    root = spec_root(tmp_path)
+    write_outputs(build_bundle(root), root, root / "build")
+    before_out = tree(root / "build")
+    (root / LOCK_FILE).unlink()
+    (root / LOCK_FILE).mkdir()
+    edit("rules/tools.yaml", "Read a file.", "Read one file.")(root)
+    with pytest.raises(BuildError) as raised:
+        write_outputs(build_bundle(root), root, root / "build")
+    assert str(raised.value) == (
+        f"{str(root / LOCK_FILE)!r} is a folder, not a lock file: remove it"
+    )
+    assert tree(root / "build") == before_out
+    assert sorted(p.name for p in root.iterdir()) == ["build", LOCK_FILE, "prompt", "rules"]
+
+
+def test_a_failed_lock_rename_puts_the_earlier_outputs_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is renamed into place last; if that rename fails, the earlier output
+    folder goes back and the temporary lock is removed."""
+    import prefixlock.spec.outputs
+
+    root = spec_root(tmp_path)
+    write_outputs(build_bundle(root), root, root / "build")
+    before_out, before_lock = tree(root / "build"), (root / LOCK_FILE).read_bytes()
+    edit("rules/tools.yaml", "Read a file.", "Read one file.")(root)
+    bundle = build_bundle(root)
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        if Path(dst).name == LOCK_FILE:
+            raise OSError(30, "Read-only file system")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(prefixlock.spec.outputs.os, "replace", replace)
+    with pytest.raises(OSError, match="Read-only"):
+        write_outputs(bundle, root, root / "build")
+    monkeypatch.undo()
     assert tree(root / "build") == before_out
     assert (root / LOCK_FILE).read_bytes() == before_lock
     assert sorted(p.name for p in root.iterdir()) == ["build", LOCK_FILE, "prompt", "rules"]

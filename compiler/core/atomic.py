@@ -11,14 +11,27 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["replace_file", "staging_dir", "swap_in", "umask"]
+__all__ = ["replace_file", "staged_file", "staging_dir", "swap_in", "umask"]
 
 
 def replace_file(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, with the mode a plain ``open`` would give
     (``mkstemp`` makes files private); the parent folder is created if missing."""
+    temp = staged_file(path, data)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def staged_file(path: Path, data: bytes) -> Path:
+    """``data`` written and flushed to a new temporary file beside ``path``, with the
+    mode a plain ``open`` would give, for the caller to rename over ``path`` (or
+    delete): the write that can fail is done before anything is replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -27,10 +40,10 @@ def replace_file(path: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    return Path(temp)
 
 
 def staging_dir(parent: Path, prefix: str) -> Path:
@@ -41,21 +54,32 @@ def staging_dir(parent: Path, prefix: str) -> Path:
     return staging
 
 
-def swap_in(staging: Path, out: Path) -> None:
+def swap_in(staging: Path, out: Path, *, then: Callable[[], None] | None = None) -> None:
     """Replace folder ``out`` by ``staging`` (two renames; the old one is restored on
-    failure, then deleted)."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    os.replace(out, old / "out")
+    failure, then deleted). ``then``: run once the new folder is in place; if it fails,
+    the old folder (or none, if there was none) is put back before its error goes on."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.replace(out, old / "out")
     try:
-        os.replace(staging, out)
-    except BaseException:
-        os.replace(old / "out", out)
-        raise
+        try:
+            os.replace(staging, out)
+        except BaseException:
+            if old is not None:
+                os.replace(old / "out", out)
+            raise
+        if then is not None:
+            try:
+                then()
+            except BaseException:
+                os.replace(out, staging)  # the caller's staging folder, to delete
+                if old is not None:
+                    os.replace(old / "out", out)
+                raise
     finally:
-        shutil.rmtree(old, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def umask() -> int:

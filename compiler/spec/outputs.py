@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..core import canonical
-from ..core.atomic import replace_file, staging_dir, swap_in
+from ..core.atomic import replace_file, staged_file, staging_dir, swap_in
 from ..core.errors import BuildError, CanonicalJSONError
 from .bundle import Bundle
 
@@ -63,22 +63,32 @@ def _check_out(root: Path, out: Path) -> None:
 def write_outputs(bundle: Bundle, root: Path, out: Path) -> None:
     """Write the parts and the manifest to ``out`` and the lock file to ``root``.
 
-    The output folder is written complete into a temporary folder next to ``out`` and
-    then swapped in; the lock file is replaced with :func:`os.replace`. A failure leaves
-    the earlier outputs in place.
+    The output folder is written complete into a temporary folder next to ``out``, and
+    the lock file into a temporary file next to it; then the folder is swapped in and
+    the lock renamed over the old one (if that rename fails, the old folder goes back).
+    A failure leaves the earlier outputs and lock in place, never one without the other.
     """
     root, out = Path(root), Path(out)
     _check_out(root, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = staging_dir(out.parent, f".{out.name}.new-")
+    lock_path = root / LOCK_FILE
+    if lock_path.is_dir():
+        raise BuildError(f"{str(lock_path)!r} is a folder, not a lock file: remove it")
     try:
+        lock = staged_file(lock_path, bundle.manifest_bytes())
+    except OSError as err:
+        raise BuildError(f"cannot write {str(lock_path)!r}: {err.strerror or err}") from None
+    staging: Path | None = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = staging_dir(out.parent, f".{out.name}.new-")
         for name, data in sorted(_outputs(bundle).items()):
             _write_file(staging / name, data)
-        swap_in(staging, out)
+        swap_in(staging, out, then=lambda: os.replace(lock, lock_path))
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        lock.unlink(missing_ok=True)
         raise
-    write_lock(bundle, root)
 
 
 def write_lock(bundle: Bundle, root: Path) -> None:
