@@ -636,6 +636,27 @@ def test_a_lock_that_cannot_be_written_keeps_the_earlier_outputs(tmp_path: Path)
     assert sorted(p.name for p in root.iterdir()) == ["build", LOCK_FILE, "prompt", "rules"]
 
 
+def test_a_lock_folder_that_refuses_the_temporary_file_names_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error names the lock file, not the temporary file beside it."""
+    import prefixlock.core.atomic
+
+    root = spec_root(tmp_path)
+    real = prefixlock.core.atomic.tempfile.mkstemp
+
+    def mkstemp(prefix: str, dir: Path) -> tuple[int, str]:
+        if prefix == f".{LOCK_FILE}.":
+            raise PermissionError(1, "Operation not permitted", f"{dir}/{prefix}x1")
+        return real(prefix=prefix, dir=dir)
+
+    monkeypatch.setattr(prefixlock.core.atomic.tempfile, "mkstemp", mkstemp)
+    with pytest.raises(BuildError) as raised:
+        write_outputs(build_bundle(root), root, root / "build")
+    assert str(raised.value) == (f"cannot write {str(root / LOCK_FILE)!r}: Operation not permitted")
+    assert sorted(p.name for p in root.iterdir()) == ["prompt", "rules"]
+
+
 def test_a_failed_lock_rename_puts_the_earlier_outputs_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
