@@ -219,12 +219,20 @@ def _checked(value: JsonValue, path: str, limit: int, nul: bool = True) -> Any:
         return _check(value, path, limit, 0, nul)
 
 
-def check(value: JsonValue, path: str = "$", *, strings_without_nul: bool = False) -> None:
+def check(
+    value: JsonValue,
+    path: str = "$",
+    *,
+    strings_without_nul: bool = False,
+    max_depth: int = MAX_DEPTH,
+) -> None:
     """Raise :class:`CanonicalJSONError` (with ``path``) unless ``value`` has a canonical
-    form within the limits; with ``strings_without_nul`` NUL in strings is refused too."""
+    form within the limits; with ``strings_without_nul`` NUL in strings is refused too.
+    ``max_depth``: for a value whose own shape wraps members held to :data:`MAX_DEPTH`
+    (a provider response around a tool input)."""
     if type(value) is str and value.isascii() and not (strings_without_nul and "\0" in value):
         return  # the common case (an id, a name, an output): nothing to refuse
-    _verified(value, path, MAX_DEPTH, not strings_without_nul)
+    _verified(value, path, max_depth, not strings_without_nul)
 
 
 def check_encodable(value: JsonValue, *, known: Container[str] = frozenset()) -> None:

@@ -110,7 +110,10 @@ class SSEStreamReader(StreamReader):
 
 
 class EventStreamReader(StreamReader):
-    """A stream of AWS event-stream frames (Bedrock ``ConverseStream``)."""
+    """A stream of AWS event-stream frames (Bedrock ``ConverseStream``), handled frame by
+    frame in order: a frame the decoder refuses is reported only after every frame
+    before it was handled (by the next :meth:`feed` or by :meth:`result`), as botocore
+    does, so an exception frame ahead of a corrupt one is what fails the stream."""
 
     def __init__(self) -> None:
         self._decoder = FrameDecoder()
@@ -178,24 +181,37 @@ def one_output(name: str, candidate: int | None) -> None:
 # -- building outputs ------------------------------------------------------------------
 
 
-def load_object(body: bytes, what: str = "response") -> dict[str, Any]:
-    """A JSON object, or a :class:`ResponseError` that is not retry-safe."""
+def load_object(body: bytes, what: str = "response", *, wrapper: int = 0) -> dict[str, Any]:
+    """A JSON object, or a :class:`ResponseError` that is not retry-safe.
+
+    It may nest :data:`~prefixlock.core.canonical.MAX_DEPTH` levels, plus ``wrapper``:
+    the levels of the provider's own shape around a value held to ``MAX_DEPTH`` on its
+    own (a tool input of a whole response, which the reader checks with
+    :func:`encodable`), so that a tool input reads the same in a whole response as in a
+    stream, where it is parsed alone. Deeper than the parser can go is the same refusal
+    (never a ``RecursionError``)."""
+    limit = canonical.MAX_DEPTH + wrapper
     try:
         value = canonical.loads(body)
+    except RecursionError:  # the parser's own stack, far beyond the limit
+        raise ResponseError(
+            f"{what}: nesting deeper than {limit} levels", retry_safe=False
+        ) from None
     except (ValueError, CanonicalJSONError) as err:
         raise ResponseError(f"{what}: not JSON ({err})", retry_safe=False) from None
     if not isinstance(value, dict):
         raise ResponseError(f"{what}: expected a JSON object", retry_safe=False)
-    encodable(value, what)
+    encodable(value, what, wrapper=wrapper)
     return value
 
 
-def encodable(value: Any, what: str) -> None:
+def encodable(value: Any, what: str, *, wrapper: int = 0) -> None:
     """A :class:`ResponseError` (not retry-safe) naming the path of anything in ``value``
-    the canonical encoder refuses (an integer beyond 64 bits, a lone surrogate): what
-    is read is recorded and sent again, so it must encode."""
+    the canonical encoder refuses (an integer beyond 64 bits, a lone surrogate, nesting
+    beyond ``MAX_DEPTH + wrapper`` levels, see :func:`load_object`): what is read is
+    recorded and sent again, so it must encode."""
     try:
-        canonical.check(value)
+        canonical.check(value, max_depth=canonical.MAX_DEPTH + wrapper)
     except CanonicalJSONError as err:
         raise ResponseError(f"{what}: {err}", retry_safe=False) from None
 

@@ -100,7 +100,7 @@ class BedrockConverseReader(Reader):
 
     def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
         one_output(self.name, candidate)
-        data = load_object(body)
+        data = load_object(body, wrapper=_INPUT_WRAPPER)
         message = _member(data, "output", dict, "response")
         message = _member(message, "message", dict, "response.output")
         blocks = _member(message, "content", list, "response.output.message")
@@ -126,6 +126,12 @@ class BedrockConverseReader(Reader):
 
 _EXPECTED: Mapping[type[Any], str] = {dict: "an object", list: "an array", str: "a string"}
 
+#: The levels of a ``Converse`` body around a ``toolUse.input`` (the body,
+#: ``output``, ``message``, ``content``, the block, ``toolUse``): the body may nest that
+#: much deeper than ``MAX_DEPTH`` and each input is held to ``MAX_DEPTH`` on its own, as
+#: a stream's input, which comes alone (a JSON text in its deltas), is.
+_INPUT_WRAPPER = 6
+
 
 def _member(data: Mapping[str, Any], key: str, kind: type[Any], where: str) -> Any:
     value = data.get(key)
@@ -149,6 +155,7 @@ def _block(block: Any, where: str) -> Part:
         call_id = _member(value, "toolUseId", str, f"{where}.toolUse")
         name = _member(value, "name", str, f"{where}.toolUse")
         arguments = _member(value, "input", dict, f"{where}.toolUse")
+        encodable(arguments, f"{where}.toolUse.input")
         return tool_call(call_id, name, canonical.dumps(arguments))
     if kind == "reasoningContent":
         if not isinstance(value, dict) or len(value) != 1:
@@ -363,6 +370,11 @@ def _blob(value: str, where: str) -> bytes:
 def _arguments(joined: str, where: str) -> dict[str, Any]:
     try:
         value = canonical.loads(joined)
+    except RecursionError:  # the parser's own stack, far beyond the limit
+        raise ResponseError(
+            f"{where}: toolUse input: nesting deeper than {canonical.MAX_DEPTH} levels",
+            retry_safe=False,
+        ) from None
     except (ValueError, CanonicalJSONError) as err:
         raise ResponseError(
             f"{where}: toolUse input is not JSON ({err})", retry_safe=False
@@ -376,7 +388,7 @@ def _arguments(joined: str, where: str) -> dict[str, Any]:
 def _exception_message(payload: bytes) -> str:
     try:
         value = canonical.loads(payload)
-    except (ValueError, CanonicalJSONError):
+    except (ValueError, CanonicalJSONError, RecursionError):
         return payload.decode("utf-8", "replace")
     if isinstance(value, dict) and isinstance(value.get("message"), str):
         return str(value["message"])
