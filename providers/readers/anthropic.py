@@ -39,6 +39,7 @@ from .base import (
     SSEStreamReader,
     StreamReader,
     count,
+    encodable,
     load_object,
     one_output,
     opaque,
@@ -66,6 +67,12 @@ DELTA_FIELDS: Mapping[str, tuple[str, str]] = {
 }
 
 
+#: The levels of a Messages body around a ``tool_use.input`` (the body, ``content``, the
+#: block): the body may nest that much deeper than ``MAX_DEPTH``, and each input is held
+#: to ``MAX_DEPTH`` on its own, as a stream's input (a JSON text in its deltas) is.
+_INPUT_WRAPPER = 3
+
+
 def _part(block: Mapping[str, Any]) -> Part:
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str) and not block.get("citations"):
@@ -77,6 +84,7 @@ def _part(block: Mapping[str, Any]) -> Part:
                 "anthropic tool_use block needs a string id and name and an input object",
                 retry_safe=False,
             )
+        encodable(args, "anthropic tool_use input")
         return tool_call(call_id, name, canonical.dumps(args))
     if not isinstance(kind, str):
         raise ResponseError("anthropic content block without a type", retry_safe=False)
@@ -134,7 +142,7 @@ class AnthropicReader(Reader):
 
     def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
         one_output(self.name, candidate)
-        message = load_object(body)
+        message = load_object(body, wrapper=_INPUT_WRAPPER)
         if message.get("type") == "error":
             raise _error(message)
         content = message.get("content")
@@ -155,7 +163,7 @@ class AnthropicReader(Reader):
             return True
         try:
             value = canonical.loads(body)
-        except (ValueError, CanonicalJSONError):
+        except (ValueError, CanonicalJSONError, RecursionError):
             return False
         error = value.get("error") if isinstance(value, dict) else None
         return isinstance(error, dict) and error.get("type") in RETRY_ERROR_TYPES

@@ -208,7 +208,7 @@ class GeminiReader(Reader):
             return True
         try:
             value = canonical.loads(body)
-        except (ValueError, CanonicalJSONError):
+        except (ValueError, CanonicalJSONError, RecursionError):
             return False
         error = value.get("error") if isinstance(value, dict) else None
         return isinstance(error, dict) and error.get("status") in RETRY_CODES
