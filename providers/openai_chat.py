@@ -15,6 +15,22 @@ as ``content``, tool calls as ``tool_calls`` with ``arguments`` the stored argum
 string, verbatim as the model sent it); tool results -> one ``tool`` message per
 result, in order. The wire has no tool-error flag, so ``is_error`` travels only in
 the output text the caller wrote.
+
+Tool call ids: the API refuses a ``tool_calls[].id`` (and so a ``tool_call_id``) longer
+than 40 characters: 400 "Invalid 'messages[2].tool_calls[0].id': string too long.
+Expected a string with maximum length 40, but got a string with length 41 instead."
+(microsoft/autogen#6377, camel-ai/camel#2215, BerriAI/litellm#17343; a 44-character id
+in Portkey-AI/gateway#1062, a 51-character one in vercel/ai#8132). Ids that long come
+from other providers and gateways (``call_`` + a UUID is 41 characters, Bedrock's reach
+64). Such an id is mapped, never refused, by one fixed rule (:func:`capped_id`),
+applied identically to the assistant's ``tool_calls[].id`` and to the ``tool_call_id``
+of the tool message answering it, so the two still pair: its first 23 characters, then
+``_`` and the first 16 hex digits of the SHA-256 of the whole id (UTF-8), 40 in all
+(``call_`` + a UUID -> ``call_<first 18 of the UUID>_<16 hex>``). An id of at most 40
+characters is sent as is. The mapping depends on the id only (so a message's bytes
+never depend on another, and are the same on every call: no fragment key is needed),
+and two different ids map apart unless their 64-bit digests collide (a short id equals
+a mapped one only if it was built to end in that id's digest).
 """
 
 from __future__ import annotations
@@ -22,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from ..core.canonical import Ordered
+from ..core.canonical import Ordered, sha256_hex
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -33,6 +49,31 @@ from ..core.messages import (
 )
 from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
+
+#: ``tool_calls[].id`` / ``tool_call_id``: "Expected a string with maximum length 40"
+#: (the API's 400; sources in the module docstring; the SDK type is a plain ``str``).
+TOOL_CALL_ID_MAX = 40
+#: Hex digits of the SHA-256 ending a mapped id (64 bits, as Anthropic's mapping).
+ID_DIGEST_LENGTH = 16
+
+
+def capped_id(call_id: str, limit: int) -> str:
+    """``call_id`` as a wire that refuses ids longer than ``limit`` characters accepts
+    it: unchanged when it fits, else its first ``limit - 17`` characters, ``_`` and the
+    first :data:`ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module docstring;
+    OpenAI Responses uses it with 64). A mapped id fits, so mapping it again keeps it."""
+    if len(call_id) <= limit:
+        return call_id
+    # surrogatepass: a lone surrogate (refused elsewhere) must not crash the digest
+    data = call_id.encode("utf-8", "surrogatepass")
+    digest = sha256_hex(data).removeprefix("sha256:")[:ID_DIGEST_LENGTH]
+    return f"{call_id[: limit - ID_DIGEST_LENGTH - 1]}_{digest}"
+
+
+def wire_tool_call_id(call_id: str) -> str:
+    """``call_id`` as Chat Completions accepts it (at most :data:`TOOL_CALL_ID_MAX`
+    characters; see the module docstring)."""
+    return capped_id(call_id, TOOL_CALL_ID_MAX)
 
 
 class OpenAIChat(Provider):
@@ -115,7 +156,7 @@ class OpenAIChat(Provider):
             at.fail(f"a tool call in a {at.message.kind} message")
         self.arguments_object(part, at)
         return Ordered(
-            id=part.call_id,
+            id=wire_tool_call_id(part.call_id),
             type="function",
             function=Ordered(name=self.tool_name(part.name, at), arguments=part.arguments),
         )
@@ -123,7 +164,9 @@ class OpenAIChat(Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
-        return Ordered(role="tool", tool_call_id=part.call_id, content=part.output)
+        return Ordered(
+            role="tool", tool_call_id=wire_tool_call_id(part.call_id), content=part.output
+        )
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
         if at.message.role == "tool":

@@ -44,6 +44,16 @@ which a canonical message does not carry), tool call -> ``function_call`` item
 (``call_id``, ``name``, ``arguments`` string), own opaque part (a ``reasoning`` item
 with ``encrypted_content``, or any output item recorded verbatim) -> that item as
 received; tool results -> one ``function_call_output`` item per result.
+
+Call ids: the API refuses a ``call_id`` longer than 64 characters: 400
+``string_above_max_length`` "Invalid 'input[95].call_id': string too long. Expected a
+string with maximum length 64, but got a string with length 116 instead."
+(AnswerDotAI/fastllm#45). Such an id is mapped, never refused, by the rule Chat
+Completions uses for its 40 (:func:`~.openai_chat.capped_id` with 64: the first 47
+characters, ``_`` and the first 16 hex digits of the id's SHA-256), applied identically
+to the ``function_call.call_id`` and to the ``function_call_output.call_id`` answering
+it, so the two still pair; an id of at most 64 characters is sent as is. It depends on
+the id only, so a message's bytes never depend on another.
 """
 
 from __future__ import annotations
@@ -65,6 +75,17 @@ from ..core.messages import (
 )
 from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
+from .openai_chat import capped_id
+
+#: ``call_id``: "Expected a string with maximum length 64" (the API's 400
+#: ``string_above_max_length``, AnswerDotAI/fastllm#45; the SDK type is a plain ``str``).
+CALL_ID_MAX = 64
+
+
+def wire_call_id(call_id: str) -> str:
+    """``call_id`` as the Responses API accepts it (at most :data:`CALL_ID_MAX`
+    characters; see the module docstring)."""
+    return capped_id(call_id, CALL_ID_MAX)
 
 
 class OpenAIResponses(Provider):
@@ -170,7 +191,7 @@ class OpenAIResponses(Provider):
         self.arguments_object(part, at)
         return Ordered(
             type="function_call",
-            call_id=part.call_id,
+            call_id=wire_call_id(part.call_id),
             name=self.tool_name(part.name, at),
             arguments=part.arguments,
         )
@@ -178,7 +199,9 @@ class OpenAIResponses(Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
-        return Ordered(type="function_call_output", call_id=part.call_id, output=part.output)
+        return Ordered(
+            type="function_call_output", call_id=wire_call_id(part.call_id), output=part.output
+        )
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
         if at.message.role != "assistant":

@@ -248,7 +248,58 @@ def gemini_cached_content_excludes_the_root(body: Mapping[str, Any]) -> list[str
     ]
 
 
+# ------------------------------------------------------------ OpenAI Chat Completions
+
+#: ``tool_calls[].id`` / ``tool_call_id``: 400 "Invalid 'messages[2].tool_calls[0].id':
+#: string too long. Expected a string with maximum length 40, but got a string with
+#: length 41 instead." (microsoft/autogen#6377, camel-ai/camel#2215,
+#: BerriAI/litellm#17343; 44 characters refused in Portkey-AI/gateway#1062, 51 in
+#: vercel/ai#8132). The SDK type is a plain ``str``.
+CHAT_TOOL_CALL_ID_MAX = 40
+
+
+def chat_tool_call_ids_at_most_40(body: Mapping[str, Any]) -> list[str]:
+    # Chat Completions: an assistant's tool_calls[].id, and the tool message's
+    # tool_call_id naming it, are at most 40 characters (the 400 quoted above).
+    out = []
+    for i, message in enumerate(_messages(body)):
+        if not isinstance(message, Mapping):
+            continue
+        found = [(f"$.messages[{i}].tool_call_id", message.get("tool_call_id"))]
+        found += [
+            (f"$.messages[{i}].tool_calls[{j}].id", call.get("id"))
+            for j, call in enumerate(_list(message.get("tool_calls")))
+            if isinstance(call, Mapping)
+        ]
+        out += [
+            f"{path}: string too long ({len(value)}): at most {CHAT_TOOL_CALL_ID_MAX}"
+            for path, value in found
+            if isinstance(value, str) and len(value) > CHAT_TOOL_CALL_ID_MAX
+        ]
+    return out
+
+
 # ------------------------------------------------------------------ OpenAI Responses
+
+#: ``call_id`` of ``function_call`` / ``function_call_output`` input items: 400
+#: ``string_above_max_length`` "Invalid 'input[95].call_id': string too long. Expected a
+#: string with maximum length 64, but got a string with length 116 instead."
+#: (AnswerDotAI/fastllm#45). The SDK type is a plain ``str``.
+RESPONSES_CALL_ID_MAX = 64
+
+
+def responses_call_ids_at_most_64(body: Mapping[str, Any]) -> list[str]:
+    # Responses: a function_call's call_id, and the function_call_output's naming it,
+    # are at most 64 characters (the 400 quoted above).
+    return [
+        f"$.input[{i}].call_id: string too long ({len(item['call_id'])}): at most "
+        f"{RESPONSES_CALL_ID_MAX}"
+        for i, item in enumerate(_list(body.get("input")))
+        if isinstance(item, Mapping)
+        and item.get("type") in ("function_call", "function_call_output")
+        and isinstance(item.get("call_id"), str)
+        and len(item["call_id"]) > RESPONSES_CALL_ID_MAX
+    ]
 
 
 def responses_stateless_items_carry_no_ids(body: Mapping[str, Any]) -> list[str]:
@@ -294,8 +345,8 @@ def _count(value: Any, hit: Callable[[Mapping[str, Any]], bool]) -> int:
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "openai-chat": (),
-    "openai-responses": (responses_stateless_items_carry_no_ids,),
+    "openai-chat": (chat_tool_call_ids_at_most_40,),
+    "openai-responses": (responses_stateless_items_carry_no_ids, responses_call_ids_at_most_64),
     "anthropic": (
         anthropic_roles,
         anthropic_tool_use_ids,

@@ -102,10 +102,20 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
         "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
     },
+    "openai-chat": {
+        "chat_tool_call_ids_at_most_40": (
+            _set(("messages", 4, "tool_call_id"), "call_" + "a" * 36),
+            "$.messages[4].tool_call_id: string too long (41): at most 40",
+        ),
+    },
     "openai-responses": {
         "responses_stateless_items_carry_no_ids": (
             _set(("input", 1), {"type": "reasoning", "id": "rs_1", "summary": []}),
             "$.input[1].id: store is false: input items carry no id",
+        ),
+        "responses_call_ids_at_most_64": (
+            _set(("input", 3, "call_id"), "c" * 65),
+            "$.input[3].call_id: string too long (65): at most 64",
         ),
     },
     "gemini": {

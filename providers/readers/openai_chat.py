@@ -6,12 +6,12 @@ of one choice (with ``n > 1`` the caller picks it, ``candidate=i``; see
 opaque ``{"refusal": ..., "type": "refusal"}`` part, which the serializer sends back as
 the assistant content part of that shape (``ChatCompletionContentPartRefusalParam``);
 ``message.tool_calls[]`` -> tool calls (``id``, ``function.name``, ``function.arguments``
-verbatim); an audio reply (``modalities: ["text", "audio"]``: no ``content``,
-``message.audio``) -> its ``transcript`` as the text part: the audio ``id`` expires
-(``expires_at``), so a history that every later call repeats cannot hold it, and the
-serializer sends the text back as the assistant's content. Stop reason:
-``finish_reason``. Usage: ``prompt_tokens`` (cached included),
-``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
+verbatim, except that empty arguments read as ``{}``: see :func:`call_arguments`); an
+audio reply (``modalities: ["text", "audio"]``: no ``content``, ``message.audio``) -> its
+``transcript`` as the text part: the audio ``id`` expires (``expires_at``), so a history
+that every later call repeats cannot hold it, and the serializer sends the text back as
+the assistant's content. Stop reason: ``finish_reason``. Usage: ``prompt_tokens``
+(cached included), ``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
 ``completion_tokens_details.reasoning_tokens``;
 ``prompt_tokens_details.cache_write_tokens`` where reported (newer API versions), else
 ``None``.
@@ -45,7 +45,7 @@ from .base import (
 )
 from .sse import Event
 
-__all__ = ["OpenAIChatReader", "error_failure", "openai_retryable"]
+__all__ = ["OpenAIChatReader", "call_arguments", "error_failure", "openai_retryable"]
 
 NAME = "openai-chat"
 
@@ -125,6 +125,16 @@ def _transcript(audio: Any) -> str | None:
     return None
 
 
+def call_arguments(arguments: str) -> str:
+    """A tool call's argument string as recorded: verbatim, but ``"{}"`` when it is empty
+    or whitespace-only. The API sends ``arguments: ""`` for a call of a tool without
+    parameters (openai/openai-python#3502, langchain-ai/langchain#13467; OpenAI-compatible
+    servers too, vllm-project/vllm#19419), which is no JSON object and so could not be
+    recorded; it means no arguments, as the Anthropic and Bedrock readers read an empty
+    input. Used by the Responses reader as well."""
+    return arguments if arguments.strip() else "{}"
+
+
 def _string(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ResponseError(f"openai-chat {what}: expected a string", retry_safe=False)
@@ -149,7 +159,7 @@ class OpenAIChatReader(Reader):
             (
                 _string(call.get("id"), "tool call id"),
                 _string(call["function"].get("name"), "tool call name"),
-                _string(call["function"].get("arguments"), "tool call arguments"),
+                call_arguments(_string(call["function"].get("arguments"), "tool call arguments")),
             )
             for call in message.get("tool_calls") or []
         ]
@@ -235,7 +245,7 @@ class OpenAIChatStream(SSEStreamReader):
                 f"openai-chat stream has no choice {self.candidate}", retry_safe=False
             )
         calls = [
-            ("".join(ids), "".join(names), "".join(arguments))
+            ("".join(ids), "".join(names), call_arguments("".join(arguments)))
             for _, (ids, names, arguments) in sorted(self.calls.items())
         ]
         return output(

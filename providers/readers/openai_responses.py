@@ -4,9 +4,10 @@ Mapping (openai-python ``types/responses/response.py``, ``response_output_item.p
 ``output[]`` in order: a ``message`` item -> one text part per ``output_text`` content
 part (a message holding anything else, such as a ``refusal`` part, is kept whole as an
 opaque item); ``function_call`` -> a tool call (``call_id``, ``name``, ``arguments``
-verbatim); every other item -- ``reasoning`` with its ``encrypted_content`` and
-``summary`` first of all -> an opaque part holding the item as received, which the
-serializer sends back as that input item. Stop reason: ``status``, or
+verbatim, but empty arguments read as ``{}``, as Chat Completions': see
+:func:`~.openai_chat.call_arguments`); every other item -- ``reasoning`` with its
+``encrypted_content`` and ``summary`` first of all -> an opaque part holding the item as
+received, which the serializer sends back as that input item. Stop reason: ``status``, or
 ``incomplete_details.reason`` for an ``incomplete`` response; a ``failed`` response is a
 :class:`~prefixlock.core.errors.ResponseError`. Usage: ``input_tokens`` (cached
 included), ``input_tokens_details.cached_tokens``, ``output_tokens``,
@@ -40,7 +41,7 @@ from .base import (
     tool_call,
     usage,
 )
-from .openai_chat import error_failure, openai_retryable
+from .openai_chat import call_arguments, error_failure, openai_retryable
 from .sse import Event
 
 __all__ = ["OpenAIResponsesReader"]
@@ -77,7 +78,8 @@ def _item_parts(item: Any) -> list[Part]:
                 "openai-responses function_call: call_id, name and arguments must be strings",
                 retry_safe=False,
             )
-        return [tool_call(call_id, name, arguments)]
+        # "" for a tool without parameters (sources at call_arguments): no arguments
+        return [tool_call(call_id, name, call_arguments(arguments))]
     content = item.get("content")
     if (
         kind == "message"
