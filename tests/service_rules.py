@@ -344,6 +344,36 @@ def _count(value: Any, hit: Callable[[Mapping[str, Any]], bool]) -> int:
     return 0
 
 
+def _has_block(body: Mapping[str, Any], kinds: tuple[str, ...], *, typed: bool) -> bool:
+    """Whether a message's content holds a block of one of ``kinds`` (``type`` member
+    with ``typed``, else the block's one key, as Bedrock writes blocks)."""
+    for message in _messages(body):
+        if not isinstance(message, Mapping):
+            continue
+        for block in _list(message.get("content")):
+            if isinstance(block, Mapping) and (
+                block.get("type") in kinds if typed else any(k in block for k in kinds)
+            ):
+                return True
+    return False
+
+
+def anthropic_tool_blocks_need_tools(body: Mapping[str, Any]) -> list[str]:
+    # Messages API 400: "Requests which include tool_use or tool_result blocks must
+    # define tools." (anthropics/anthropic-sdk-python#494)
+    if body.get("tools") or not _has_block(body, ("tool_use", "tool_result"), typed=True):
+        return []
+    return ["$.tools: requests which include tool_use or tool_result blocks must define tools"]
+
+
+def bedrock_tool_blocks_need_tool_config(body: Mapping[str, Any]) -> list[str]:
+    # Converse ValidationException: "The toolConfig field must be defined when using
+    # toolUse and toolResult content blocks." (langgenius/dify#17545, elastic/kibana#246943)
+    if body.get("toolConfig") or not _has_block(body, ("toolUse", "toolResult"), typed=False):
+        return []
+    return ["$.toolConfig: must be defined when using toolUse and toolResult content blocks"]
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "openai-chat": (chat_tool_call_ids_at_most_40,),
     "openai-responses": (responses_stateless_items_carry_no_ids, responses_call_ids_at_most_64),
@@ -353,6 +383,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         anthropic_tool_results_first,
         anthropic_no_blank_text,
         anthropic_at_most_four_breakpoints,
+        anthropic_tool_blocks_need_tools,
     ),
     "gemini": (gemini_request_fields_at_top_level, gemini_cached_content_excludes_the_root),
     "bedrock-converse": (
@@ -360,6 +391,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         bedrock_roles_alternate,
         bedrock_no_blank_text,
         bedrock_at_most_four_cache_points,
+        bedrock_tool_blocks_need_tool_config,
     ),
 }
 

@@ -85,6 +85,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
         ),
         "bedrock_at_most_four_cache_points": (_five_cache_points, "5 cachePoint blocks"),
+        "bedrock_tool_blocks_need_tool_config": (
+            lambda body: body.pop("toolConfig"),
+            "$.toolConfig: must be defined when using toolUse and toolResult content blocks",
+        ),
     },
     "anthropic": {
         "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
@@ -101,6 +105,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
         ),
         "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
+        "anthropic_tool_blocks_need_tools": (
+            lambda body: body.pop("tools"),
+            "$.tools: requests which include tool_use or tool_result blocks must define tools",
+        ),
     },
     "openai-chat": {
         "chat_tool_call_ids_at_most_40": (
