@@ -420,9 +420,10 @@ def test_aliases_and_merge_keys_expand() -> None:
     assert doc.locations["$.a"] == loc(4, 3, "m.yaml")
     assert doc.locations["$.a.max_tokens"] == loc(5, 15, "m.yaml")
     assert doc.locations["$.a.model"] == loc(1, 21, "m.yaml")
-    # An alias is located where it is used; its members where the anchor defines them.
+    # An alias is located where it is used, and so are its members (an error in the
+    # copy points at the alias that made it).
     assert doc.locations["$.c"] == loc(7, 4, "m.yaml")
-    assert doc.locations["$.c[1]"] == loc(2, 17, "m.yaml")
+    assert doc.locations["$.c[1]"] == loc(7, 4, "m.yaml")
     # Values built from an alias are independent copies.
     assert doc.value["c"] is not doc.value["list"]
 

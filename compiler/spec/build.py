@@ -27,6 +27,7 @@ same manifest, pretty-printed, is the lock file ``<root>/prefixlock.lock``.
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,7 +41,7 @@ from ..core.model import ProviderSettings, ToolSpec
 from ..core.names import hint
 from ..core.resources import example_dir
 from .bundle import Bundle, BundlePart, Mode
-from .loader import LoadedDocument, load_yaml_file, read_text_file
+from .loader import DocumentErrors, LoadedDocument, load_yaml_file, read_text_file
 from .outputs import (
     LOCK_FILE,
     MANIFEST,
@@ -110,22 +111,30 @@ class _Builder:
         returned, so that its paths and templates are checked too.
         """
         path = self.root / file
-        if not path.is_file():
-            if required:
-                self.errors.append(SpecError(Location(file), "", "required file is missing"))
+        problem = _entry_problem(path, self.resolved_root)
+        if problem is not None:
+            # Only a file with no directory entry at all is absent; a folder or a broken
+            # link where a spec file belongs is a mistake, required or not.
+            if problem != _ABSENT or required:
+                message = "required file is missing" if problem == _ABSENT else problem
+                self.errors.append(SpecError(Location(file), "", message))
             return None
-        if not path.resolve().is_relative_to(self.resolved_root):
-            # As for the paths a spec names (see :meth:`path`): a build reads nothing
-            # from outside its root, so the root alone determines the bundle.
-            message = "file leads outside the spec root (symbolic link)"
-            self.errors.append(SpecError(Location(file), "", message))
-            return None
+        covered: DocumentErrors | None = None
         try:
             doc = load_yaml_file(path, file)
+        except DocumentErrors as err:
+            # The file parsed: what was read of it is validated too, so that one build
+            # names all its problems (the build fails all the same).
+            self.add(err.errors)
+            doc, covered = err.document, err
         except SpecErrors as err:
             self.add(err.errors)
             return None
-        problems = validate_document(doc, schema)
+        problems = [
+            p
+            for p in validate_document(doc, schema)
+            if covered is None or not covered.covers(p.path)
+        ]
         self.add(problems)
         self.invalid[file] = frozenset(p.path for p in problems)
         return doc
@@ -193,6 +202,29 @@ class _Builder:
         except SpecErrors as err:
             self.add(err.errors)
             return None
+
+
+_ABSENT = "absent"
+
+
+def _entry_problem(path: Path, resolved_root: Path) -> str | None:
+    """Why the spec file at ``path`` cannot be read (:data:`_ABSENT` when there is no
+    directory entry at all), None if it is a regular file inside the root."""
+    if not path.is_symlink() and not path.exists():
+        return _ABSENT
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # a dangling link or a loop of links
+        return f"broken symbolic link (to {os.readlink(path)})"
+    if not resolved.is_relative_to(resolved_root):
+        # As for the paths a spec names (see :meth:`_Builder.path`): a build reads nothing
+        # from outside its root, so the root alone determines the bundle.
+        return "file leads outside the spec root (symbolic link)"
+    if resolved.is_dir():
+        return "is a folder, not a file"
+    if not resolved.is_file():
+        return "is not a regular file"
+    return None
 
 
 def _get(value: Any, parts: Sequence[str | int]) -> Any:

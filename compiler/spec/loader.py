@@ -45,6 +45,7 @@ from ..core.jsonpath import json_path, parent_path
 __all__ = [
     "ALIAS_NODE_BUDGET",
     "MAX_DEPTH",
+    "DocumentErrors",
     "LoadedDocument",
     "load_yaml_bytes",
     "load_yaml_file",
@@ -175,11 +176,32 @@ class LoadedDocument:
         return found if found is not None else self.location(path)
 
 
+class DocumentErrors(SpecErrors):
+    """The problems of a file that still parsed (a duplicate or non-string key, a value
+    with no JSON form, nesting too deep...), with what was read of it: :attr:`document`
+    (the first of duplicate keys; a refused key's member left out) may be validated,
+    so that its schema errors are reported with these. A value refused at a path of
+    :attr:`refused` is a ``None`` placeholder: a problem reported at or under it would
+    be a consequence, not a second mistake."""
+
+    def __init__(
+        self, errors: Sequence[SpecError], document: LoadedDocument, refused: Collection[str]
+    ) -> None:
+        super().__init__(errors)
+        self.document = document
+        self.refused = frozenset(refused)
+
+    def covers(self, path: str) -> bool:
+        """Whether ``path`` is a refused value's, or inside one."""
+        return any(path == r or (path.startswith(r) and path[len(r)] in ".[") for r in self.refused)
+
+
 # --------------------------------------------------------------------------- public API
 
 
 def load_yaml_text(text: str, file: str) -> LoadedDocument:
-    """Parse one YAML document; raises :class:`SpecErrors` naming every problem."""
+    """Parse one YAML document; raises :class:`SpecErrors` naming every problem: a
+    :class:`DocumentErrors` unless the text does not parse (a syntax error, alone)."""
     if text.startswith("\ufeff"):
         raise SpecErrors([_bom_error(file)])
     loader, builder, root = _composed(text, file, stream=True)
@@ -189,9 +211,10 @@ def load_yaml_text(text: str, file: str) -> LoadedDocument:
         loader, builder, root = _composed(text, file, stream=False)
     builder.errors[:0] = loader.errors
     value = builder.build_document(root)
+    doc = LoadedDocument(file, value, builder.positions.nodes, builder.positions.keys)
     if builder.errors:
-        raise SpecErrors(_dedupe(builder.errors))
-    return LoadedDocument(file, value, builder.positions.nodes, builder.positions.keys)
+        raise DocumentErrors(_dedupe(builder.errors), doc, builder.refused)
+    return doc
 
 
 def _composed(text: str, file: str, *, stream: bool) -> tuple[_Loader, _Builder, Node | None]:
@@ -210,8 +233,6 @@ def _composed(text: str, file: str, *, stream: bool) -> tuple[_Loader, _Builder,
         root = _compose(loader)
     except MarkedYAMLError as err:
         raise SpecErrors([_syntax_error(err, file)]) from None
-    except _Fatal as err:
-        raise SpecErrors([err.error]) from None
     finally:
         loader.dispose()
     return loader, builder, root
@@ -350,12 +371,11 @@ class _Mark:
         return f'  in "{self.name}", line {self.line + 1}, column {self.column + 1}'
 
 
-class _Fatal(Exception):
-    """An error after which composition cannot go on."""
+class _Skipped(Node):
+    """A collection nested too deep, skipped unbuilt (its error is the loader's)."""
 
-    def __init__(self, error: SpecError) -> None:
-        super().__init__(str(error))
-        self.error = error
+    def __init__(self, start_mark: Mark, end_mark: Mark) -> None:
+        super().__init__(_NULL, "", start_mark, end_mark)
 
 
 class _AliasNode(Node):
@@ -478,15 +498,16 @@ class _Loader(
             )
         if self.check_event(yaml.events.ScalarEvent):
             return self.compose_scalar_node(anchor)
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise _Fatal(
+        if self.depth >= MAX_DEPTH:
+            self.errors.append(
                 SpecError(
                     _where(self.file, event.start_mark),
                     "$",
                     f"nesting deeper than {MAX_DEPTH} levels",
                 )
             )
+            return self.skip()
+        self.depth += 1
         self.part = self.part_of(parent, index)
         try:
             node: Node
@@ -499,6 +520,19 @@ class _Loader(
         if anchor is not None:
             self.anchored.add(id(node))
         return node
+
+    def skip(self) -> _Skipped:
+        """The events of the collection starting next, consumed unbuilt (without
+        recursion: a bounded nesting keeps the composer's stack bounded)."""
+        start = self.next_event()
+        level = 1
+        while level:
+            event = self.next_event()
+            if isinstance(event, yaml.events.CollectionStartEvent):
+                level += 1
+            elif isinstance(event, yaml.events.CollectionEndEvent):
+                level -= 1
+        return _Skipped(start.start_mark, event.end_mark)
 
     def part_of(self, parent: Node | None, index: Any) -> str | int | None:
         """The path part of the collection composed next (see :attr:`trail`): an item's
@@ -653,12 +687,21 @@ class _Builder:
         self.positions = _Positions(file)
         self.expanded = 0  # values produced while expanding aliases
         self.alias_depth = 0
+        #: The packed position of the alias being built whose value, members and all, is
+        #: located there (see :meth:`build_alias`); 0 outside one.
+        self.at = 0
         self.outer_alias: _AliasNode | None = None
         self.active: set[int] = set()  # collections being built (recursive aliases)
+        #: Paths whose value was refused (an error; ``None`` stands in for it).
+        self.refused: set[str] = set()
         self.depth = 0
         #: Every string built so far, as itself: a long file repeats its keys, tool names
         #: and paths thousands of times, and a value keeps one object per text.
         self.strings: dict[str, str] = {}
+
+    def place(self, path: str, node: Node) -> None:
+        """Record where the value at ``path`` starts: ``node``, or the alias it is in."""
+        self.positions.node(path, self.at or _pack(node.start_mark))
 
     def where(self, node: Node) -> Location:
         return _where(self.file, node.start_mark)
@@ -683,12 +726,22 @@ class _Builder:
                     "values produced by aliases in one file (a 'billion laughs' document?)",
                 )
             )
+            self.refused.add("$")
             return None
 
     # -- nodes
 
     def build(self, node: Node, parts: tuple[str | int, ...], path: str | None = None) -> Any:
-        """``node``'s value; ``path``: ``json_path(parts)``, when the caller has it."""
+        """``node``'s value; ``path``: ``json_path(parts)``, when the caller has it.
+        ``None`` where an error refuses it (the path is then :attr:`refused`)."""
+        errors = len(self.errors)
+        value = self.value(node, parts, path)
+        if value is None and (len(self.errors) > errors or isinstance(node, _Skipped)):
+            self.refused.add(json_path(parts) if path is None else path)
+        return value
+
+    def value(self, node: Node, parts: tuple[str | int, ...], path: str | None) -> Any:
+        """:meth:`build` without the bookkeeping of refused values."""
         if isinstance(node, _Built):
             return node.value
         if isinstance(node, _AliasNode):
@@ -696,11 +749,14 @@ class _Builder:
         if isinstance(node, _UndefinedAlias):
             self.undefined(node, parts)
             return None
+        if isinstance(node, _Skipped):
+            self.place(json_path(parts) if path is None else path, node)
+            return None
         if self.alias_depth:
             self.expanded += 1
             if self.expanded > ALIAS_NODE_BUDGET:
                 raise _BudgetExceeded
-        self.positions.node(json_path(parts) if path is None else path, _pack(node.start_mark))
+        self.place(json_path(parts) if path is None else path, node)
         if isinstance(node, ScalarNode):
             return self.scalar(node, parts)
         if node.tag not in (_MAP, _SEQ):
@@ -750,19 +806,28 @@ class _Builder:
             self.active.discard(id(node))
             self.depth -= 1
 
-    def build_alias(self, alias: _AliasNode, parts: tuple[str | int, ...]) -> Any:
+    def build_alias(
+        self, alias: _AliasNode, parts: tuple[str | int, ...], *, merged: bool = False
+    ) -> Any:
+        """The value of ``alias``, located where the alias is, members and all (what an
+        error there should point at); ``merged``: the source of a merge key, whose
+        members are located in the anchor (explicit members overwrite them)."""
         if id(alias.target) in self.active:
             self.error(alias, parts, f"recursive alias *{alias.anchor} (it refers to itself)")
             return None
         if self.alias_depth == 0:
             self.outer_alias = alias
         self.alias_depth += 1
+        outer = self.at
+        if not merged and not outer:
+            self.at = _pack(alias.start_mark)
         try:
             value = self.build(alias.target, parts)
         finally:
             self.alias_depth -= 1
-        # The alias itself is where this value is used; its members stay in the anchor.
-        self.positions.node(json_path(parts), _pack(alias.start_mark))
+            self.at = outer
+        # The alias itself is where this value is used.
+        self.positions.node(json_path(parts), outer or _pack(alias.start_mark))
         return value
 
     def undefined(self, node: _UndefinedAlias, parts: Sequence[str | int]) -> None:
@@ -848,6 +913,8 @@ class _Builder:
         if isinstance(node, _UndefinedAlias):
             self.undefined(node, parts)
             return None
+        if isinstance(node, _Skipped):
+            return None
         target = node.target if isinstance(node, _AliasNode) else node
         if isinstance(target, ScalarNode) and target.tag in (_STR, _MERGE):
             key = self.string(node, parts, target.value)
@@ -873,7 +940,11 @@ class _Builder:
         own = self.positions.packed[here]
         for key_node, value_node in merges:
             for source in self.merge_sources(key_node, value_node, parts):
-                built = self.build(source, parts)
+                built = (
+                    self.build_alias(source, parts, merged=True)
+                    if isinstance(source, _AliasNode)
+                    else self.build(source, parts)
+                )
                 if isinstance(built, dict):
                     for key, value in built.items():
                         merged.setdefault(key, value)
@@ -898,7 +969,7 @@ class _Builder:
                 continue
             first_line[key] = key_node.start_mark.line + 1
             path = json_path(member)
-            self.positions.key(path, _pack(key_node.start_mark))
+            self.positions.key(path, self.at or _pack(key_node.start_mark))
             explicit[key] = self.build(value_node, member, path)
         for key in explicit:
             merged.pop(key, None)

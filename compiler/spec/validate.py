@@ -441,6 +441,7 @@ def _default_mode(value: Any, locate: _Locator) -> Iterator[SpecError]:
     modes, default = value.get("modes"), value.get("default_mode")
     if isinstance(modes, Mapping) and modes and isinstance(default, str) and default not in modes:
         path = json_path(("default_mode",))
-        names = ", ".join(sorted(modes))
-        message = f"default mode {default!r} is not one of the modes (expected one of: {names})"
+        message = (
+            f"default mode {default!r} is not one of the modes ({hint(default, sorted(modes))})"
+        )
         yield SpecError(locate.node(path), path, message)
