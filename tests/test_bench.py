@@ -439,7 +439,7 @@ def _verify_figures(lengths: list[int], finished: list[_Done]) -> dict[str, Any]
         assert Path(command[-2]).is_file()  # the generated scenario, still there
         return next(made)
 
-    figures = verifyscale.measure_verify(lengths, run=run, repeats=1)
+    figures = verifyscale.measure_verify(lengths, run=run, repeats=1, max_repeats=1)
     assert [c[-3:-2] + c[-1:] for c in commands] == [["verify", "--json"]] * (len(lengths) + 1)
     return figures
 
@@ -493,10 +493,13 @@ def test_bench_times_verify_in_a_process_of_its_own(capsys: pytest.CaptureFixtur
     report = json.loads(capsys.readouterr().out)
     assert report["verify"]["calls"] == [5, 6]
     assert report["verify"]["baseline"]["calls"] == 4
-    for run in [report["verify"]["baseline"], *report["verify"]["runs"]]:
+    # the baseline and the shorter length run more often (verifyscale.repeats_for)
+    runs = [report["verify"]["baseline"], *report["verify"]["runs"]]
+    assert [len(run["repeats"]) for run in runs] == [3, 3, 2]
+    for run in runs:
         assert run["ok"] is True and run["exit"] == 0
         assert run["seconds"] > 0 and run["rss_peak_kib"] > 0
-        assert len(run["repeats"]) == 2 and run["seconds"] == min(run["repeats"])
+        assert run["seconds"] == min(run["repeats"])
     names = [t["name"] for t in report["targets"]]
     assert names[-2:] == ["verify_time_flat", "verify_memory_flat"]
     table = bench_report.format_report(report)
@@ -617,7 +620,9 @@ def test_verify_time_per_call_leaves_out_what_no_length_changes() -> None:
         _Done(seconds=30.0),
     ]
     made = iter(runs)
-    figures = verifyscale.measure_verify([200, 2000], run=lambda _: next(made), repeats=2)
+    figures = verifyscale.measure_verify(
+        [200, 2000], run=lambda _: next(made), repeats=2, max_repeats=2
+    )
     assert figures["baseline"]["seconds"] == 1.2
     short, long = figures["runs"]
     assert short["repeats"] == [3.2, 3.1]
@@ -632,9 +637,22 @@ def test_verify_time_per_call_leaves_out_what_no_length_changes() -> None:
     assert time_flat["what"].startswith("verify per call at 2000 calls / at 200, past a 4-call")
     failed = b'{"ok":false,"failures":[{"message":"x"}]}'
     made = iter([_Done(), _Done(), _Done(returncode=1, stdout=failed)])
-    once = verifyscale.measure_verify([200], run=lambda _: next(made), repeats=2)
+    once = verifyscale.measure_verify([200], run=lambda _: next(made), repeats=2, max_repeats=2)
     assert once["baseline"]["repeats"] == [1.0, 1.0]
     assert (once["runs"][0]["repeats"], once["runs"][0]["ok"]) == ([1.0], False)
+
+
+def test_shorter_verify_runs_are_repeated_more() -> None:
+    """The shortest length and the baseline take a second or two past the interpreter's
+    start, and one slow start moved the time target by half: they get more runs."""
+    assert [verifyscale.repeats_for(n, 2000) for n in (4, 200, 1000, 2000)] == [6, 6, 4, 2]
+    assert verifyscale.repeats_for(5, 6) == 3
+    assert verifyscale.repeats_for(200, 2000, 1, 1) == 1
+    made = iter([_Done(seconds=1.0 + i / 100) for i in range(14)])
+    figures = verifyscale.measure_verify([200, 2000], run=lambda _: next(made))
+    counts = [len(r["repeats"]) for r in [figures["baseline"], *figures["runs"]]]
+    assert counts == [6, 6, 2]
+    assert figures["baseline"]["seconds"] == 1.0
 
 
 def test_every_pass_plays_requests_that_compute_their_own_digest(

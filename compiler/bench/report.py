@@ -272,7 +272,8 @@ def _verify_lines(verify: Mapping[str, Any] | None) -> list[str]:
     lines = [
         "",
         f"verify: {verify['command']} (a generated scenario per length; best of "
-        f"{verify['repeats']}; a {base['calls']}-call run: {base['seconds']:,.1f} s)",
+        f"{len(verify['runs'][-1]['repeats'])} at the longest, more at the shorter; a "
+        f"{base['calls']}-call run: {base['seconds']:,.1f} s)",
     ]
     for run in verify["runs"]:
         rss = run["rss_peak_kib"]

@@ -21,6 +21,7 @@ This stage may not start processes itself (``subprocess`` belongs to
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,7 +31,16 @@ from ..core.errors import UsageError
 from ..core.resources import python_module_command
 from .scenarios import write_long_scenario
 
-__all__ = ["BASELINE", "DEFAULT_LENGTHS", "REPEATS", "Finished", "Runner", "measure_verify"]
+__all__ = [
+    "BASELINE",
+    "DEFAULT_LENGTHS",
+    "MAX_REPEATS",
+    "REPEATS",
+    "Finished",
+    "Runner",
+    "measure_verify",
+    "repeats_for",
+]
 
 #: The history lengths measured by default, in calls.
 DEFAULT_LENGTHS: tuple[int, ...] = (200, 2000)
@@ -38,8 +48,23 @@ DEFAULT_LENGTHS: tuple[int, ...] = (200, 2000)
 MIN_LENGTH = 4
 #: The length of the baseline run whose time every length's marginal time leaves out.
 BASELINE = MIN_LENGTH
-#: Runs per length; the best time counts.
+#: Runs of the longest length; the best time counts. A shorter run is repeated more
+#: (:func:`repeats_for`), up to :data:`MAX_REPEATS` times.
 REPEATS = 2
+#: The most runs of one length.
+MAX_REPEATS = 6
+
+
+def repeats_for(
+    n: int, longest: int, repeats: int = REPEATS, max_repeats: int = MAX_REPEATS
+) -> int:
+    """Runs of an ``n``-call length when the longest is ``longest`` calls: ``repeats``
+    times as many as the longest is longer, at most ``max_repeats`` (never fewer than
+    ``repeats``). The targets divide the longest length's time past the baseline by the
+    shortest's, a second or two past a baseline of about two: one slow start of
+    either moved the ratio by half (0.75 in one run, 1.60 in the next, the same code).
+    Short runs are cheap, so they get more tries at a quiet machine."""
+    return max(repeats, min(max_repeats, math.ceil(repeats * longest / n)))
 
 
 class Finished(Protocol):
@@ -112,6 +137,7 @@ def measure_verify(
     *,
     run: Runner,
     repeats: int = REPEATS,
+    max_repeats: int = MAX_REPEATS,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Time ``prefixlock verify`` on a generated scenario of each length (ascending),
@@ -123,8 +149,9 @@ def measure_verify(
     time per call look dearer and the ratio of the two look flat. So each length's
     ``marginal_seconds_per_call`` is its time past the baseline's, per call past the
     baseline's (``seconds_per_call`` stays: the whole time per call), and the targets
-    compare those. Each is the best of ``repeats`` runs (a busy machine only slows one
-    down); its peak memory the largest."""
+    compare those. Each is the best of its runs (a busy machine only slows one down:
+    ``repeats`` runs of the longest length, more of the shorter ones and the baseline,
+    :func:`repeats_for`); its peak memory the largest."""
     calls = sorted(set(lengths))
     if not calls or calls[0] <= BASELINE:
         raise UsageError(
@@ -135,9 +162,18 @@ def measure_verify(
         raise UsageError(f"verify repeats must be at least 1, not {repeats}")
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="prefixlock-verifyscale-") as folder:
-        base = _timed(Path(folder), BASELINE, run, repeats, progress)
+        longest = calls[-1]
+        base = _timed(
+            Path(folder),
+            BASELINE,
+            run,
+            repeats_for(BASELINE, longest, repeats, max_repeats),
+            progress,
+        )
         for n in calls:
-            figures = _timed(Path(folder), n, run, repeats, progress)
+            figures = _timed(
+                Path(folder), n, run, repeats_for(n, longest, repeats, max_repeats), progress
+            )
             figures["seconds_per_call"] = round(figures["seconds"] / n, 6)
             past = (figures["seconds"] - base["seconds"]) / (n - BASELINE)
             figures["marginal_seconds_per_call"] = round(past, 6)
