@@ -49,7 +49,7 @@ import re
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from ..core.canonical import Ordered, sha256_hex
+from ..core.canonical import Ordered
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -59,7 +59,14 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
+from .base import (
+    Markers,
+    MessageAt,
+    PartAt,
+    Provider,
+    id_digest,
+    sent_indexes,
+)
 from .cache_ttl import (
     TurnMarkers,
     active_policy,
@@ -87,21 +94,16 @@ def _ephemeral(ttl: Any = None) -> Ordered:
 #: '^[a-zA-Z0-9_-]+$'" (Anthropic API 400; the SDK type is a plain ``str``).
 TOOL_USE_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
 _NOT_ID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
-#: Hex digits of the SHA-256 appended to a mapped id (64 bits).
-ID_DIGEST_LENGTH = 16
 
 
 def wire_tool_use_id(call_id: str) -> str:
     """``call_id`` as the Anthropic wire accepts it: unchanged when it matches
     ``^[a-zA-Z0-9_-]+$``, else its other characters replaced by ``_``, then ``_`` and
-    the first :data:`ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module
+    the first :data:`~.base.ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module
     docstring)."""
     if TOOL_USE_ID_PATTERN.fullmatch(call_id):
         return call_id
-    # surrogatepass: a lone surrogate (refused elsewhere) must not crash the digest
-    data = call_id.encode("utf-8", "surrogatepass")
-    digest = sha256_hex(data).removeprefix("sha256:")[:ID_DIGEST_LENGTH]
-    return f"{_NOT_ID_CHAR.sub('_', call_id)}_{digest}"
+    return f"{_NOT_ID_CHAR.sub('_', call_id)}_{id_digest(call_id)}"
 
 
 class Anthropic(TurnMarkers, Provider):

@@ -196,6 +196,19 @@ class PartAt:
         )
 
 
+#: Hex digits of the SHA-256 that end a tool call id a wire maps (64 bits):
+#: :func:`~.anthropic.wire_tool_use_id`, :func:`~.openai_chat.capped_id`.
+ID_DIGEST_LENGTH = 16
+
+
+def id_digest(call_id: str) -> str:
+    """The first :data:`ID_DIGEST_LENGTH` hex digits of ``call_id``'s SHA-256 (UTF-8):
+    what a mapped tool call id ends in, so that distinct ids stay distinct."""
+    # surrogatepass: a lone surrogate (refused elsewhere) must not crash the digest
+    data = call_id.encode("utf-8", "surrogatepass")
+    return canonical.sha256_hex(data).removeprefix("sha256:")[:ID_DIGEST_LENGTH]
+
+
 def _fresh(value: Any) -> Any:
     """A copy of a parsed JSON value (dicts and lists; the rest is immutable)."""
     kind = type(value)

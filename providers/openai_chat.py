@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from ..core.canonical import Ordered, sha256_hex
+from ..core.canonical import Ordered
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -48,26 +48,21 @@ from ..core.messages import (
     ToolResultPart,
 )
 from ..core.model import ModelRequest, ProviderSettings, ToolSpec
-from .base import Markers, MessageAt, PartAt, Provider
+from .base import ID_DIGEST_LENGTH, Markers, MessageAt, PartAt, Provider, id_digest
 
 #: ``tool_calls[].id`` / ``tool_call_id``: "Expected a string with maximum length 40"
 #: (the API's 400; sources in the module docstring; the SDK type is a plain ``str``).
 TOOL_CALL_ID_MAX = 40
-#: Hex digits of the SHA-256 ending a mapped id (64 bits, as Anthropic's mapping).
-ID_DIGEST_LENGTH = 16
 
 
 def capped_id(call_id: str, limit: int) -> str:
     """``call_id`` as a wire that refuses ids longer than ``limit`` characters accepts
     it: unchanged when it fits, else its first ``limit - 17`` characters, ``_`` and the
-    first :data:`ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module docstring;
+    first :data:`~.base.ID_DIGEST_LENGTH` hex digits of its SHA-256 (see the module docstring;
     OpenAI Responses uses it with 64). A mapped id fits, so mapping it again keeps it."""
     if len(call_id) <= limit:
         return call_id
-    # surrogatepass: a lone surrogate (refused elsewhere) must not crash the digest
-    data = call_id.encode("utf-8", "surrogatepass")
-    digest = sha256_hex(data).removeprefix("sha256:")[:ID_DIGEST_LENGTH]
-    return f"{call_id[: limit - ID_DIGEST_LENGTH - 1]}_{digest}"
+    return f"{call_id[: limit - ID_DIGEST_LENGTH - 1]}_{id_digest(call_id)}"
 
 
 def wire_tool_call_id(call_id: str) -> str:
