@@ -39,7 +39,6 @@ from .base import (
     SSEStreamReader,
     StreamReader,
     count,
-    encodable,
     load_object,
     one_output,
     opaque,
@@ -68,8 +67,9 @@ DELTA_FIELDS: Mapping[str, tuple[str, str]] = {
 
 
 #: The levels of a Messages body around a ``tool_use.input`` (the body, ``content``, the
-#: block): the body may nest that much deeper than ``MAX_DEPTH``, and each input is held
-#: to ``MAX_DEPTH`` on its own, as a stream's input (a JSON text in its deltas) is.
+#: block): the body may nest that much deeper than ``MAX_DEPTH``, which holds an input at
+#: its place to ``MAX_DEPTH`` on its own, as a stream's input (a JSON text in its
+#: deltas) is.
 _INPUT_WRAPPER = 3
 
 
@@ -84,7 +84,6 @@ def _part(block: Mapping[str, Any]) -> Part:
                 "anthropic tool_use block needs a string id and name and an input object",
                 retry_safe=False,
             )
-        encodable(args, "anthropic tool_use input")
         return tool_call(call_id, name, canonical.dumps(args))
     if not isinstance(kind, str):
         raise ResponseError("anthropic content block without a type", retry_safe=False)

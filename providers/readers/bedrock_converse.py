@@ -128,8 +128,8 @@ _EXPECTED: Mapping[type[Any], str] = {dict: "an object", list: "an array", str: 
 
 #: The levels of a ``Converse`` body around a ``toolUse.input`` (the body,
 #: ``output``, ``message``, ``content``, the block, ``toolUse``): the body may nest that
-#: much deeper than ``MAX_DEPTH`` and each input is held to ``MAX_DEPTH`` on its own, as
-#: a stream's input, which comes alone (a JSON text in its deltas), is.
+#: much deeper than ``MAX_DEPTH``, which holds an input at its place to ``MAX_DEPTH`` on
+#: its own, as a stream's input, which comes alone (a JSON text in its deltas), is.
 _INPUT_WRAPPER = 6
 
 
@@ -155,7 +155,6 @@ def _block(block: Any, where: str) -> Part:
         call_id = _member(value, "toolUseId", str, f"{where}.toolUse")
         name = _member(value, "name", str, f"{where}.toolUse")
         arguments = _member(value, "input", dict, f"{where}.toolUse")
-        encodable(arguments, f"{where}.toolUse.input")
         return tool_call(call_id, name, canonical.dumps(arguments))
     if kind == "reasoningContent":
         if not isinstance(value, dict) or len(value) != 1:
