@@ -1,7 +1,8 @@
 """The timing, memory and store passes of ``prefixlock bench``, and the naive baselines.
 
-:func:`measure` takes one generated conversation (:mod:`prefixlock.bench.workload`) and
-measures, over its last ``window`` calls:
+:func:`measure` takes one generated conversation per run (:mod:`prefixlock.bench.workload`),
+the runs' timed calls in lockstep (one call of each run in turn, see :func:`_lockstep`),
+and measures, over the last ``window`` calls of each:
 
 * **handling** one model call: the work between two model calls, i.e. recording the
   previous call's model output with its usage (:meth:`Conversation.record`, as a server
@@ -67,9 +68,9 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -96,6 +97,11 @@ __all__ = [
 
 #: Hydration is timed this many times per run.
 HYDRATION_REPEATS = 5
+
+T = TypeVar("T")
+#: One pass over one run's conversation (:func:`_lockstep`): it stops before each timed
+#: call, and once after the last one, and returns its figures.
+Pass = Generator[None, None, T]
 
 
 class Serializer(Protocol):
@@ -188,7 +194,7 @@ def fresh(calls: Sequence[Call]) -> list[Call]:
 
 def _handling_pass(
     bundle: Bundle, store: CountingStore, floor: DurableFloor, calls: Sequence[Call], window: int
-) -> tuple[dict[str, Any], Conversation]:
+) -> Pass[tuple[dict[str, Any], Conversation]]:
     """Play the calls, timing handling alone over the last ``window``; after each call,
     the bare durable append of the records it wrote (timed over the same window)."""
     conv = Conversation.open(store, bundle, _cid(calls))
@@ -200,13 +206,13 @@ def _handling_pass(
     written: list[int] = []
     first_timed = len(calls) - window
     clock, cpu = time.perf_counter_ns, time.process_time_ns
-    gc.collect()
     for index, call in enumerate(calls):
         store.recent.clear()
         if index < first_timed:
             play(conv, call)
             floor.append(store.recent)
             continue
+        yield
         appended, spent, before = store.appended, store.appending, _written()
         t0, c0 = clock(), cpu()
         play(conv, call)
@@ -223,6 +229,7 @@ def _handling_pass(
             written.append(after - before)
     if not window:
         return {}, conv
+    yield
     final = conv.request()
     return {
         "records": conv.history.seq,
@@ -238,15 +245,16 @@ def _handling_pass(
     }, conv
 
 
-def _own_work_pass(bundle: Bundle, calls: Sequence[Call], window: int) -> dict[str, Any]:
+def _own_work_pass(bundle: Bundle, calls: Sequence[Call], window: int) -> Pass[dict[str, Any]]:
     """Play the calls into an in-memory store, timing handling over the last ``window``:
     prefixlock's own work per call, with no store work and no fsync between calls."""
     conv = Conversation.open(MemoryStore(), bundle, _cid(calls))
     own: list[int] = []
     first_timed = len(calls) - window
     clock = time.perf_counter_ns
-    gc.collect()
     for index, call in enumerate(calls):
+        if index >= first_timed:
+            yield
         t0 = clock()
         play(conv, call)
         t1 = clock()
@@ -262,7 +270,7 @@ def _serializing_pass(
     formats: WireFormats,
     window: int,
     progress: Callable[[str], None],
-) -> dict[str, Any]:
+) -> Pass[dict[str, Any]]:
     """Play the calls again, serializing every call for every provider; then the naive
     harness on the requests of the last ``window`` calls."""
     conv = Conversation.open(store, bundle, _cid(calls))
@@ -274,9 +282,10 @@ def _serializing_pass(
     bodies: dict[str, bytes] = {}
     first_timed = len(calls) - window
     clock = time.perf_counter_ns
-    gc.collect()
     for index, call in enumerate(calls):
         timed = index >= first_timed
+        if timed:
+            yield
         t0 = clock()
         request = play(conv, call)
         t1 = clock()
@@ -296,6 +305,7 @@ def _serializing_pass(
     del live, conv  # the fragment caches: the naive harness needs none of it
     if not window:
         return {}
+    yield  # the naive harness: after every run's timed calls
     # The naive harness runs afterwards, so that its garbage (whole bodies as dicts, every
     # call) does not slow down what is measured above.
     naive: dict[str, list[int]] = {name: [] for name in names}
@@ -334,7 +344,7 @@ def _serializing_pass(
 
 def _fragments_pass(
     bundle: Bundle, calls: Sequence[Call], formats: WireFormats, window: int
-) -> dict[str, Any]:
+) -> Pass[dict[str, Any]]:
     """Play the calls once more (an in-memory store: only the fragments are timed),
     making every call's body as fragments for every provider, as a server that hands
     them to its HTTP client does: no whole-body buffer between two calls."""
@@ -344,8 +354,9 @@ def _fragments_pass(
     last: dict[str, Iterable[bytes]] = {}
     first_timed = len(calls) - window
     clock = time.perf_counter_ns
-    gc.collect()
     for index, call in enumerate(calls):
+        if index >= first_timed:
+            yield
         request = play(conv, call)
         for name, provider in live.items():
             t0 = clock()
@@ -433,34 +444,96 @@ def measure(
     bundle: Bundle,
     stores: tuple[CountingStore, SQLiteStore],
     floor: DurableFloor,
-    calls: Sequence[Call],
+    conversations: Sequence[Sequence[Call]],
     formats: WireFormats,
     window: int,
     progress: Callable[[str], None],
-) -> dict[str, Any]:
-    """Both passes over one conversation, then its hydration; figures over ``window``.
+) -> list[dict[str, Any]]:
+    """Every pass over the conversations, one per run, in lockstep; then each one's
+    hydration. Figures over the last ``window`` calls of each.
 
-    ``stores``: one for the handling pass, one for the serializing pass; ``floor``: the
-    bare durable append beside the handling pass. With a window of 0 the conversation is
-    played (a warm-up) and nothing is returned.
+    Each pass (handling, own work, serializing, fragments) plays every conversation up to
+    its timed calls, one after another, and then times the runs' calls in turns: one call
+    of each run per round, the runs in ascending length and in descending order in
+    alternate rounds (:func:`_lockstep`). The runs' timed calls, which are the same script
+    at each length, thus meet the same machine: a drift of its speed over the minutes a
+    bench takes (another process, the CPU's clock, the page cache) shows in every run
+    alike instead of in their ratios.
+
+    ``stores``: one for the handling pass, one for the serializing pass, shared by the
+    runs; ``floor``: the bare durable append beside the handling pass. With a window of 0
+    the conversations are played (a warm-up) and nothing is returned.
     """
-    started = time.perf_counter_ns()
-    handling, conv = _handling_pass(bundle, stores[0], floor, fresh(calls), window)
-    handling.update(_own_work_pass(bundle, fresh(calls), window))
-    serializing = _serializing_pass(bundle, stores[1], fresh(calls), formats, window, progress)
-    split = _fragments_pass(bundle, fresh(calls), formats, window)
+    count = len(conversations)
+    spent = [0] * count  # per run: the time of its steps in every pass
+    handled = _lockstep(
+        [_handling_pass(bundle, stores[0], floor, fresh(c), window) for c in conversations],
+        spent,
+    )
+    own = _lockstep([_own_work_pass(bundle, fresh(c), window) for c in conversations], spent)
+    serializing = _lockstep(
+        [
+            _serializing_pass(bundle, stores[1], fresh(c), formats, window, progress)
+            for c in conversations
+        ],
+        spent,
+    )
+    split = _lockstep(
+        [_fragments_pass(bundle, fresh(c), formats, window) for c in conversations], spent
+    )
     if not window:
-        return {}
-    sha, joined = serializing.pop("body_sha256"), split.pop("fragments_sha256")
-    split["fragments_bytes_equal"] = {name: joined[name] == sha[name] for name in sha}
-    figures: dict[str, Any] = {"calls": len(calls), "window": window}
-    figures.update(handling)
-    figures.update(serializing)
-    figures.update(split)
-    figures["rss_peak_kib"] = _rss_kib()
-    figures.update(_hydration(bundle, stores[0].path, conv))
-    figures["seconds"] = round((time.perf_counter_ns() - started) / 1e9, 2)
-    return figures
+        return []
+    runs: list[dict[str, Any]] = []
+    clock = time.perf_counter_ns
+    for index, calls in enumerate(conversations):
+        (handling, conv), serial, frag = handled[index], serializing[index], split[index]
+        sha, joined = serial.pop("body_sha256"), frag.pop("fragments_sha256")
+        frag["fragments_bytes_equal"] = {name: joined[name] == sha[name] for name in sha}
+        figures: dict[str, Any] = {"calls": len(calls), "window": window}
+        figures.update(handling)
+        figures.update(own[index])
+        figures.update(serial)
+        figures.update(frag)
+        t0 = clock()
+        figures.update(_hydration(bundle, stores[0].path, conv))
+        figures["rss_peak_kib"] = _rss_kib()
+        figures["seconds"] = round((spent[index] + clock() - t0) / 1e9, 2)
+        runs.append(figures)
+        del conv
+    return runs
+
+
+def _lockstep(passes: Sequence[Pass[T]], spent: list[int]) -> list[T]:
+    """Run the passes, one per run, to their ends; return what each returned.
+
+    First every pass plays its untimed calls (to its first stop), one pass after another;
+    then :func:`gc.collect`, so that no garbage of that is collected inside a timed call;
+    then rounds: each live pass advances one step (one timed call), in the passes' order
+    and in reverse order in alternate rounds, so that neither the first nor the last
+    place in a round is any run's alone. The time of each pass's steps is added to
+    ``spent`` at its index."""
+    results: dict[int, T] = {}
+    clock = time.perf_counter_ns
+
+    def step(index: int) -> bool:
+        t0 = clock()
+        try:
+            next(passes[index])
+        except StopIteration as stop:
+            results[index] = stop.value
+            return False
+        finally:
+            spent[index] += clock() - t0
+        return True
+
+    live = [index for index in range(len(passes)) if step(index)]
+    gc.collect()
+    forward = True
+    while live:
+        order = live if forward else live[::-1]
+        live = sorted(index for index in order if step(index))
+        forward = not forward
+    return [results[index] for index in range(len(passes))]
 
 
 def method(window: int) -> dict[str, str]:
@@ -491,8 +564,13 @@ def method(window: int) -> dict[str, str]:
         f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
         "every record, in memory, the values kept in a list (json_loads_discarded: each "
         "dropped at once); store_load: SQLiteStore.load alone",
-        "memory": "rss_peak_kib: resource.getrusage ru_maxrss after the run (process "
-        "high-water mark; runs in ascending length); hydrated_*: tracemalloc peak and "
+        "memory": "rss_peak_kib: resource.getrusage ru_maxrss after the run's hydration "
+        "(process high-water mark: every run's passes, then the hydrations in ascending "
+        "length); hydrated_*: tracemalloc peak and "
         "retained bytes around one untimed Conversation.open",
-        "gc": "enabled while timing; gc.collect() before each pass and each hydration repeat",
+        "gc": "enabled while timing; gc.collect() before each pass's timed calls and each "
+        "hydration repeat",
+        "lockstep": "each pass plays every run's untimed calls first, then times the runs' "
+        "calls in rounds, one call of each run per round, ascending and descending length "
+        "in alternate rounds: every run's timed calls meet the same machine",
     }

@@ -21,7 +21,9 @@ For each history length :func:`bench` plays one conversation of that many calls;
 longest compacts once. Per-call figures are taken over the last :data:`WINDOW` calls of
 each run, and every run ends with the same script of that many calls (same texts, tool
 outputs and context; only counters such as seq differ), so the figures compare the same
-work at different history lengths: growth would show there. Runs go in ascending length.
+work at different history lengths: growth would show there. The runs' timed calls are
+taken in lockstep, in turns (:func:`~prefixlock.bench.measure.measure`), so that a drift
+of the machine's speed during the bench shows in every run alike, not in their ratios.
 Both stores are shared by all runs, as a server's store is, and a warm-up conversation
 goes first, so no run pays for a cold interpreter or a new, still growing WAL file.
 """
@@ -140,7 +142,7 @@ def warm_up(
 ) -> None:
     """Play a conversation of :data:`WARMUP_CALLS` calls through every pass, untimed."""
     calls = generate(WARMUP_CALLS, seed + 1, conversation="bench-warmup")
-    measure(bundle, stores, floor, calls, formats, 0, lambda _: None)
+    measure(bundle, stores, floor, [calls], formats, 0, lambda _: None)
 
 
 def bench(
@@ -179,13 +181,16 @@ def bench(
         try:
             progress(f"warm-up: {WARMUP_CALLS} calls")
             warm_up(bundle, stores, floor, formats, seed)
-            for n in lengths:
-                conversation = generate(
-                    n, seed, compact=n == lengths[-1], tail=window, conversation=f"bench-{n}"
-                )
-                progress(f"run: {n} calls (per-call figures over the last {window})")
-                runs.append(measure(bundle, stores, floor, conversation, formats, window, progress))
-                del conversation
+            conversations = [
+                generate(n, seed, compact=n == lengths[-1], tail=window, conversation=f"bench-{n}")
+                for n in lengths
+            ]
+            progress(
+                f"runs: {', '.join(map(str, lengths))} calls, timed in lockstep "
+                f"(per-call figures over the last {window} of each)"
+            )
+            runs = measure(bundle, stores, floor, conversations, formats, window, progress)
+            del conversations
         finally:
             for store in stores:
                 store.close()

@@ -1,0 +1,92 @@
+"""``prefixlock bench`` times the runs' calls in lockstep: after every run's untimed
+calls, one timed call of each run per round, ascending and descending length in
+alternate rounds, so that a drift of the machine's speed shows in every run alike.
+
+The order is asserted, never a time."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+from prefixlock.bench import measure
+from prefixlock.bench import run as bench
+from prefixlock.runtime.conversation import Conversation
+
+
+def _pass(name: str, untimed: int, timed: int, log: list[str]) -> Generator[None, None, str]:
+    for index in range(untimed + timed):
+        if index >= untimed:
+            yield
+        log.append(f"{name}{index}")
+    if timed:
+        yield
+    log.append(f"{name}-after")
+    return f"{name}-done"
+
+
+def test_lockstep_plays_untimed_calls_first_then_one_timed_call_per_run_per_round() -> None:
+    log: list[str] = []
+    spent = [0, 0, 0]
+    results = measure._lockstep(
+        [_pass("a", 1, 3, log), _pass("b", 3, 3, log), _pass("c", 0, 3, log)], spent
+    )
+    assert results == ["a-done", "b-done", "c-done"]
+    assert log == [
+        # every run's untimed calls, one run after another
+        *["a0", "b0", "b1", "b2"],
+        # rounds: ascending, descending, ascending
+        *["a1", "b3", "c0"],
+        *["c1", "b4", "a2"],
+        *["a3", "b5", "c2"],
+        # the work after the timed calls comes in a round of its own
+        *["c-after", "b-after", "a-after"],
+    ]
+    assert all(t > 0 for t in spent)
+
+
+def test_lockstep_collects_garbage_after_the_untimed_calls_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log: list[str] = []
+    monkeypatch.setattr(gc, "collect", lambda *a: log.append("gc") or 0)
+    measure._lockstep([_pass("a", 2, 2, log), _pass("b", 1, 2, log)], [0, 0])
+    assert log[: log.index("gc")] == ["a0", "a1", "b0"]
+    assert log.count("gc") == 1
+
+
+def test_a_pass_without_timed_calls_ends_in_its_first_step() -> None:
+    log: list[str] = []
+    assert measure._lockstep([_pass("a", 2, 0, log)], [0]) == ["a-done"]
+    assert log == ["a0", "a1", "a-after"]
+
+
+def test_the_bench_times_the_runs_calls_in_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Which run each played call belongs to, pass by pass: the handling, own-work,
+    # serializing and fragments passes each play both conversations once.
+    played: list[tuple[str, int]] = []
+    real = measure.play
+
+    def play(conv: Conversation, call: Any) -> Any:
+        played.append((conv.id, conv.history.seq))
+        return real(conv, call)
+
+    monkeypatch.setattr(measure, "play", play)
+    lengths, window = [20, 40], 10
+    monkeypatch.setattr(bench, "warm_up", lambda *a: None)  # only the runs' calls
+    report = bench.bench(lengths, ["anthropic"], seed=1)
+    assert report["window"] == window
+    assert [run["calls"] for run in report["runs"]] == lengths
+    ids = [f"bench-{n}" for n in lengths]
+    per_pass = sum(lengths)
+    assert len(played) == 4 * per_pass
+    for at in range(0, len(played), per_pass):
+        runs = [cid for cid, _ in played[at : at + per_pass]]
+        untimed = sum(n - window for n in lengths)
+        # first each run's untimed calls, the shorter run first
+        assert runs[:untimed] == [ids[0]] * (20 - window) + [ids[1]] * (40 - window)
+        # then one timed call of each run per round, alternating the order
+        rounds = [runs[i : i + 2] for i in range(untimed, per_pass, 2)]
+        assert rounds == [ids if r % 2 == 0 else ids[::-1] for r in range(window)]
