@@ -107,3 +107,108 @@ def test_the_simulator_reads_the_explicit_cache_at_the_cache_price() -> None:
     assert second.read_multiplier == Fraction("0.1")
     with pytest.raises(CacheSimulationError, match="pass the body that created it"):
         simulate("gemini", bodies, model=model)
+
+
+def _without_cache(body: bytes) -> dict[str, object]:
+    return {k: v for k, v in json.loads(body).items() if k != "cachedContent"}
+
+
+def _expiry_case(**cache_body: object) -> tuple[list[bytes], dict[str, object], str, int]:
+    """Bodies naming the cache, its create body (with ``cache_body`` on top), the model,
+    and the root's tokens (the cache's share of each call's input)."""
+    wire = providers.get("gemini")
+    assert isinstance(wire, Gemini)
+    requests = [_explicit(r) for r in _requests()]
+    bodies = [wire.serialize(r) for r in requests]
+    root = {**wire.cached_content_body(requests[0]), **cache_body}
+    model = requests[0].settings_for("gemini").model
+    once = simulate("gemini", bodies[:1], model=model, cached_contents={CACHE: root})
+    plain = simulate("gemini", [_without_cache(bodies[0])], model=model)
+    return bodies, root, model, once.calls[0].input_tokens - plain.calls[0].input_tokens
+
+
+def _root_written(times: list[float | None], **cache_body: object) -> list[bool]:
+    """Per call at ``times`` (the second body, repeated): whether the call wrote the
+    explicit cache (else it read it)."""
+    bodies, root, model, tokens = _expiry_case(**cache_body)
+    calls = [bodies[0]] + [bodies[1]] * (len(times) - 1)
+    plain = simulate(
+        "gemini",
+        [_without_cache(b) for b in calls],
+        model=model,
+        times=times,
+    )
+    report = simulate("gemini", calls, model=model, cached_contents={CACHE: root}, times=times)
+    out = []
+    for call, base in zip(report.calls, plain.calls, strict=True):
+        wrote = call.cache_write_tokens - base.cache_write_tokens
+        read = call.cache_read_tokens - base.cache_read_tokens
+        assert sorted([wrote, read]) == [0, tokens]
+        out.append(wrote == tokens)
+    return out
+
+
+def test_the_explicit_cache_expires_an_hour_after_its_creation_reads_do_not_extend_it() -> None:
+    # "If not set, the TTL defaults to 1 hour"; only an update moves the expiry.
+    times: list[float | None] = [0.0, 1800.0, 3600.0, 3601.0, 3700.0, 7201.0, 7202.0]
+    assert _root_written(times) == [True, False, False, True, False, False, True]
+
+
+def test_the_explicit_cache_lives_its_create_bodys_ttl() -> None:
+    times: list[float | None] = [0.0, 599.5, 600.0, 600.25, 1200.0, 1200.5]
+    assert _root_written(times, ttl="600s") == [True, False, False, True, False, True]
+    assert _root_written([0.0, 0.5, 0.75], ttl="0.5s") == [True, False, True]
+
+
+def test_the_explicit_cache_expires_at_its_expire_time() -> None:
+    start = 1_796_205_600.0  # 2026-12-02T10:00:00Z
+    times: list[float | None] = [start, start + 3600, start + 7200]
+    body = {"expireTime": "2026-12-02T12:00:00Z"}
+    assert _root_written(times[:2], **body) == [True, False]
+    with pytest.raises(CacheSimulationError) as err:
+        _root_written([*times, start + 7201], **body)
+    assert str(err.value) == (
+        "gemini call 4: cachedContent 'cachedContents/root-1' must be created (again) for "
+        "this call, but its body's expireTime 2026-12-02T12:00:00Z is already past"
+    )
+
+
+def test_without_call_times_the_explicit_cache_never_expires() -> None:
+    assert _root_written([None] * 4) == [True, False, False, False]
+    assert _root_written([None] * 3, ttl="1s") == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"ttl": "10m"},
+            "gemini cachedContent 'cachedContents/root-1': ttl '10m' is not a duration like "
+            "'3600s' (seconds, up to nine fractional digits, then 's')",
+        ),
+        (
+            {"ttl": 3600},
+            "gemini cachedContent 'cachedContents/root-1': ttl 3600 is not a duration like "
+            "'3600s' (seconds, up to nine fractional digits, then 's')",
+        ),
+        (
+            {"ttl": "1.0000000001s"},
+            "gemini cachedContent 'cachedContents/root-1': ttl '1.0000000001s' is not a "
+            "duration like '3600s' (seconds, up to nine fractional digits, then 's')",
+        ),
+        (
+            {"expireTime": "tomorrow"},
+            "gemini cachedContent 'cachedContents/root-1': expireTime: 'tomorrow' is not an "
+            "RFC 3339 timestamp like 2026-12-02T10:00:00Z",
+        ),
+        (
+            {"ttl": "60s", "expireTime": "2026-12-02T12:00:00Z"},
+            "gemini cachedContent 'cachedContents/root-1': gives both ttl and expireTime; "
+            "the API takes one of them",
+        ),
+    ],
+)
+def test_an_expiry_the_api_would_refuse_is_named(extra: dict[str, object], message: str) -> None:
+    with pytest.raises(CacheSimulationError) as err:
+        _root_written([0.0, 1.0], **extra)
+    assert str(err.value) == message

@@ -21,6 +21,7 @@ __all__ = [
     "CLAUDE_MIN_TOKENS",
     "DEFAULT_TTL",
     "FIVE_MINUTE_TTL",
+    "GEMINI_EXPLICIT_TTL",
     "GEMINI_MIN_TOKENS",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
@@ -152,8 +153,8 @@ FIVE_MINUTE_TTL = "5m"
 #   the low end, 5 minutes (a simulated miss where the service may still hit). The
 #   current guide splits this by model and retention: see OPENAI_RETENTION_TTL below.
 # * Gemini implicit caching: the docs give no lifetime. NOT VERIFIED: we apply the same
-#   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour; the simulator
-#   does not expire those.)
+#   5 minutes. (An explicit cachedContent has its own ttl, default 1 hour:
+#   GEMINI_EXPLICIT_TTL below.)
 #
 # The longer lifetimes a body can ask for (issue 15, the long-session economics of
 # ``prefixlock bench``) [quoted 2026-12-03 from stored copies found with the document
@@ -187,6 +188,29 @@ FIVE_MINUTE_TTL = "5m"
 #   are stored", which the simulator does not price.
 #: Seconds a cache entry lives after the last call that wrote or read it.
 DEFAULT_TTL = 300.0
+# Gemini explicit caches (``cachedContents``) [quoted 2026-12-07 from stored copies found
+# with the document search]:
+# * The lifetime: "When you cache a set of tokens, you can choose how long you want the
+#   cache to exist before the tokens are automatically deleted. This caching duration is
+#   called the time to live (TTL). If not set, the TTL defaults to 1 hour."
+#   (https://ai.google.dev/gemini-api/docs/caching).
+# * Its form, in the create body: "ttl: The TTL for this resource. The expiration time is
+#   computed: now + TTL. It is a duration string, with up to nine fractional digits,
+#   terminated by 's'. Example: "3.5s"." or "expireTime: Timestamp of when this resource
+#   is considered expired. Uses RFC 3339 format" (the Google Gen AI SDKs'
+#   CachedContent config types, googleapis.github.io/js-genai and java-genai).
+# * A use does not extend it: "Updates CachedContent resource (only expiration is
+#   updatable)." (https://ai.google.dev/api/rest/v1beta/cachedContents/patch): only an
+#   update moves the expiry. So, unlike the implicit caches and Anthropic's, the
+#   simulator counts a cache's life from its creation, not from its last read.
+# * After it: a request naming the expired cache fails with NOT_FOUND, and a deployment
+#   creates the cache again (workglow-dev/libs#656, "reactive CachedContent NOT_FOUND"
+#   handling): the simulator writes it again on the first call after its expiry.
+# * Storage is billed per token-hour ("Storage duration" in the same caching page), by
+#   model; the simulator does not price it (NOT VERIFIED: the current per-model prices).
+#: Seconds a Gemini explicit cache lives after its creation without ``ttl`` or
+#: ``expireTime`` in its create body.
+GEMINI_EXPLICIT_TTL = 3600.0
 #: Seconds with ``ttl: 1h`` markers (Anthropic, Bedrock).
 ONE_HOUR_TTL_SECONDS = 3600.0
 

@@ -47,8 +47,11 @@ while no call has a time, nothing expires (the behaviour before timestamps).
   named cache holds the stable root (its ``cachedContents`` create body, passed as
   ``cached_contents``); its tokens count as input of every call that names it, written
   (at the normal input price: creating a cache is billed as input) by the first such
-  call and read at the cache price by every later one. Storage per hour is not priced,
-  and the cache does not expire. A caller whose root changes names the new body
+  call and read at the cache price by every later one. Storage per hour is not priced.
+  With call times, the cache expires its create body's ``ttl`` after that first call
+  (default :data:`~prefixlock.cache.rules.GEMINI_EXPLICIT_TTL`, an hour; reads do not
+  extend it), or at its ``expireTime``; the first call after that writes it again, as
+  a deployment re-creates it. A caller whose root changes names the new body
   (:meth:`Simulation.name_cache`): the next call writes it again.
 
 **The floor** (``Simulation(..., floor=True)``): the same bodies, times and lifetimes
@@ -74,6 +77,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
@@ -85,9 +89,11 @@ from ..core import canonical
 from ..core.bodyscan import HistoryScanner, Scan
 from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
 from ..core.fragments import Body, common_prefix
+from ..core.timestamps import seconds, stamp_problem
 from .rules import (
     DEFAULT_TTL,
     FIVE_MINUTE_TTL,
+    GEMINI_EXPLICIT_TTL,
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
@@ -924,10 +930,12 @@ class Simulation:
         self.cached_contents: dict[str, bytes | str | Mapping[str, Any]] = dict(
             cached_contents or {}
         )
-        #: Gemini explicit caches written: name -> the digest of the body written.
-        self.created: dict[str, bytes] = {}
-        #: Per cache name: (its tokens, its body's digest), of the body named now.
-        self._cached_figures: dict[str, tuple[int, bytes]] = {}
+        #: Gemini explicit caches written: name -> (the digest of the body written, the
+        #: time it expires: ``inf`` while no call has a time).
+        self.created: dict[str, tuple[bytes, float]] = {}
+        #: Per cache name: (its tokens, its body's digest, its expiry), of the body
+        #: named now.
+        self._cached_figures: dict[str, tuple[int, bytes, CachedContentExpiry]] = {}
         self.model_name = model or ""
         #: The floor (see the module docstring): an ideal cache under the same lifetimes.
         self.floor = floor
@@ -1086,13 +1094,14 @@ class Simulation:
             if figures is None:
                 figures = _cached_tokens(name, self.cached_contents, counter, index)
                 self._cached_figures[name] = figures
-            cached, digest = figures
+            cached, digest, expiry = figures
             total += cached
-            if self.created.get(name) == digest:
+            made = self.created.get(name)
+            if made is not None and made[0] == digest and _alive(made[1], now):
                 read += cached
-            else:  # the first call naming it, or another body named since
+            else:  # the first call naming it, another body named since, or expired
                 write += cached
-                self.created[name] = digest
+                self.created[name] = (digest, expiry.at(name, index, now))
         call = CallCache(
             index=index,
             input_tokens=total,
@@ -1189,9 +1198,9 @@ def _cached_tokens(
     cached_contents: Mapping[str, bytes | str | Mapping[str, Any]],
     counter: Tokenizer,
     index: int,
-) -> tuple[int, bytes]:
-    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks), and
-    the digest of that body's canonical JSON."""
+) -> tuple[int, bytes, CachedContentExpiry]:
+    """The tokens of the Gemini explicit cache ``name`` (its create body's blocks), the
+    digest of that body's canonical JSON, and when a cache it creates expires."""
     raw = cached_contents.get(name)
     if raw is None:
         raise CacheSimulationError(
@@ -1205,4 +1214,61 @@ def _cached_tokens(
     config = body.get("toolConfig")
     values = [b.value for b in blocks] + ([config] if config is not None else [])
     tokens = sum(counter.count(v if isinstance(v, str) else canonical.dumps(v)) for v in values)
-    return tokens, hashlib.sha256(canonical.dumpb(body)).digest()
+    expiry = CachedContentExpiry.of(name, body)
+    return tokens, hashlib.sha256(canonical.dumpb(body)).digest(), expiry
+
+
+#: A ``google.protobuf.Duration`` in JSON: seconds, up to nine fractional digits, ``s``.
+_DURATION = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]{1,9})?s")
+
+
+@attrs.frozen
+class CachedContentExpiry:
+    """When a Gemini explicit cache expires, from its create body (see
+    :data:`~prefixlock.cache.rules.GEMINI_EXPLICIT_TTL`): ``ttl`` seconds after its
+    creation, or at the absolute ``expire_time`` (seconds since the epoch)."""
+
+    ttl: float | None = None
+    expire_time: float | None = None
+    expire_text: str = ""
+
+    @classmethod
+    def of(cls, name: str, body: Mapping[str, Any]) -> CachedContentExpiry:
+        """The expiry the body's ``ttl`` or ``expireTime`` asks for (neither: the default
+        TTL); a :class:`CacheSimulationError` names a value the API would refuse."""
+        ttl, expire = body.get("ttl"), body.get("expireTime")
+        where = f"gemini cachedContent {name!r}"
+        if ttl is not None and expire is not None:
+            raise CacheSimulationError(
+                f"{where}: gives both ttl and expireTime; the API takes one of them"
+            )
+        if expire is not None:
+            problem = stamp_problem(expire)
+            if problem is not None:
+                raise CacheSimulationError(f"{where}: expireTime: {problem}")
+            assert isinstance(expire, str)
+            return cls(expire_time=seconds(expire), expire_text=expire)
+        if ttl is None:
+            return cls(ttl=GEMINI_EXPLICIT_TTL)
+        if not isinstance(ttl, str) or _DURATION.fullmatch(ttl) is None:
+            raise CacheSimulationError(
+                f"{where}: ttl {ttl!r} is not a duration like '3600s' (seconds, up to nine "
+                "fractional digits, then 's')"
+            )
+        return cls(ttl=float(ttl[:-1]))
+
+    def at(self, name: str, index: int, now: float) -> float:
+        """The time a cache created at ``now`` expires (``inf`` while no call has a
+        time). A body whose ``expireTime`` is already past cannot create the cache (the
+        service refuses a past expiry): a :class:`CacheSimulationError`."""
+        if now == math.inf:
+            return math.inf
+        if self.ttl is not None:
+            return now + self.ttl
+        assert self.expire_time is not None
+        if self.expire_time <= now:
+            raise CacheSimulationError(
+                f"gemini call {index}: cachedContent {name!r} must be created (again) for "
+                f"this call, but its body's expireTime {self.expire_text} is already past"
+            )
+        return self.expire_time
