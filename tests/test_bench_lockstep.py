@@ -7,7 +7,8 @@ The order is asserted, never a time."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Generator
+import json
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import pytest
@@ -90,3 +91,33 @@ def test_the_bench_times_the_runs_calls_in_turns(monkeypatch: pytest.MonkeyPatch
         # then one timed call of each run per round, alternating the order
         rounds = [runs[i : i + 2] for i in range(untimed, per_pass, 2)]
         assert rounds == [ids if r % 2 == 0 else ids[::-1] for r in range(window)]
+
+
+def test_each_durable_floor_append_gets_the_records_of_its_own_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The handling store is shared by the runs: the records it keeps for the floor
+    # ("recent") are cleared after a pass's stop, never before, so no run's floor sample
+    # holds another run's records (the last timed round once did).
+    appended: list[list[str]] = []
+
+    class Floor(measure.DurableFloor):
+        def append(self, records: Sequence[bytes]) -> None:
+            appended.append([json.loads(r)["conversation"] for r in records])
+            super().append(records)
+
+    stored: list[bytes] = []
+    real = measure.SQLiteStore.append
+
+    def append(self: Any, cid: str, seq: int, event_id: str, record: bytes) -> Any:
+        if isinstance(self, measure.CountingStore):
+            stored.append(record)
+        return real(self, cid, seq, event_id, record)
+
+    monkeypatch.setattr(bench, "DurableFloor", Floor)
+    monkeypatch.setattr(measure.SQLiteStore, "append", append)
+    monkeypatch.setattr(bench, "warm_up", lambda *a: None)
+    bench.bench([20, 40], ["anthropic"], seed=1)
+    assert len(appended) == 20 + 40  # one append per handled call
+    assert all(len(set(cids)) == 1 for cids in appended if cids)
+    assert sum(len(cids) for cids in appended) == len(stored)

@@ -355,7 +355,7 @@ def format_report(report: dict[str, Any]) -> str:
     ratio("  ours / json.loads", "hydrate_ns", "json_loads_ns")
     row("  SQLiteStore.load alone, ms", lambda r: _ms_pair(r["store_load_ns"]))
     row(
-        "peak RSS of the process, MiB",
+        "peak RSS so far (after its hydration), MiB",
         lambda r: "?" if r["rss_peak_kib"] is None else f"{r['rss_peak_kib'] / 1024:,.0f}",
     )
     row(
