@@ -173,6 +173,18 @@ def test_the_explicit_cache_expires_at_its_expire_time() -> None:
     )
 
 
+def test_a_cache_created_by_a_call_without_a_time_expires_from_the_first_known_time() -> None:
+    # Its life counts from the first timed call, as an entry's does when a timed call
+    # reads it; an expireTime is a time of its own.
+    assert _root_written([None, 0.0, 3600.0, 3601.0]) == [True, False, False, True]
+    assert _root_written([None, 0.0, 4000.0, 8000.0], ttl="60s") == [True, False, True, True]
+    start = 1_796_205_600.0  # 2026-12-02T10:00:00Z
+    body = {"expireTime": "2026-12-02T12:00:00Z"}
+    assert _root_written([None, start, start + 7200], **body) == [True, False, False]
+    with pytest.raises(CacheSimulationError, match="expireTime 2026-12-02T12:00:00Z is already"):
+        _root_written([None, start, start + 7201], **body)
+
+
 def test_without_call_times_the_explicit_cache_never_expires() -> None:
     assert _root_written([None] * 4) == [True, False, False, False]
     assert _root_written([None] * 3, ttl="1s") == [True, False, False]
@@ -194,6 +206,11 @@ def test_without_call_times_the_explicit_cache_never_expires() -> None:
         (
             {"ttl": "1.0000000001s"},
             "gemini cachedContent 'cachedContents/root-1': ttl '1.0000000001s' is not a "
+            "duration like '3600s' (seconds, up to nine fractional digits, then 's')",
+        ),
+        (
+            {"ttl": "315576000001s"},  # past google.protobuf.Duration's range
+            "gemini cachedContent 'cachedContents/root-1': ttl '315576000001s' is not a "
             "duration like '3600s' (seconds, up to nine fractional digits, then 's')",
         ),
         (

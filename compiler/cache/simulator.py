@@ -1097,6 +1097,10 @@ class Simulation:
             cached, digest, expiry = figures
             total += cached
             made = self.created.get(name)
+            if made is not None and made[1] == math.inf and now != math.inf:
+                # Created by a call without a time: its life counts from the first known
+                # time, as an entry's does when a timed call reads it.
+                made = self.created[name] = (made[0], expiry.at(name, index, now))
             if made is not None and made[0] == digest and _alive(made[1], now):
                 read += cached
             else:  # the first call naming it, another body named since, or expired
@@ -1220,6 +1224,9 @@ def _cached_tokens(
 
 #: A ``google.protobuf.Duration`` in JSON: seconds, up to nine fractional digits, ``s``.
 _DURATION = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]{1,9})?s")
+#: Its range (google/protobuf/duration.proto, ``seconds``: "Must be from -315,576,000,000
+#: to +315,576,000,000 inclusive").
+_DURATION_MAX = 315_576_000_000
 
 
 @attrs.frozen
@@ -1250,7 +1257,11 @@ class CachedContentExpiry:
             return cls(expire_time=seconds(expire), expire_text=expire)
         if ttl is None:
             return cls(ttl=GEMINI_EXPLICIT_TTL)
-        if not isinstance(ttl, str) or _DURATION.fullmatch(ttl) is None:
+        if (
+            not isinstance(ttl, str)
+            or _DURATION.fullmatch(ttl) is None
+            or float(ttl[:-1]) > _DURATION_MAX
+        ):
             raise CacheSimulationError(
                 f"{where}: ttl {ttl!r} is not a duration like '3600s' (seconds, up to nine "
                 "fractional digits, then 's')"
@@ -1258,15 +1269,15 @@ class CachedContentExpiry:
         return cls(ttl=float(ttl[:-1]))
 
     def at(self, name: str, index: int, now: float) -> float:
-        """The time a cache created at ``now`` expires (``inf`` while no call has a
-        time). A body whose ``expireTime`` is already past cannot create the cache (the
-        service refuses a past expiry): a :class:`CacheSimulationError`."""
-        if now == math.inf:
-            return math.inf
+        """The time a cache created at ``now`` expires: ``now`` + its ttl (``inf``
+        while no call has a time), or its ``expireTime`` (whenever it is created; a time
+        in seconds since the Unix epoch, as :func:`~prefixlock.core.timestamps.seconds`
+        gives a scenario's). A body whose ``expireTime`` is already past cannot create
+        the cache (the service refuses a past expiry): a :class:`CacheSimulationError`."""
         if self.ttl is not None:
             return now + self.ttl
         assert self.expire_time is not None
-        if self.expire_time <= now:
+        if now != math.inf and self.expire_time <= now:
             raise CacheSimulationError(
                 f"gemini call {index}: cachedContent {name!r} must be created (again) for "
                 f"this call, but its body's expireTime {self.expire_text} is already past"
