@@ -25,7 +25,7 @@ from conv_helpers import CONV, example_bundle, user
 from prefixlock.cli.commands import main
 from prefixlock.core.errors import CheckpointError, UsageError
 from prefixlock.runtime.conversation import Conversation
-from prefixlock.store.contract import Head, MemoryStore
+from prefixlock.store.contract import Head, MemoryStore, StoredConversation
 from prefixlock.store.sqlite import SQLiteStore
 
 Damage = Callable[[Path], None]
@@ -236,3 +236,25 @@ def test_integrity_uses_the_checked_decoder(
         "mismatch (stored sha256:"
     )
     assert err.endswith(f"prefixlock integrity: 1 problem(s) in {path}\n")
+
+
+def test_open_with_expect_head_loads_the_conversation_once() -> None:
+    # The load the head check reads is the one hydrated: a cold open of a long
+    # conversation used to read and verify every record twice.
+    loads: list[str] = []
+
+    class Counting(MemoryStore):
+        def load(self, conversation_id: str, after: int = 0) -> StoredConversation | None:
+            loads.append(conversation_id)
+            return super().load(conversation_id, after)
+
+    store = Counting()
+    conv = Conversation.open(store, example_bundle(), CONV)
+    conv.handle(user("u1"))
+    conv.assistant("a1")
+    head = conv.head
+    loads.clear()
+    again = Conversation.open(store, example_bundle(), CONV, expect_head=head)
+    assert loads == [CONV]
+    assert again.head == head
+    assert again.request().same_as(conv.request())

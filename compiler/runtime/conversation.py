@@ -104,9 +104,6 @@ class Conversation:
         SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
         with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
-        if expect_head is not None:
-            expected = Head.parse(expect_head) if isinstance(expect_head, str) else expect_head
-            check_head(store.load(conversation_id), conversation_id, expected)
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -115,8 +112,16 @@ class Conversation:
             settings=bundle.settings,
         )
         encoded = root.encode()
-        store.create_root(conversation_id, encoded)
-        stored = store.load(conversation_id)
+        stored = None
+        if expect_head is not None:
+            expected = Head.parse(expect_head) if isinstance(expect_head, str) else expect_head
+            # One load: the conversation the check passed is the one hydrated (it exists,
+            # so there is no root to create).
+            stored = store.load(conversation_id)
+            check_head(stored, conversation_id, expected)
+        if stored is None:
+            store.create_root(conversation_id, encoded)
+            stored = store.load(conversation_id)
         if stored is None:
             raise CheckpointError(f"conversation {conversation_id!r}: root was not stored")
         history = History.hydrate(stored, known_root=(encoded, root))
