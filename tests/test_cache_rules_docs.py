@@ -537,6 +537,29 @@ def test_the_floor_lets_a_five_minute_read_keep_a_one_hour_entry() -> None:
         assert ideal.cache_read_tokens >= ours.cache_read_tokens, at
 
 
+def test_the_floor_keeps_a_one_hour_entry_read_after_another_system_prompt() -> None:
+    """The same where the one-hour entry is not the latest call's prefix: a call with
+    another system prompt (a subagent) came between, so the entry is an older chain's.
+    The floor once shortened it to the reader's five minutes and cost more than the real
+    cache 16 minutes later (found in review)."""
+
+    def body(tag: str, ttl: str) -> bytes:
+        block = {"type": "text", "text": tag * (4 * 3000), "cache_control": {"type": "ephemeral"}}
+        if ttl == "1h":
+            block["cache_control"]["ttl"] = "1h"
+        turn = {"role": "user", "content": [{"type": "text", "text": "hi " + tag}]}
+        return canonical.dumpb({"model": SONNET, "system": [block], "messages": [turn]})
+
+    bodies = [(body("S", "1h"), 0.0), (body("T", "5m"), 10.0)]
+    bodies += [(body("S", "5m"), 20.0), (body("S", "5m"), 1000.0)]
+    real, floor = Simulation("anthropic"), Simulation("anthropic", floor=True)
+    for raw, at in bodies:
+        ours, ideal = real.add(raw, at), floor.add(raw, at)
+        assert ideal.cost <= ours.cost, at
+    assert real.calls[-1].cache_read_tokens > 0  # the hour-long entry is still there
+    assert floor.calls[-1].cache_read_tokens >= real.calls[-1].cache_read_tokens
+
+
 # --- mixing TTLs in one request (Anthropic, "Mixing different TTLs") ---------------------
 
 

@@ -6,6 +6,7 @@ harness's bodies (whose system prompt changes with the context)."""
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import sys
 from fractions import Fraction
@@ -157,9 +158,11 @@ def _check_seen(calls: list[tuple[list[str], float, float]]) -> tuple[int, bool]
     earlier, segmented = 0, False
     for number, (blocks, now, ttl) in enumerate(calls):
         prompt = _Prompt(list(range(1, len(blocks) + 1)), (), _chain(blocks), ())
-        found, shared = seen.longest(prompt, now)
+        found, shared, until = seen.longest(prompt, now)
         alive = [i for i in range(len(blocks)) if reference.get(prompt.hash_at(i), -1.0) >= now]
         assert found == (max(alive) if alive else -1), number
+        # ... and when the entry it found expires
+        assert until == (reference[prompt.hash_at(found)] if alive else -math.inf), number
         earlier += found >= shared
         seen.sent(prompt, now + ttl, shared, now)
         segmented = segmented or bool(seen.segments)

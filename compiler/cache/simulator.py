@@ -616,27 +616,28 @@ class _Seen:
         self.left = _Expiries()
         self.segments: list[_Segment] = []
 
-    def longest(self, prompt: _Prompt, now: float) -> tuple[int, int]:
+    def longest(self, prompt: _Prompt, now: float) -> tuple[int, int, float]:
         """(the last block of the longest prefix of ``prompt`` found at ``now``, or -1;
-        how many leading prefixes it shares with the latest call)."""
+        how many leading prefixes it shares with the latest call; the time the found
+        prefix's entry expires, ``-inf`` if none is found)."""
         packed = prompt.packed
         shared = common_prefix(self.chain, packed) // _HASH
-        best = -1
+        best, best_until = -1, -math.inf
         for segment in self.segments:
             if _alive(segment.until, now):
                 end = min(segment.stop, prompt.count, common_prefix(segment.chain, packed) // _HASH)
                 if end > max(segment.start, shared, best + 1):
-                    best = end - 1
+                    best, best_until = end - 1, segment.until
         left = self.left
         for index in range(prompt.count - 1, max(shared, best + 1) - 1, -1):
             until = left.get(prompt.hash_at(index))
             if until is not None and _alive(until, now):
-                return index, shared
+                return index, shared, until
         if best >= 0:
-            return best, shared
+            return best, shared, best_until
         if shared and _alive(self.until, now):
-            return shared - 1, shared
-        return -1, shared
+            return shared - 1, shared, self.until
+        return -1, shared, -math.inf
 
     def sent(self, prompt: _Prompt, until: float, shared: int, now: float) -> None:
         """``prompt`` was sent at ``now``: its prefixes are kept until ``until``."""
@@ -1078,15 +1079,18 @@ class Simulation:
             seen = self.implicit_seen.get(namespace)
             if seen is None:
                 seen = self.implicit_seen[namespace] = _Seen()
-            matched, shared = seen.longest(prompt, now)
+            matched, shared, found_until = seen.longest(prompt, now)
             read = _round_down(prompt.tokens_to(matched), rules) if matched >= 0 else 0
             write = max(0, _round_down(total, rules) - read)
             kept = until
-            if self.floor and shared and _alive(seen.until, now):
+            if self.floor:
                 # A read keeps its entry's own TTL (the explicit path above): a 5-minute
-                # call that reads a one-hour entry must not shorten it here either. The
-                # call's new prefixes then live as long too: the floor may only err low.
-                kept = max(until, seen.until)
+                # call that reads a one-hour entry must not shorten it here either,
+                # whether the entry is the latest call's prefix or an older one (another
+                # system prompt came between). The call's new prefixes then live as long
+                # too: the floor may only err low.
+                chain_until = seen.until if shared and _alive(seen.until, now) else -math.inf
+                kept = max(until, found_until, chain_until)
             seen.sent(prompt, kept, shared, now)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
