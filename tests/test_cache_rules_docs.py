@@ -524,6 +524,22 @@ def test_no_call_costs_less_than_its_floor(provider: str) -> None:
         assert floor.report().cost < real.report().cost
 
 
+@pytest.mark.parametrize("model", ["gpt-5.6-sol", "gpt-6", "gpt-4.1"])
+def test_an_implicit_caches_floor_is_its_cost_whatever_its_write_price(model: str) -> None:
+    # An implicit cache writes every cacheable token at its write price (1.25x from
+    # GPT-5.6): no placement of markers can send one uncached instead, so the floor
+    # prices writes as the cache does (it once took the base price, 1x, and so fell
+    # below the real cost; found in review).
+    def body(turns: int) -> bytes:
+        messages = [{"role": "user", "content": f"{n:03d}" + "x" * 6000} for n in range(turns)]
+        return canonical.dumpb({"model": model, "messages": messages})
+
+    real, floor = Simulation("openai-chat"), Simulation("openai-chat", floor=True)
+    for turns, at in ((1, 0.0), (2, 60.0), (3, 120.0), (4, 4000.0), (5, 4060.0)):
+        assert floor.add(body(turns), at).cost == real.add(body(turns), at).cost, turns
+    assert real.report().cost == floor.report().cost
+
+
 def test_the_floor_lets_a_five_minute_read_keep_a_one_hour_entry() -> None:
     """The floor must stay a lower bound where a call that asks for five minutes reads an
     entry written for an hour (``cache_ttl: turn``: a turn's first call marks 1h, the

@@ -58,7 +58,9 @@ while no call has a time, nothing expires (the behaviour before timestamps).
 under an ideal placement of cache markers: every prefix of every call is cached (at block
 boundaries, no breakpoint limit, no lookback window: implicit matching for every
 provider), still subject to the service's minimum and increment, and a token not read
-costs the lower of the write price and the base price. By induction over the calls its
+costs, where markers choose what is written (the explicit caches), the lower of the write
+price and the base price; an implicit cache writes every cacheable token at its write
+price (1.25x from OpenAI's GPT-5.6), markers or not. By induction over the calls its
 live entries include every entry any marker placement could keep alive (each lives as
 long, from the same calls), the minimum and increment only round a longer match down
 further, and a read costs less than either way of sending a token: no call of the real
@@ -1049,8 +1051,9 @@ class Simulation:
         until = now + lifetime
         write_1h = 0
         if self.floor:  # after the lifetime: it depends on the real rules and markers
+            if rules.explicit:  # markers choose what is written: a token can go uncached
+                write_multiplier = min(write_multiplier, Fraction(1))
             rules = attrs.evolve(rules, explicit=False)
-            write_multiplier = min(write_multiplier, Fraction(1))
         if rules.explicit:
             if len(breakpoints) > rules.max_breakpoints:
                 raise CacheSimulationError(
