@@ -179,26 +179,46 @@ def test_time_going_back_is_refused() -> None:
 # --- the perfect-cache bound (issue 15, item 5) -----------------------------------------
 
 
-def _call(index: int, tokens: int) -> CallCache:
-    return CallCache(index, tokens, 0, 0, 1, 0, Fraction("0.1"), Fraction("1.25"))
+def _call(index: int, tokens: int, read: int) -> CallCache:
+    return CallCache(
+        index, tokens, 0, 0, 1, 0, Fraction("0.1"), Fraction("1.25"), bound_read_tokens=read
+    )
 
 
 def test_perfect_bound_writes_each_token_once_and_reads_it_later() -> None:
     bound = PerfectBound()
-    bound.add(_call(1, 2000), 0)  # all written
-    bound.add(_call(2, 2500), 0)  # 2000 read, 500 written
-    bound.add(_call(3, 2500), 0)  # a retry: all read
-    bound.add(_call(4, 1000), 1)  # a compaction: starts over
-    expected = (
-        2000 * Fraction("1.25")
-        + 2000 * Fraction("0.1")
-        + 500 * Fraction("1.25")
-        + 2500 * Fraction("0.1")
-        + 1000 * Fraction("1.25")
-    )
+    bound.add(_call(1, 2000, 0))  # all written
+    bound.add(_call(2, 2500, 2000))  # 2000 read, 500 written
+    expected = 2000 * Fraction("1.25") + 2000 * Fraction("0.1") + 500 * Fraction("1.25")
     assert bound.cost == expected
     assert bound.ratio(expected * 2) == 2.0
     assert PerfectBound().ratio(Fraction(5)) == 1.0
+
+
+def _with_history(system: str, *turns: str) -> bytes:
+    messages = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in turns]
+    block = {"type": "text", "text": system}
+    return canonical.dumpb({"model": SONNET, "system": [block], "messages": messages})
+
+
+def test_a_perfect_cache_reads_the_longest_prefix_any_earlier_call_sent() -> None:
+    # No minimum, no marker, no expiry: a retry reads all, a compaction (a new history
+    # after the same instructions) still reads the instructions, a return to an earlier
+    # prefix reads it.
+    system, a, b, c = "s" * 8000, "a" * 4000, "b" * 4000, "c" * 4000
+    sim = Simulation("anthropic")
+    calls = [
+        sim.add(_with_history(system, a), at=0.0),
+        sim.add(_with_history(system, a, b), at=10.0),
+        sim.add(_with_history(system, a, b), at=20.0),  # a retry
+        sim.add(_with_history(system, c), at=9000.0),  # after a compaction, hours later
+        sim.add(_with_history(system, a, b, c), at=9010.0),  # the old history again
+    ]
+    assert calls[0].bound_read_tokens == 0
+    assert calls[1].bound_read_tokens == calls[0].input_tokens  # system + a
+    assert calls[2].bound_read_tokens == calls[2].input_tokens
+    assert 0 < calls[3].bound_read_tokens < calls[0].input_tokens  # the system, not a
+    assert calls[4].bound_read_tokens == calls[1].input_tokens
 
 
 # --- Anthropic: the lookback window (the docs' 30-block example) -----------------------

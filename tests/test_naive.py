@@ -174,11 +174,15 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
         for call in calls:
             body = wire.serialize(call.request)
             timed.add(body, call_time(scenario, call))
-            bound.add(untimed.add(body), call.request.epoch)
+            bound.add(untimed.add(body))
         assert timed.report().cost > untimed.report().cost, row.provider
         if max(c.lifetime for c in timed.report().calls) < 20 * 60:
             assert row.cost_vs_bound > 1.10, row.provider
-        assert bound.ratio(untimed.report().cost) <= 1.10, row.provider
+        # Without expiry the cost comes within 1.10x of the bound, but on Bedrock: its
+        # checkpoints must each reach the model's minimum, so the short increments of a
+        # tool loop go uncached where a perfect cache reads them (1.15x).
+        limit = 1.20 if row.provider == "bedrock-converse" else 1.10
+        assert bound.ratio(untimed.report().cost) <= limit, row.provider
         assert row.cost_vs_naive > 1.0, row.provider
         # prefixlock sends more tokens: one request-context message per change
         theirs = Simulation(row.provider, model=model)

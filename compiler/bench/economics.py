@@ -239,7 +239,7 @@ def _ttl_policies(
                 wire, sim, bound = runs[name, value]
                 priced = attrs.evolve(call, request=_with_ttl(call.request, name, value))
                 body = serialize_at(scenario, priced, wire)
-                bound.add(sim.add(body, at), call.request.epoch)
+                bound.add(sim.add(body, at))
     for name, current in today.items():
         base = runs[name, current][1].totals.cost
         for value in CACHE_TTL_VALUES:

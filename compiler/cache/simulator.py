@@ -352,6 +352,11 @@ class CallCache:
     #: :attr:`write_multiplier_1h`.
     cache_write_1h_tokens: int = 0
     write_multiplier_1h: Fraction = Fraction(0)
+    #: The tokens a perfect cache reads for this call (:class:`PerfectBound`): the
+    #: longest prefix of its prompt that any earlier call of the simulation sent (no
+    #: minimum, no breakpoint, no expiry), and a Gemini explicit cache an earlier call
+    #: named with the same body.
+    bound_read_tokens: int = 0
 
     @property
     def uncached_tokens(self) -> int:
@@ -487,10 +492,14 @@ class CacheReport:
 class PerfectBound:
     """The perfect-cache bound of a conversation (issue 15, item 5), fed the simulated
     calls one by one (:meth:`add`): every input token is written to the cache once, at
-    the call's write price, and read at its read price by every later call of the same
-    epoch; a compaction (a new epoch) starts over. No minimum, no breakpoint limit, no
-    expiry. Within an epoch a call's first ``max(earlier calls' input tokens)`` tokens
-    are reads, the rest writes.
+    the call's write price, and read at its read price by every later call that sends
+    it again at the same place: a call reads the longest prefix of its prompt that any
+    earlier call sent (:attr:`CallCache.bound_read_tokens`, counted by the
+    :class:`Simulation`) and writes the rest. No minimum, no breakpoint limit, no
+    expiry. A compaction starts the history over, so its history is written again; the
+    tools and instructions before it, unchanged, are still read (a prefix cache keeps
+    them, and the real one does: a bound that wrote them again was above the simulated
+    cost after every compaction).
 
     Where a provider sends tokens uncached for less than its write price (Anthropic and
     Bedrock: uncached 1x, writes 1.25x or 2x), a simulated cost can fall just below this
@@ -499,16 +508,11 @@ class PerfectBound:
 
     def __init__(self) -> None:
         self.cost = Fraction(0)
-        self._seen = 0
-        self._epoch: int | None = None
 
-    def add(self, call: CallCache, epoch: int) -> None:
-        if epoch != self._epoch:
-            self._epoch, self._seen = epoch, 0
-        read = min(self._seen, call.input_tokens)
+    def add(self, call: CallCache) -> None:
+        read = call.bound_read_tokens
         self.cost += read * call.read_multiplier
         self.cost += (call.input_tokens - read) * call.write_multiplier
-        self._seen = max(self._seen, call.input_tokens)
 
     def ratio(self, cost: Fraction) -> float:
         """``cost`` as a multiple of the bound (1.0 when the bound is 0)."""
@@ -939,6 +943,10 @@ class Simulation:
         #: Per cache name: (its tokens, its body's digest, its expiry), of the body
         #: named now.
         self._cached_figures: dict[str, tuple[int, bytes, CachedContentExpiry]] = {}
+        #: The perfect cache (:attr:`CallCache.bound_read_tokens`): every prefix any call
+        #: sent, never expiring, and the Gemini explicit cache bodies named.
+        self._perfect = _Seen()
+        self._perfect_caches: set[bytes] = set()
         self.model_name = model or ""
         #: The floor (see the module docstring): an ideal cache under the same lifetimes.
         self.floor = floor
@@ -1095,6 +1103,9 @@ class Simulation:
                 chain_until = seen.until if shared and _alive(seen.until, now) else -math.inf
                 kept = max(until, found_until, chain_until)
             seen.sent(prompt, kept, shared, now)
+        found, shared, _ = self._perfect.longest(prompt, math.inf)
+        bound_read = prompt.tokens_to(found) if found >= 0 else 0
+        self._perfect.sent(prompt, math.inf, shared, math.inf)
         name = body.get("cachedContent") if provider == "gemini" else None
         if isinstance(name, str):
             figures = self._cached_figures.get(name)
@@ -1103,6 +1114,9 @@ class Simulation:
                 self._cached_figures[name] = figures
             cached, digest, expiry = figures
             total += cached
+            if digest in self._perfect_caches:
+                bound_read += cached
+            self._perfect_caches.add(digest)
             made = self.created.get(name)
             if made is not None and made[1] == math.inf and now != math.inf:
                 # Created by a call without a time: its life counts from the first known
@@ -1125,6 +1139,7 @@ class Simulation:
             lifetime=lifetime,
             cache_write_1h_tokens=write_1h,
             write_multiplier_1h=one_hour_price or Fraction(0),
+            bound_read_tokens=bound_read,
         )
         self.totals = self.totals.plus(call)
         if self.keep_calls:

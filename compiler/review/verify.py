@@ -12,7 +12,8 @@ new values, and the spec ``file:line`` that produced the text when it can be fou
 calls, distinct request-context messages, prefix stability, the share of body bytes
 equal to the previous body's prefix, and the simulated cached-token share and cost vs
 no caching, and that cost as a multiple of the perfect-cache bound (every token written
-once, read by every later call of its epoch: :class:`~prefixlock.cache.simulator.PerfectBound`)
+once, read by every later call that sends it at the same place:
+:class:`~prefixlock.cache.simulator.PerfectBound`)
 (:mod:`prefixlock.cache.simulator`; cache entries expire by the scenario's
 request timestamps, a call without one arriving with the call before; Gemini's explicit
 cache of the root, the ``cachedContent`` option, is the one the deployment creates from
@@ -459,7 +460,7 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
             out.reused += common_body_prefix(previous, body)
         previous = body
         name_caches(simulation, roots(call.request))
-        out.bound.add(simulation.add_fragments(body, at), call.request.epoch)
+        out.bound.add(simulation.add_fragments(body, at))
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
         request = harness.request(call.request)
