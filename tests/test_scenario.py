@@ -280,6 +280,29 @@ def test_retry_of_an_unknown_event(here: Path) -> None:
     ]
 
 
+def test_a_timestamp_earlier_than_the_turn_before_is_refused_at_its_place(here: Path) -> None:
+    text = HEAD + (
+        "base:\n"
+        "  timestamp: '2026-03-18T09:00:00Z'\n"
+        "steps:\n"
+        "  - user: {event: u1, query: one, timestamp: '2026-03-18T10:30:00Z'}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user: {event: u2, query: two, timestamp: '2026-03-18T10:30:00Z'}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user: {event: u3, query: three, timestamp: '2026-03-18T10:00:00+01:00'}\n"
+        "  - assistant: {text: ok}\n"
+        "  - user: {event: u4, query: four}\n"
+    )
+    assert errors(text) == [
+        "s.yaml:4:14: $.base.timestamp: timestamp 2026-03-18T09:00:00Z is earlier than the "
+        "turn's before it (2026-03-18T10:30:00Z, $.steps[2].user): a scenario's times must "
+        "not go back",
+        "s.yaml:10:48: $.steps[4].user.timestamp: timestamp 2026-03-18T10:00:00+01:00 is "
+        "earlier than the turn's before it (2026-03-18T10:30:00Z, $.steps[2].user): a "
+        "scenario's times must not go back",
+    ]
+
+
 def test_retry_before_anything_was_delivered(here: Path) -> None:
     assert errors(HEAD + "steps:\n  - retry: u1\n") == [
         "s.yaml:4:5: $.steps[0].retry: retry of unknown event 'u1' (delivered so far: none)"

@@ -34,7 +34,8 @@ them together, sorted, each at ``file:line:col`` with its ``$.path``:
    steps the way the history will: a retry of an unknown event, an event id delivered
    twice, a tool result for an unknown call id or a call without its result, an
    assistant step before any user turn or without a model call to answer, a turn
-   started while tool calls are pending.
+   started while tool calls are pending, a user turn's timestamp earlier than the
+   turn's before it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import attrs
 
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
 from ..core.names import hint
+from ..core.timestamps import seconds
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.build import build_bundle, find_example_root
@@ -235,6 +237,8 @@ class _Loader:
         self.fail: Fail = _failing(doc, errors)
         self.walk = Walk(self.fail)
         self.texts: dict[str, str] = {}  # the requests' JSON texts, each kept once
+        #: The latest user turn's time so far: (seconds, its text, the step's path).
+        self.last_time: tuple[float, str, str] | None = None
 
     def steps(self) -> list[Step]:
         raw = self.value.get("steps")
@@ -314,6 +318,7 @@ class _Loader:
         if kind == "user":
             self.check_mode(request, given, body)
             self.check_subagent_tools(given, body)
+            self.check_time(request, given, body)
         # The steps of a long scenario mostly send the base's context: one text each.
         texts = self.texts
         return attrs.evolve(
@@ -323,6 +328,23 @@ class _Loader:
             action_context=texts.setdefault(request.action_context, request.action_context),
             context=texts.setdefault(request.context, request.context),
         )
+
+    def check_time(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
+        """A user turn's timestamp is not earlier than the turn's before it: the cache
+        simulator counts expiry from them and refuses a time that goes back."""
+        stamp = request.timestamp
+        if stamp is None:
+            return
+        now = seconds(stamp)
+        last = self.last_time
+        if last is not None and now < last[0]:
+            self.fail(
+                _map_path("$.timestamp", given, body, self.base),
+                f"timestamp {stamp} is earlier than the turn's before it ({last[1]}, "
+                f"{last[2]}): a scenario's times must not go back",
+            )
+            return
+        self.last_time = (now, stamp, given)
 
     def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
         if self.bundle is None or request.mode is None:
