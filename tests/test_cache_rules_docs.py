@@ -468,6 +468,13 @@ def test_openai_reporting_boundary_and_write_price_by_generation(
         # 30 minutes whatever the body says
         ("gpt-5.5", {}, 29 * 60.0, True),
         ("gpt-5.5-pro", {}, 29 * 60.0, True),
+        # extended retention is for the guide's list alone (gpt-5.x, gpt-4.1): another
+        # model's entries live in memory whatever the body asks
+        ("gpt-4.1", {"prompt_cache_retention": "24h"}, 29 * 60.0, True),
+        ("gpt-5.2", {"prompt_cache_retention": "24h"}, 29 * 60.0, True),
+        ("gpt-4o", {"prompt_cache_retention": "24h"}, 20 * 60.0, False),
+        ("o3-mini", {"prompt_cache_retention": "24h"}, 20 * 60.0, False),
+        ("gpt-4o", {"prompt_cache_retention": "24h"}, 4 * 60.0, True),
         ("gpt-5.5", {}, 31 * 60.0, False),
     ],
 )
@@ -702,3 +709,23 @@ def test_each_entry_lives_for_the_ttl_of_its_own_marker() -> None:
     assert _split(sim.add(body, at=1800.0 + 3500.0)) == (1800, 0, 300)
     assert _split(sim.add(body, at=1800.0 + 3500.0 + 3601.0)) == (0, 1800, 300)
     assert [c.lifetime for c in sim.calls] == [ONE_HOUR_TTL_SECONDS] * 4
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "read"),
+    [
+        ("openai-chat", "o3-mini", "0.5"),  # $0.55 cached of $1.10 input
+        ("openai-chat", "o3", "0.25"),
+        ("gemini", "gemini-2.0-flash", "0.25"),  # explicit caches before 2.5: $0.025 of $0.1
+        ("gemini", "gemini-1.5-pro", "0.25"),
+        ("gemini", "gemini-2.5-flash", "0.1"),
+    ],
+)
+def test_read_prices_of_older_models(provider: str, model: str, read: str) -> None:
+    assert rules_for(provider, model).read_multiplier == Fraction(read)
+
+
+def test_gemini_3_flash_preview_has_its_own_minimum() -> None:
+    # "| Gemini 3 Flash Preview | 1024 | Gemini 3 Pro Preview | 4096 |"
+    assert rules_for("gemini", "gemini-3-flash-preview").min_tokens == 1024
+    assert rules_for("gemini", "gemini-3-pro-preview").min_tokens == 4096

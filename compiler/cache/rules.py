@@ -29,6 +29,7 @@ __all__ = [
     "ONE_HOUR_TTL_SECONDS",
     "OPENAI_EXACT_FAMILIES",
     "OPENAI_EXACT_TTL",
+    "OPENAI_EXTENDED_RETENTION",
     "OPENAI_FAMILIES",
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
@@ -337,6 +338,11 @@ OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
 #: supported"): their entries get 24h's lifetime whatever the body says. (Later models,
 #: :data:`OPENAI_EXACT_FAMILIES`, have a lifetime of their own.)
 OPENAI_24H_ONLY = ("gpt-5.5",)
+#: The models with extended (``24h``) retention before GPT-5.5 (the guide's list quoted
+#: above: gpt-5.4, gpt-5.2, gpt-5.1 and their -codex/-chat models, gpt-5, gpt-5-codex,
+#: gpt-4.1), by prefix. Another model's entries live in memory whatever the body asks
+#: (NOT VERIFIED: whether the service refuses ``24h`` there or ignores it).
+OPENAI_EXTENDED_RETENTION = ("gpt-5", "gpt-4.1")
 #: The body key (a settings option, sent as given) that names the retention.
 RETENTION_OPTION = "prompt_cache_retention"
 OPENAI_EXACT_TTL = 1800.0
@@ -349,13 +355,17 @@ OPENAI_EXACT_TTL = 1800.0
 #: [quoted 2026-12-03, copy clipped 2026-09-20]: "For GPT-5.6 and later, cache writes cost
 #: 1.25x the standard, uncached input-token rate. ... subsequent reads cost only 0.1x that
 #: rate". NOT VERIFIED: GPT-6.1 Sol's 0.05x reads (seen only in a third-party copy of a
-#: later version of the guide); GPT-6 models get the GPT-5.6 figures.
+#: later version of the guide); GPT-6 models get the GPT-5.6 figures. o3-mini, no longer
+#: on the pricing page: $1.10 input, $0.55 cached input, half (third-party price lists
+#: found with the document search 2026-12-07: llmcalc.app, modelpedia.dev; NOT VERIFIED
+#: on OpenAI's own page), not o3's quarter.
 OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
     "gpt-6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5.6": (Fraction("0.1"), Fraction("1.25")),
     "gpt-5": (Fraction("0.1"), Fraction(1)),
     "gpt-4.1": (Fraction("0.25"), Fraction(1)),
     "o4-mini": (Fraction("0.25"), Fraction(1)),
+    "o3-mini": (Fraction("0.5"), Fraction(1)),
     "o3": (Fraction("0.25"), Fraction(1)),
     "gpt-4o": (Fraction("0.5"), Fraction(1)),
     "o1": (Fraction("0.5"), Fraction(1)),
@@ -376,6 +386,7 @@ OPENAI_FAMILIES: Mapping[str, tuple[Fraction, Fraction]] = {
 # ... at the standard input token price".
 GEMINI_MIN_TOKENS: Mapping[str, int] = {
     "gemini-4": 4096,
+    "gemini-3-flash-preview": 1024,
     "gemini-3": 4096,
     "gemini-2.5": 2048,
     "": 2048,
@@ -385,10 +396,20 @@ GEMINI_MIN_TOKENS: Mapping[str, int] = {
 # 4,096 | Gemini 3.6 Flash | 4,096 | Gemini 3.1 Pro Preview | 4,096 | Gemini 2.5 Flash |
 # 2,048 | Gemini 2.5 Pro | 2,048 |" (model id gemini-4-argon). NOT VERIFIED: other
 # Gemini 4 models, given Argon's minimum (the higher one predicts fewer hits).
+# Gemini 3 Flash Preview is in none of the newer copies; the last one listing it
+# ("Last updated 2026-05-07", the same page): "| Gemini 3 Flash Preview | 1024 | Gemini 3
+# Pro Preview | 4096 |".
 #: Models before Gemini 2.5 (the same page: "enabled by default for all Gemini 2.5 and
 #: newer models"): no implicit cache, so nothing is read or written.
 GEMINI_NO_IMPLICIT = ("gemini-1", "gemini-2.0", "gemini-pro", "gemini-ultra")
 _GEMINI_READ = Fraction("0.1")
+#: Their explicit cache (``cachedContent``) reads cost a quarter of the input price:
+#: Gemini 2.0 Flash "Input $0.1, Cached input $0.025" (modelpedia.dev's copy of Google's
+#: price list, found with the document search 2026-12-07), and "up to 75% savings" with
+#: explicit caching before implicit caching came with 2.5 (Google's announcement of
+#: implicit caching, as summarized by third parties). NOT VERIFIED on ai.google.dev's own
+#: pricing page, which no longer lists these models.
+_GEMINI_OLD_READ = Fraction("0.25")
 
 
 @attrs.frozen
@@ -464,8 +485,10 @@ def rules_for(provider: str, model: str) -> CacheRules:
             ttl, retention = OPENAI_EXACT_TTL, ()
         elif only_24h:
             ttl, retention = OPENAI_RETENTION_TTL["24h"], ()
-        else:
+        elif model.startswith(OPENAI_EXTENDED_RETENTION):
             ttl, retention = DEFAULT_TTL, tuple(sorted(OPENAI_RETENTION_TTL.items()))
+        else:
+            ttl, retention = DEFAULT_TTL, ()
         return CacheRules(
             provider,
             family or "openai",
@@ -486,7 +509,7 @@ def rules_for(provider: str, model: str) -> CacheRules:
             old[0] if old else family or "gemini",
             explicit=False,
             min_tokens=GEMINI_MIN_TOKENS[family],
-            read_multiplier=_GEMINI_READ,
+            read_multiplier=_GEMINI_OLD_READ if old else _GEMINI_READ,
             write_multiplier=Fraction(1),
             implicit_cache=not old,
         )
