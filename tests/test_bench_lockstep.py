@@ -121,3 +121,23 @@ def test_each_durable_floor_append_gets_the_records_of_its_own_call(
     assert len(appended) == 20 + 40  # one append per handled call
     assert all(len(set(cids)) == 1 for cids in appended if cids)
     assert sum(len(cids) for cids in appended) == len(stored)
+
+
+def test_a_short_history_is_hydrated_more_times() -> None:
+    # A 100-call conversation opens in milliseconds: five repeats could all fall into
+    # one slow spell. Short histories get more, long ones the minimum.
+    assert measure.hydration_repeats(0) == measure.HYDRATION_MAX_REPEATS
+    assert measure.hydration_repeats(200) == 25  # about 100 calls
+    assert measure.hydration_repeats(2_000) == 20  # about 1,000 calls
+    assert measure.hydration_repeats(6_000) == 6  # about 3,000 calls
+    assert measure.hydration_repeats(60_000) == measure.HYDRATION_REPEATS
+
+
+def test_the_report_says_how_many_times_each_run_was_hydrated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "warm_up", lambda *a: None)
+    report = bench.bench([20, 40], ["anthropic"], seed=1)
+    for run in report["runs"]:
+        assert run["hydration_repeats"] == measure.hydration_repeats(run["records"])
+    assert report["runs"][0]["hydration_repeats"] == measure.HYDRATION_MAX_REPEATS

@@ -84,6 +84,8 @@ from ..store.sqlite import DurableFloor, SQLiteStore
 from .workload import Call, play
 
 __all__ = [
+    "HYDRATION_MAX_REPEATS",
+    "HYDRATION_RECORD_BUDGET",
     "HYDRATION_REPEATS",
     "CountingStore",
     "DurableFloor",
@@ -91,12 +93,29 @@ __all__ = [
     "Serializer",
     "WireFormats",
     "fresh",
+    "hydration_repeats",
     "measure",
     "method",
 ]
 
-#: Hydration is timed this many times per run.
+#: Hydration is timed at least this many times per run, and more for a short history
+#: (:func:`hydration_repeats`): a 100-call conversation opens in a few milliseconds, so
+#: five repeats could all fall into one slow spell of the machine (one run read 2.2x for
+#: 100 calls where the runs around it read 1.6x).
 HYDRATION_REPEATS = 5
+#: At most this many repeats, ...
+HYDRATION_MAX_REPEATS = 25
+#: ... as many as keep the stored records parsed per run under this many.
+HYDRATION_RECORD_BUDGET = 40_000
+
+
+def hydration_repeats(records: int) -> int:
+    """How many times a conversation of ``records`` records is hydrated (and each other
+    figure of :func:`_hydration` taken): :data:`HYDRATION_REPEATS` to
+    :data:`HYDRATION_MAX_REPEATS`, fewer the longer it is."""
+    fit = HYDRATION_RECORD_BUDGET // max(1, records)
+    return max(HYDRATION_REPEATS, min(HYDRATION_MAX_REPEATS, fit))
+
 
 T = TypeVar("T")
 #: One pass over one run's conversation (:func:`_lockstep`): it stops before each timed
@@ -397,7 +416,8 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
         stored = store.load(cid)
         assert stored is not None
         blobs = (stored.root, *stored.records)
-        for _ in range(HYDRATION_REPEATS):
+        repeats = hydration_repeats(len(stored.records))
+        for _ in range(repeats):
             gc.collect()
             t0 = clock()
             conv = Conversation.open(store, bundle, cid)
@@ -430,6 +450,7 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
             tracemalloc.stop()
     same = conv.history.head == live.history.head and conv.request().same_as(live.request())
     return {
+        "hydration_repeats": repeats,
         "stored_bytes": sum(len(b) for b in blobs),
         "hydrate_ns": _stats(hydrate),
         "json_loads_ns": _stats(loads),
@@ -562,7 +583,9 @@ def method(window: int) -> dict[str, str]:
         "the fragments to its HTTP client; fragments_bytes_equal: the last call's "
         "fragments joined == its serialize bytes",
         "hydration": f"Conversation.open of the finished conversation (fresh "
-        f"connection), {HYDRATION_REPEATS} repeats; json_loads: json.loads of the root and "
+        f"connection), {HYDRATION_REPEATS} to {HYDRATION_MAX_REPEATS} repeats "
+        f"(hydration_repeats: as many as keep the records parsed under "
+        f"{HYDRATION_RECORD_BUDGET:,}); json_loads: json.loads of the root and "
         "every record, in memory, the values kept in a list (json_loads_discarded: each "
         "dropped at once); store_load: SQLiteStore.load alone",
         "memory": "rss_peak_kib: resource.getrusage ru_maxrss after the run's hydration "
