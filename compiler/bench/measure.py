@@ -404,41 +404,21 @@ def _rss_kib() -> int | None:
     return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS
 
 
-def _hydration_repeat(
-    store: SQLiteStore,
-    bundle: Bundle,
-    cid: str,
-    blobs: Sequence[bytes],
-    into: tuple[list[int], list[int], list[int], list[int]],
-) -> None:
-    """One repeat of :func:`_hydration`'s four timings, each after a :func:`gc.collect`:
-    Conversation.open, json.loads of every blob (values kept, then each dropped at
-    once), SQLiteStore.load."""
-    hydrate, loads, discarded, load = into
-    clock = time.perf_counter_ns
+def _collected_then_timed(work: Callable[[], object]) -> int:
+    """:func:`gc.collect`, then the nanoseconds ``work()`` takes; what it returns is
+    dropped after the clock stops, so its freeing is not timed."""
     gc.collect()
-    t0 = clock()
-    conv = Conversation.open(store, bundle, cid)
-    t1 = clock()
-    hydrate.append(t1 - t0)
-    del conv
-    gc.collect()
-    t0 = clock()
-    values = [json.loads(blob) for blob in blobs]
-    t1 = clock()
-    loads.append(t1 - t0)
-    del values
-    gc.collect()
-    t0 = clock()
+    t0 = time.perf_counter_ns()
+    done = work()
+    elapsed = time.perf_counter_ns() - t0
+    del done
+    return elapsed
+
+
+def _parse_each(blobs: Sequence[bytes]) -> None:
+    """:func:`json.loads` of every blob, each value dropped at once."""
     for blob in blobs:
         json.loads(blob)
-    t1 = clock()
-    discarded.append(t1 - t0)
-    gc.collect()
-    t0 = clock()
-    store.load(cid)
-    t1 = clock()
-    load.append(t1 - t0)
 
 
 def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]:
@@ -463,7 +443,10 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
         gc.freeze()
         try:
             for _ in range(repeats):
-                _hydration_repeat(store, bundle, cid, blobs, (hydrate, loads, discarded, load))
+                hydrate.append(_collected_then_timed(lambda: Conversation.open(store, bundle, cid)))
+                loads.append(_collected_then_timed(lambda: [json.loads(b) for b in blobs]))
+                discarded.append(_collected_then_timed(lambda: _parse_each(blobs)))
+                load.append(_collected_then_timed(lambda: store.load(cid)))
         finally:
             gc.unfreeze()
         gc.collect()
