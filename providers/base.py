@@ -692,6 +692,15 @@ class Provider(Transport):
         Default: the hints' places."""
         return frame, per_message
 
+    def settings_problems(self, settings: ProviderSettings) -> list[tuple[tuple[str, ...], str]]:
+        """Where the service refuses every body these settings make, though each value
+        is of a form it takes (a combination of model and option, say): ``(field, why)``
+        per problem, ``field`` the path under the provider's entry of
+        ``rules/providers.yaml`` (``("options", "cache_ttl")``). The build reports each
+        with its file, line and column; :meth:`serialize` and :meth:`fragments` raise the
+        first. Default: none."""
+        return []
+
     def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
         """The message variant of a frame with these cache positions. Default:
         :meth:`message_variant`."""
@@ -979,6 +988,8 @@ class Provider(Transport):
         self, request: ModelRequest, settings: ProviderSettings, markers: Markers
     ) -> Frame:
         options = self._options(settings)
+        for field, why in self.settings_problems(settings):
+            raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
         nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:

@@ -102,6 +102,7 @@ from .rules import (
     ONE_HOUR_TTL_SECONDS,
     RETENTION_OPTION,
     CacheRules,
+    one_hour_ttl_refusal,
     rules_for,
 )
 from .tokens import Tokenizer, get_tokenizer
@@ -1039,6 +1040,10 @@ class Simulation:
         # Only the explicit caches' markers have a TTL (rules.write_multiplier_1h).
         one_hour_price = rules.write_multiplier_1h
         timed = one_hour_price is not None
+        if prompt.one_hour and not timed and provider == "bedrock-converse":
+            refusal = one_hour_ttl_refusal(model_name)  # an API error, as a fifth marker
+            if refusal is not None:
+                raise CacheSimulationError(f"{provider} call {index}: {refusal}")
         long_marks = prompt.one_hour if timed else ()
         last_one_hour = bool(long_marks) and long_marks[-1] == breakpoints[-1]
         write_multiplier = (

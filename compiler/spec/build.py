@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import providers
 from ..core import canonical
 from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
@@ -289,6 +290,9 @@ def build_bundle(root: Path | str) -> Bundle:
         )
         for provider, item in providers_doc.value["providers"].items()
     ]
+    b.add(_settings_problems(providers_doc, settings))
+    if b.errors:
+        raise SpecErrors(b.errors)
     defaults: dict[str, Any] = {"rules": [], "skills": [], "subagents": [], "mcp": {"servers": []}}
     for doc, key in defaults_docs:
         if doc is not None:
@@ -307,6 +311,19 @@ def build_bundle(root: Path | str) -> Bundle:
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
     )
+
+
+def _settings_problems(
+    doc: LoadedDocument, settings: Sequence[ProviderSettings]
+) -> list[SpecError]:
+    """What each provider's service refuses in its settings beyond their schema
+    (:meth:`Provider.settings_problems`: a one-hour cache TTL on a model without it)."""
+    found: list[SpecError] = []
+    for item in settings:
+        for field, why in providers.get(item.provider).settings_problems(item):
+            path = json_path(("providers", item.provider, *field))
+            found.append(SpecError(doc.location(path), path, why))
+    return found
 
 
 def _subagent_tools(
