@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conv_helpers import user
 from prefixlock import Conversation, SQLiteStore, providers
+from prefixlock.bench.economics import long_session
 from prefixlock.cache.simulator import CacheReport, Simulation, simulate
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
@@ -136,6 +137,21 @@ def test_verify_passes_and_the_gemini_line_reports_the_cached_reads(
     (row,) = json.loads(capsys.readouterr().out)["results"]
     assert (row["provider"], row["cached_share"]) == ("gemini", round(cached.cached_share, 4))
     assert row["cost_ratio"] == round(cached.cost_ratio, 4)
+
+
+def test_the_bench_economics_price_the_root_cache_as_verify_does(spec: Path) -> None:
+    """``bench``'s long-session economics run the same case through floors of their own:
+    they name the root cache to each simulation as verify does (before, they stopped at
+    "pass the body that created it")."""
+    cached, _, _ = _expected(spec)
+    (row,) = verify_scenario(load_scenario(spec), ["gemini"])[0]
+    out = long_session(["gemini"], path=spec)
+    assert out["ok"] is True
+    gemini = out["providers"]["gemini"]
+    assert gemini["cost_ratio"] == round(cached.cost_ratio, 4) == round(row.cost_ratio, 4)
+    assert gemini["cost_vs_bound"] == round(row.cost_vs_bound, 4)
+    # the floor holds the root cache too: no placement reads less than the real bodies
+    assert gemini["floor_vs_bound"] <= gemini["cost_vs_bound"]
 
 
 def test_the_naive_harness_writes_a_cache_for_each_root_it_sends(spec: Path) -> None:

@@ -47,7 +47,14 @@ from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
 from ..providers.cache_ttl import VALUES as CACHE_TTL_VALUES
 from ..review.replay import iter_replay, serialize_at
 from ..review.scenario import Scenario, load_scenario
-from ..review.verify import Row, call_time, scenario_label, verify_scenario
+from ..review.verify import (
+    RootCaches,
+    Row,
+    call_time,
+    name_caches,
+    scenario_label,
+    verify_scenario,
+)
 
 __all__ = [
     "BOUND_LIMIT",
@@ -163,6 +170,7 @@ def _floors(
     counter = get_tokenizer(tokenizer)
     wires = {name: providers.get(name) for name in names}
     sims: dict[str, tuple[Simulation, Simulation, Simulation]] = {}
+    roots = {name: RootCaches(name) for name in names}
     expired: dict[str, set[int]] = {name: set() for name in names}
     sent: set[str] = set()
     changes: set[int] = set()
@@ -181,6 +189,9 @@ def _floors(
                 )
                 sims[name] = (real, timed, untimed)
             real, timed, untimed = sims[name]
+            caches = roots[name](call.request)  # Gemini's root cache, as verify names it
+            for simulation in (real, timed, untimed):
+                name_caches(simulation, caches)
             body = serialize_at(scenario, call, wire)
             real.add(body, at)
             # Untimed, nothing expires: a call that reads less timed lost it to expiry.
@@ -222,6 +233,7 @@ def _ttl_policies(
     case has) and ``today`` (whether it is that setting). Other wires: ``{}``."""
     counter = get_tokenizer(tokenizer)
     runs: dict[tuple[str, str], tuple[providers.Provider, Simulation, PerfectBound]] = {}
+    roots = {(name, value): RootCaches(name) for name in names for value in CACHE_TTL_VALUES}
     today: dict[str, str] = {}
     out: dict[str, dict[str, dict[str, float | bool]]] = {name: {} for name in names}
     for call in iter_replay(scenario):
@@ -238,6 +250,7 @@ def _ttl_policies(
             for value in CACHE_TTL_VALUES:
                 wire, sim, bound = runs[name, value]
                 priced = attrs.evolve(call, request=_with_ttl(call.request, name, value))
+                name_caches(sim, roots[name, value](priced.request))
                 body = serialize_at(scenario, priced, wire)
                 bound.add(sim.add(body, at))
     for name, current in today.items():
