@@ -12,7 +12,8 @@ import attrs
 import pytest
 from conv_helpers import open_conv, user
 from prefixlock import ToolCall, ToolResult, providers
-from prefixlock.cache.simulator import simulate
+from prefixlock.cache.rules import rules_for
+from prefixlock.cache.simulator import CallCache, simulate
 from prefixlock.core import canonical
 from prefixlock.core.errors import CacheSimulationError, SerializationError
 from prefixlock.core.model import ModelRequest
@@ -229,3 +230,73 @@ def test_an_expiry_the_api_would_refuse_is_named(extra: dict[str, object], messa
     with pytest.raises(CacheSimulationError) as err:
         _root_written([0.0, 1.0], **extra)
     assert str(err.value) == message
+
+
+# --- storage: "Storage duration" is billed per token-hour ------------------------------
+
+
+def _storage_case(
+    times: list[float | None], model: str = "gemini-2.5-pro", **cache_body: object
+) -> tuple[list[CallCache], list[CallCache], int]:
+    """The explicit-cache calls at ``times`` (the second body repeated), the same bodies
+    without the cache (implicit caching only), and the cache's tokens."""
+    bodies, root, _, tokens = _expiry_case(**cache_body)
+    calls = [bodies[0]] + [bodies[1]] * (len(times) - 1)
+    cached = simulate("gemini", calls, model=model, cached_contents={CACHE: root}, times=times)
+    plain = simulate("gemini", [_without_cache(b) for b in calls], model=model, times=times)
+    return list(cached.calls), list(plain.calls), tokens
+
+
+def _storage(call: CallCache) -> Fraction:
+    """What the call's cost holds beyond its input tokens' prices."""
+    priced = (
+        call.uncached_tokens
+        + call.cache_write_tokens * call.write_multiplier
+        + call.cache_read_tokens * call.read_multiplier
+    )
+    return call.cost - priced
+
+
+def test_each_creation_pays_the_cache_tokens_storage_for_its_whole_life() -> None:
+    # Gemini 2.5 Pro: "$4.50 / 1,000,000 tokens per hour (storage price)" and "Input:
+    # $1.25 / 1M tokens": a token-hour costs 3.6 input tokens.
+    assert rules_for("gemini", "gemini-2.5-pro").storage_per_hour == Fraction(18, 5)
+    times: list[float | None] = [0.0, 1800.0, 3601.0, 3700.0]
+    cached, plain, tokens = _storage_case(times)
+    assert [c.cache_storage_token_hours for c in cached] == [tokens, 0, tokens, 0]
+    assert [_storage(c) for c in cached] == [
+        Fraction(18, 5) * tokens,
+        0,
+        Fraction(18, 5) * tokens,
+        0,
+    ]
+    assert [c.cache_storage_token_hours for c in plain] == [0] * 4  # implicit: no storage
+    # a ten-minute ttl stores for a sixth of an hour
+    cached, _, tokens = _storage_case([0.0, 60.0], ttl="600s")
+    assert cached[0].cache_storage_token_hours == Fraction(tokens, 6)
+    # an expireTime: until then from the creating call's time
+    cached, _, tokens = _storage_case(
+        [1735725600.0, 1735725660.0], expireTime="2025-01-01T10:30:00Z"
+    )
+    assert cached[0].cache_storage_token_hours == Fraction(tokens, 2)
+
+
+def test_storage_is_priced_by_model_and_counts_in_the_totals() -> None:
+    times: list[float | None] = [0.0, 60.0]
+    pro, _, tokens = _storage_case(times)
+    flash, _, _ = _storage_case(times, model="gemini-2.5-flash")
+    assert _storage(flash[0]) == rules_for("gemini", "gemini-2.5-flash").storage_per_hour * tokens
+    assert rules_for("gemini", "gemini-2.5-flash").storage_per_hour == Fraction(10, 3)
+    assert _storage(pro[0]) > _storage(flash[0]) > 0
+    bodies, root, _, _ = _expiry_case()
+    report = simulate(
+        "gemini",
+        [bodies[0], bodies[1]],
+        model="gemini-2.5-pro",
+        cached_contents={CACHE: root},
+        times=times,
+    )
+    assert report.cost == sum((c.cost for c in pro), Fraction(0))
+    assert report.totals.cost == report.cost
+    # the other providers have no storage
+    assert rules_for("anthropic", "claude-sonnet-4-5").storage_per_hour == 0

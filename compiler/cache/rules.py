@@ -25,6 +25,7 @@ __all__ = [
     "FIVE_MINUTE_TTL",
     "GEMINI_EXPLICIT_TTL",
     "GEMINI_MIN_TOKENS",
+    "GEMINI_STORAGE_PER_HOUR",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
     "ONE_HOUR_TTL",
@@ -189,7 +190,7 @@ FIVE_MINUTE_TTL = "5m"
 #   prefix in a short amount of time", Vertex AI context cache overview); an explicit
 #   cache (``cachedContent``, providers/gemini.py) holds the stable root for its own ttl,
 #   "extend[ed] from the default 60 minutes", with "storage costs based on how long caches
-#   are stored", which the simulator does not price.
+#   are stored", priced by GEMINI_STORAGE_PER_HOUR below.
 #: Seconds a cache entry lives after the last call that wrote or read it.
 DEFAULT_TTL = 300.0
 # Gemini explicit caches (``cachedContents``) [quoted 2026-12-07 from stored copies found
@@ -211,7 +212,7 @@ DEFAULT_TTL = 300.0
 #   creates the cache again (workglow-dev/libs#656, "reactive CachedContent NOT_FOUND"
 #   handling): the simulator writes it again on the first call after its expiry.
 # * Storage is billed per token-hour ("Storage duration" in the same caching page), by
-#   model; the simulator does not price it (NOT VERIFIED: the current per-model prices).
+#   model: GEMINI_STORAGE_PER_HOUR below.
 #: Seconds a Gemini explicit cache lives after its creation without ``ttl`` or
 #: ``expireTime`` in its create body.
 GEMINI_EXPLICIT_TTL = 3600.0
@@ -477,6 +478,39 @@ _GEMINI_READ = Fraction("0.1")
 #: implicit caching, as summarized by third parties). NOT VERIFIED on ai.google.dev's own
 #: pricing page, which no longer lists these models.
 _GEMINI_OLD_READ = Fraction("0.25")
+# Gemini explicit cache storage ("Billing is based on the following factors: ... Storage
+# duration", the caching page above; "For explicit caching, there are also storage costs
+# based on how long caches are stored. There are no storage costs for implicit caching",
+# Vertex AI context cache overview) [found with the document search 2026-12-07]:
+# * Gemini 2.5 Pro: "$4.50 / 1,000,000 tokens per hour (storage price)" beside "Input:
+#   $1.25 / 1M tokens" (two threads quoting the pricing page, discuss.ai.google.dev
+#   /t/question-about-gemini-api-caching-pricing/107349 and .../92919).
+# * Gemini 1.5 Pro $4.50, 1.5 Flash $1.00, 1.5 Flash-8B $0.25, 2.0 Flash $1.00 per 1M
+#   token-hours, with inputs $1.25, $0.075, $0.0375, $0.10 (third-party price lists in
+#   code found with the code search: `cache_storage: 4.50` ...). NOT VERIFIED on the
+#   pricing page, which no longer lists them.
+# * Gemini 2.5 Flash: input $0.30 (deploybase.ai's copy of the pricing page, March 2026);
+#   Gemini 3 Pro: input $2 (aifreeapi.com, "verified Google AI Studio data (2026-02-04)");
+#   Gemini 3 Flash Preview: input $0.50 (factquire.com quoting the pricing page,
+#   2026-07-04). NOT VERIFIED: their storage prices, taken as their class's ($4.50 for Pro,
+#   $1.00 for Flash), and 2.5 Flash-Lite's ($1.00 at input $0.10).
+# The simulator bills a cache's storage when a call creates it, for its whole life (its
+# ttl, or until its expireTime): a deployment that deletes a cache early pays less.
+#: Gemini model prefix -> the storage price of a cached token for an hour, as a multiple
+#: of the model's input price (storage / input, the prices above); "": 2.5 Pro's, the one
+#: quoted from the pricing page.
+GEMINI_STORAGE_PER_HOUR: Mapping[str, Fraction] = {
+    "gemini-3-flash": Fraction("1.00") / Fraction("0.50"),
+    "gemini-3": Fraction("4.50") / Fraction("2.00"),
+    "gemini-2.5-flash-lite": Fraction("1.00") / Fraction("0.10"),
+    "gemini-2.5-flash": Fraction("1.00") / Fraction("0.30"),
+    "gemini-2.5-pro": Fraction("4.50") / Fraction("1.25"),
+    "gemini-2.0-flash": Fraction("1.00") / Fraction("0.10"),
+    "gemini-1.5-flash-8b": Fraction("0.25") / Fraction("0.0375"),
+    "gemini-1.5-flash": Fraction("1.00") / Fraction("0.075"),
+    "gemini-1.5-pro": Fraction("4.50") / Fraction("1.25"),
+    "": Fraction("4.50") / Fraction("1.25"),
+}
 
 
 @attrs.frozen
@@ -503,6 +537,9 @@ class CacheRules:
     retention_ttl: tuple[tuple[str, float], ...] = ()
     #: False: the model has no implicit cache (:data:`GEMINI_NO_IMPLICIT`).
     implicit_cache: bool = True
+    #: Gemini: an explicit cache's storage price per token-hour, as a multiple of the
+    #: input price (:data:`GEMINI_STORAGE_PER_HOUR`); 0 where nothing is stored for a fee.
+    storage_per_hour: Fraction = Fraction(0)
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -583,5 +620,8 @@ def rules_for(provider: str, model: str) -> CacheRules:
             read_multiplier=_GEMINI_OLD_READ if old else _GEMINI_READ,
             write_multiplier=Fraction(1),
             implicit_cache=not old,
+            storage_per_hour=GEMINI_STORAGE_PER_HOUR[
+                _longest_prefix(GEMINI_STORAGE_PER_HOUR, name)
+            ],
         )
     raise UnknownNameError(f"cache simulation: unknown provider {provider!r}")

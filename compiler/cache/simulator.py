@@ -47,7 +47,10 @@ while no call has a time, nothing expires (the behaviour before timestamps).
   named cache holds the stable root (its ``cachedContents`` create body, passed as
   ``cached_contents``); its tokens count as input of every call that names it, written
   (at the normal input price: creating a cache is billed as input) by the first such
-  call and read at the cache price by every later one. Storage per hour is not priced.
+  call and read at the cache price by every later one. A call that creates it also
+  pays its storage for the cache's whole life (tokens x hours x the rules'
+  ``storage_per_hour``, :data:`~prefixlock.cache.rules.GEMINI_STORAGE_PER_HOUR`;
+  :attr:`CallCache.cache_storage_token_hours`); the perfect-cache bound has none.
   With call times, the cache expires its create body's ``ttl`` after that first call
   (default :data:`~prefixlock.cache.rules.GEMINI_EXPLICIT_TTL`, an hour; reads do not
   extend it), or at its ``expireTime``; the first call after that writes it again, as
@@ -358,6 +361,10 @@ class CallCache:
     #: minimum, no breakpoint, no expiry), and a Gemini explicit cache an earlier call
     #: named with the same body.
     bound_read_tokens: int = 0
+    #: Gemini: the token-hours of the explicit cache this call created (its tokens times
+    #: the hours it lives), billed at :attr:`storage_per_hour` (``CacheRules``).
+    cache_storage_token_hours: Fraction = Fraction(0)
+    storage_per_hour: Fraction = Fraction(0)
 
     @property
     def uncached_tokens(self) -> int:
@@ -372,6 +379,7 @@ class CallCache:
             + (self.cache_write_tokens - one_hour) * self.write_multiplier
             + one_hour * self.write_multiplier_1h
             + self.cache_read_tokens * self.read_multiplier
+            + self.cache_storage_token_hours * self.storage_per_hour
         )
 
     @property
@@ -1112,6 +1120,7 @@ class Simulation:
         bound_read = prompt.tokens_to(found) if found >= 0 else 0
         self._perfect.sent(prompt, math.inf, shared, math.inf)
         name = body.get("cachedContent") if provider == "gemini" else None
+        token_hours = Fraction(0)
         if isinstance(name, str):
             figures = self._cached_figures.get(name)
             if figures is None:
@@ -1131,7 +1140,10 @@ class Simulation:
                 read += cached
             else:  # the first call naming it, another body named since, or expired
                 write += cached
-                self.created[name] = (digest, expiry.at(name, index, now))
+                expires = expiry.at(name, index, now)
+                self.created[name] = (digest, expires)
+                stored = expiry.hours(now, expires)
+                token_hours = cached * stored if stored is not None else Fraction(0)
         call = CallCache(
             index=index,
             input_tokens=total,
@@ -1145,6 +1157,8 @@ class Simulation:
             cache_write_1h_tokens=write_1h,
             write_multiplier_1h=one_hour_price or Fraction(0),
             bound_read_tokens=bound_read,
+            cache_storage_token_hours=token_hours,
+            storage_per_hour=rules.storage_per_hour,
         )
         self.totals = self.totals.plus(call)
         if self.keep_calls:
@@ -1294,6 +1308,16 @@ class CachedContentExpiry:
                 "fractional digits, then 's')"
             )
         return cls(ttl=float(ttl[:-1]))
+
+    def hours(self, now: float, expires: float) -> Fraction | None:
+        """The hours a cache created at ``now`` that expires at ``expires`` is stored
+        (and billed): its ttl, or from ``now`` to its ``expireTime``; None for an
+        ``expireTime`` cache created while no call has a time (not priced)."""
+        if self.ttl is not None:
+            return Fraction(self.ttl) / 3600
+        if now == math.inf:
+            return None
+        return Fraction(expires) / 3600 - Fraction(now) / 3600
 
     def at(self, name: str, index: int, now: float) -> float:
         """The time a cache created at ``now`` expires: ``now`` + its ttl (``inf``
