@@ -55,6 +55,7 @@ import attrs
 from ..core import canonical
 from ..core.canonical import Ordered
 from ..core.errors import CanonicalJSONError, SerializationError
+from ..core.limits import settings_problems
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -692,15 +693,6 @@ class Provider(Transport):
         Default: the hints' places."""
         return frame, per_message
 
-    def settings_problems(self, settings: ProviderSettings) -> list[tuple[tuple[str, ...], str]]:
-        """Where the service refuses every body these settings make, though each value
-        is of a form it takes (a combination of model and option, say): ``(field, why)``
-        per problem, ``field`` the path under the provider's entry of
-        ``rules/providers.yaml`` (``("options", "cache_ttl")``). The build reports each
-        with its file, line and column; :meth:`serialize` and :meth:`fragments` raise the
-        first. Default: none."""
-        return []
-
     def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
         """The message variant of a frame with these cache positions. Default:
         :meth:`message_variant`."""
@@ -988,7 +980,9 @@ class Provider(Transport):
         self, request: ModelRequest, settings: ProviderSettings, markers: Markers
     ) -> Frame:
         options = self._options(settings)
-        for field, why in self.settings_problems(settings):
+        # What the service refuses in the settings as a whole (core.limits; the build
+        # reports the same with the option's file and line).
+        for field, why in settings_problems(self.name, settings.model, options):
             raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
         nested, top_level = self.split_options(options)

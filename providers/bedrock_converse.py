@@ -83,7 +83,7 @@ for several positions still gets one cachePoint, one-hour if any of them is.
 One-hour TTL models: Bedrock takes ``"ttl": "1h"`` on some models only and answers a
 ValidationException on the others, so ``cache_ttl: 1h`` or ``turn`` with such a model
 is refused by the build (the option's file, line and field) and by :meth:`serialize`
-(:func:`prefixlock.cache.rules.one_hour_ttl_refusal`, which quotes the sources).
+(:func:`prefixlock.core.limits.one_hour_ttl_refusal`, which quotes the sources).
 """
 
 from __future__ import annotations
@@ -93,7 +93,6 @@ import re
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from ..cache.rules import one_hour_ttl_refusal
 from ..core.canonical import Ordered
 from ..core.messages import (
     CanonicalMessage,
@@ -106,7 +105,6 @@ from ..core.messages import (
 from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider, sent_indexes
 from .cache_ttl import (
-    OPTION,
     TurnMarkers,
     active_policy,
     cache_ttl,
@@ -189,18 +187,6 @@ class BedrockConverse(TurnMarkers, Provider):
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
         """The cache TTL policy (``None``: the 5-minute default): it is in the cachePoints."""
         return cache_ttl(self.name, options)
-
-    def settings_problems(self, settings: ProviderSettings) -> list[tuple[tuple[str, ...], str]]:
-        """``cache_ttl: 1h`` or ``turn`` on a model that refuses one-hour cachePoints
-        (:func:`one_hour_ttl_refusal`)."""
-        options = self._options(settings)
-        if cache_ttl(self.name, options) is None:
-            return []
-        refusal = one_hour_ttl_refusal(settings.model)
-        if refusal is None:
-            return []
-        why = f"{options[OPTION]!r} asks for one-hour cache entries: {refusal}"
-        return [(("options", OPTION), why)]
 
     def head(
         self,

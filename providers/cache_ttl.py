@@ -47,11 +47,12 @@ from typing import Any, ClassVar
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, SerializationError
+from ..core.limits import CACHE_TTL_OPTION
 from ..core.messages import MessageKind
 from ..core.model import CachePosition, ModelRequest, ProviderSettings
 
 #: The settings option (never sent).
-OPTION = "cache_ttl"
+OPTION = CACHE_TTL_OPTION
 #: The accepted values; the first is the default (no ``ttl`` member on the wire).
 VALUES = ("5m", "1h", "turn")
 #: The ``ttl`` of a one-hour marker.

@@ -19,11 +19,12 @@ import attrs
 import pytest
 from conv_helpers import open_conv, user
 from prefixlock import providers
-from prefixlock.cache.rules import one_hour_ttl_refusal, rules_for
+from prefixlock.cache.rules import rules_for
 from prefixlock.cache.simulator import simulate
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.errors import CacheSimulationError, SerializationError, SpecErrors
+from prefixlock.core.limits import one_hour_ttl_refusal
 from prefixlock.core.model import ModelRequest
 from prefixlock.spec.build import build_bundle
 

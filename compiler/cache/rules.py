@@ -8,8 +8,6 @@ the model's base input-token price, not dollars.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import attrs
 
 from ..core.errors import UnknownNameError
+from ..core.limits import one_hour_ttl_refusal
 
 __all__ = [
     "BEDROCK_MIN_TOKENS",
@@ -39,7 +38,6 @@ __all__ = [
     "OPENAI_RETENTION_TTL",
     "RETENTION_OPTION",
     "CacheRules",
-    "one_hour_ttl_refusal",
     "rules_for",
 ]
 
@@ -216,70 +214,10 @@ DEFAULT_TTL = 300.0
 #: Seconds a Gemini explicit cache lives after its creation without ``ttl`` or
 #: ``expireTime`` in its create body.
 GEMINI_EXPLICIT_TTL = 3600.0
-# Bedrock's one-hour TTL by model [found with the issue search 2026-12-07]: Bedrock takes
-# ``cachePoint`` ``"ttl": "1h"`` on some models only and answers a ValidationException on
-# the others, so prefixlock refuses ``cache_ttl: 1h`` / ``turn`` there (the build and
-# serialize: providers/bedrock_converse.py) and these rules price no one-hour write for
-# them (``write_multiplier_1h`` None). The texts:
-# * AWS's announcement of 2026-01-26 (above): "generally available for Claude Sonnet 4.5,
-#   Claude Haiku 4.5 and Claude Opus 4.5".
-# * earendil-works/pi#1570 (2026-02-20), from requests to the service: "Only Claude Opus
-#   4.5+, Sonnet 4.5, and Haiku 4.5 accept `ttl: "1h"`"; Claude Opus 4.0/4.1, Sonnet 4.0,
-#   3.7 Sonnet and 3.5 Haiku/Sonnet answer "Extra inputs are not permitted", Amazon Nova
-#   "Extended TTL prompt caching is only supported for Anthropic models".
-# * timothy-agent/timothy#756 (2026-09-17) quotes the Nova answer: "ValidationException:
-#   Extended TTL prompt caching is only supported for Anthropic models ... StatusCode:
-#   400" (us.amazon.nova-2-lite-v1:0).
-# * anomalyco/opencode#23106: "Tested on Haiku 4.5, Sonnet 4.5/4.6, Opus 4.5/4.6".
-# So a Claude model before 4.5 is refused, and so is a named model of another vendor (the
-# service's own wording: Anthropic models only). Claude 4.5 and later, a Claude id with no
-# version to judge, and an opaque id (an application inference profile's, provisioned,
-# custom or imported model's ARN: no model name in it) are left to the service. NOT
-# VERIFIED: Claude 5 and later (not in the announcement; taken to accept it, as 4.6 does).
-#: ``<vendor>.<model>`` after an optional inference-profile prefix (``us.``, ``global.``).
-_NAMED_MODEL = re.compile(r"(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?P<vendor>[a-z][a-z0-9-]*)\.(?P<name>.+)")
-#: A Claude model's generation: ``claude-<family>-<major>[-<minor>]`` (Claude 4 on) or
-#: ``claude-<major>[-<minor>]-<family>`` (Claude 3); a minor is one or two digits, not
-#: the eight of a date.
-_CLAUDE_VERSION = (
-    re.compile(r"claude-(?:opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2}))?(?![0-9])"),
-    re.compile(r"claude-(?P<major>\d+)(?:-(?P<minor>\d{1,2}))?-(?:opus|sonnet|haiku)"),
-)
-#: The first Claude generation Bedrock takes a one-hour TTL on.
-_ONE_HOUR_FROM = (4, 5)
-
-
-@functools.lru_cache(maxsize=256)
-def one_hour_ttl_refusal(model: str) -> str | None:
-    """Why Bedrock refuses ``cachePoint`` ``ttl: "1h"`` on ``model`` (a Converse
-    ``modelId``: a model or inference profile id, or an ARN), or None where it takes it
-    or the id does not say (the rule and its sources: the comment above)."""
-    named = _NAMED_MODEL.fullmatch(model.rsplit("/", 1)[-1])
-    if named is None:
-        return None  # opaque: no model name to judge
-    if named["vendor"] != "anthropic":
-        return (
-            f"Bedrock accepts cachePoint ttl '1h' on Anthropic models only; on {model!r} "
-            "the service refuses it ('Extended TTL prompt caching is only supported for "
-            "Anthropic models')"
-        )
-    name = named["name"]
-    version: tuple[int, int] | None = None
-    if name.startswith(("claude-v", "claude-instant")):
-        version = (2, 0)
-    for pattern in _CLAUDE_VERSION:
-        found = pattern.match(name)
-        if found is not None:
-            version = (int(found["major"]), int(found["minor"] or 0))
-            break
-    if version is None or version >= _ONE_HOUR_FROM:
-        return None
-    return (
-        "Bedrock accepts cachePoint ttl '1h' on Claude Sonnet 4.5, Haiku 4.5, Opus 4.5 and "
-        f"later only; on {model!r} the service refuses it ('Extra inputs are not permitted')"
-    )
-
-
+# Bedrock's one-hour TTL by model: Bedrock takes ``cachePoint`` ``"ttl": "1h"`` on Claude
+# 4.5 and later only (prefixlock.core.limits.one_hour_ttl_refusal quotes the sources);
+# these rules price no one-hour write for another model (``write_multiplier_1h`` None) and
+# the simulator refuses a body that asks for one there.
 #: Seconds with ``ttl: 1h`` markers (Anthropic, Bedrock).
 ONE_HOUR_TTL_SECONDS = 3600.0
 

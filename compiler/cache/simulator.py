@@ -94,6 +94,7 @@ from ..core import canonical
 from ..core.bodyscan import HistoryScanner, Scan
 from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
 from ..core.fragments import Body, common_prefix
+from ..core.limits import one_hour_ttl_refusal
 from ..core.timestamps import seconds, stamp_problem
 from .rules import (
     DEFAULT_TTL,
@@ -105,7 +106,6 @@ from .rules import (
     ONE_HOUR_TTL_SECONDS,
     RETENTION_OPTION,
     CacheRules,
-    one_hour_ttl_refusal,
     rules_for,
 )
 from .tokens import Tokenizer, get_tokenizer

@@ -34,10 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import providers
 from ..core import canonical
 from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
+from ..core.limits import settings_problems
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.names import hint
 from ..core.resources import example_dir
@@ -317,10 +317,11 @@ def _settings_problems(
     doc: LoadedDocument, settings: Sequence[ProviderSettings]
 ) -> list[SpecError]:
     """What each provider's service refuses in its settings beyond their schema
-    (:meth:`Provider.settings_problems`: a one-hour cache TTL on a model without it)."""
+    (:func:`prefixlock.core.limits.settings_problems`: a one-hour cache TTL on a model
+    without it)."""
     found: list[SpecError] = []
     for item in settings:
-        for field, why in providers.get(item.provider).settings_problems(item):
+        for field, why in settings_problems(item.provider, item.model, item.options_value):
             path = json_path(("providers", item.provider, *field))
             found.append(SpecError(doc.location(path), path, why))
     return found
