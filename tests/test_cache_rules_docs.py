@@ -295,6 +295,14 @@ def test_the_window_is_20_blocks_including_the_breakpoint() -> None:
         ("claude-opus-4-5-20251101", 4096),
         ("claude-opus-4-8", 1024),
         ("claude-sonnet-5", 1024),
+        # 2026-10-08: "512 tokens for Claude Fable 5.1, Claude Mythos 5.1, Claude Opus 5.5,
+        # Claude Opus 5, Claude Sonnet 5.5, Claude Fable 5, Claude Mythos 5, and Claude
+        # Haiku 5.5"
+        ("claude-sonnet-5-5", 512),
+        ("claude-haiku-5-5", 512),
+        ("claude-opus-5-5", 512),
+        ("claude-fable-5-1", 512),
+        ("claude-mythos-5-1", 512),
         ("claude-sonnet-4-6", 1024),
         ("claude-sonnet-4-5-20250929", 1024),
         ("claude-opus-4-1-20250805", 1024),
@@ -729,3 +737,47 @@ def test_gemini_3_flash_preview_has_its_own_minimum() -> None:
     # "| Gemini 3 Flash Preview | 1024 | Gemini 3 Pro Preview | 4096 |"
     assert rules_for("gemini", "gemini-3-flash-preview").min_tokens == 1024
     assert rules_for("gemini", "gemini-3-pro-preview").min_tokens == 4096
+
+
+@pytest.mark.parametrize(
+    ("model", "read"),
+    # The pricing page's "Cache Hits & Refreshes" column as multiples of "Base Input
+    # Tokens": "Cache hits and refreshes on Claude Fable 5.1 and Claude Mythos 5.1 are
+    # priced at 0.025x the base input price", "... on Claude Opus 5.5 and Claude Sonnet
+    # 5.5 are priced at 0.05x", "All other models use the standard 0.1x multiplier".
+    [
+        ("claude-opus-5-5", "0.05"),  # $0.20 of $4
+        ("claude-sonnet-5-5", "0.05"),
+        ("claude-fable-5-1", "0.025"),  # $0.25 of $10
+        ("claude-mythos-5-1", "0.025"),
+        ("claude-fable-5-2", "0.025"),  # $0.20 of $8 (third-party figures only)
+        ("claude-mythos-5-2", "0.025"),
+        ("claude-fable-5", "0.1"),  # $1 of $10
+        ("claude-mythos-5", "0.1"),
+        ("claude-opus-5", "0.1"),  # $0.50 of $5
+        ("claude-sonnet-5", "0.1"),  # $0.20 of $2
+        ("claude-haiku-5-5", "0.1"),  # $0.01 of $0.10 (and $0.05 of $0.50 over 100k)
+        ("claude-opus-4-8", "0.1"),
+        ("claude-sonnet-4-5-20250929", "0.1"),
+        ("claude-haiku-4-5-20251001", "0.1"),
+    ],
+)
+def test_claude_read_prices_by_model(model: str, read: str) -> None:
+    for provider, name in (("anthropic", model), ("bedrock-converse", f"anthropic.{model}")):
+        rules = rules_for(provider, name)
+        assert rules.read_multiplier == Fraction(read)
+        # every model's writes: 1.25x (5m) and 2x (1h) its input price
+        assert rules.write_multiplier == Fraction("1.25")
+
+
+def test_a_cheaper_read_price_lowers_a_conversations_cost() -> None:
+    def bodies(model: str) -> list[bytes]:
+        body = canonical.loads(_anthropic(3000))
+        return [canonical.dumpb({**body, "model": model})] * 3
+
+    standard = simulate("anthropic", bodies("claude-opus-5"))
+    cheaper = simulate("anthropic", bodies("claude-opus-5-5"))
+    reads = [c.cache_read_tokens for c in standard.calls]
+    assert [c.cache_read_tokens for c in cheaper.calls] == reads
+    assert reads[0] == 0 and reads[1] > 0
+    assert standard.cost - cheaper.cost == sum(reads) * (Fraction("0.1") - Fraction("0.05"))

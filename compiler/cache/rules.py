@@ -20,6 +20,7 @@ from ..core.limits import one_hour_ttl_refusal
 __all__ = [
     "BEDROCK_MIN_TOKENS",
     "CLAUDE_MIN_TOKENS",
+    "CLAUDE_READ_PRICES",
     "DEFAULT_TTL",
     "FIVE_MINUTE_TTL",
     "GEMINI_EXPLICIT_TTL",
@@ -92,6 +93,37 @@ LOOKBACK_BLOCKS = 20
 # use the same ratios (https://aws.amazon.com/bedrock/pricing/).
 _CLAUDE_WRITE = Fraction("1.25")
 _CLAUDE_READ = Fraction("0.1")
+# The read price by model, the pricing page's "Cache Hits & Refreshes" beside "Base Input
+# Tokens" (https://platform.claude.com/docs/en/about-claude/pricing and the prompt-caching
+# page's table) [found with the document search 2026-12-07, stored copies]: "Claude Opus
+# 5.5 | $4 / MTok | $5 / MTok | $8 / MTok | $0.20 / MTok", "Claude Fable 5.1 | $10 / MTok |
+# $12.50 / MTok | $20 / MTok | $0.25 / MTok" (Mythos 5.1 the same), "Claude Fable 5 | $10
+# / MTok | $12.50 / MTok | $20 / MTok | $1 / MTok"; footnotes "Cache hits and refreshes on
+# Claude Fable 5.1 and Claude Mythos 5.1 are priced at 0.025x the base input price", "...
+# on Claude Opus 5.5 and Claude Sonnet 5.5 are priced at 0.05x the base input price", "All
+# other models use the standard 0.1x multiplier"; the models overview: "prompt cache reads
+# cost 10% of the base input price (2.5% on Claude Fable 5.1 and Claude Mythos 5.1, 5% on
+# Claude Opus 5.5 and Claude Sonnet 5.5)" (a copy of 2026-10-08; Sonnet 5.5 read at 0.1x,
+# "$0.20 / MTok" of $2, before 2026-10-07 by third-party changelogs: the simulator prices
+# today's). Every model's writes are 1.25x and 2x its input (all rows fit). NOT VERIFIED:
+# Fable 5.2 and Mythos 5.2 (first-party: "$8 USD per MTok" input only; their "$0.20 cache
+# read" is in third-party price lists: 0.025x, as 5.1); Bedrock's prices for these
+# exceptions (third-party: Bedrock's Claude prices are Anthropic's). Claude Haiku 5.5 "is
+# priced by prompt length" ($0.10 input up to 100,000 tokens, $0.50 over; cache prices in
+# the same ratios: $0.125 / $0.20 / $0.01 and $0.625 / $1 / $0.05): the simulator prices
+# every call at the model's one base price, so a call over 100,000 tokens is priced as
+# the shorter ones (NOT MODELED: the 5x).
+#: Claude model prefix (after Bedrock's ``anthropic.``; longest wins) -> cache read price
+#: as a multiple of its base input price.
+CLAUDE_READ_PRICES: Mapping[str, Fraction] = {
+    "claude-opus-5-5": Fraction("0.05"),
+    "claude-sonnet-5-5": Fraction("0.05"),
+    "claude-fable-5-1": Fraction("0.025"),
+    "claude-mythos-5-1": Fraction("0.025"),
+    "claude-fable-5-2": Fraction("0.025"),
+    "claude-mythos-5-2": Fraction("0.025"),
+    "": _CLAUDE_READ,
+}
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
 # (``cache_control: {"type": "ephemeral", "ttl": "1h"}``; Bedrock ``cachePoint: {"type":
 # "default", "ttl": "1h"}``). Same pricing page: "1-hour cache write tokens are 2 times
@@ -234,10 +266,15 @@ ONE_HOUR_TTL_SECONDS = 3600.0
 #: Claude Haiku 3 (2,048) are no longer listed; the figures are the page's earlier ones
 #: [quoted 2026-12-02]. Sonnet 4.6: the page said 2,048 for a while (so did this table);
 #: it now says 1,024, and anthropic-sdk-python#1194 observes no cache below 2,048. We
-#: follow the page. NOT VERIFIED: Claude Opus 5.5 / Fable 5.1 (the prefixes of Opus 5
-#: and Fable 5 give them 512, which their model pages and Bedrock's table agree with).
+#: follow the page. The copy of 2026-10-08 [found 2026-12-07]: "512 tokens for Claude
+#: Fable 5.1, Claude Mythos 5.1, Claude Opus 5.5, Claude Opus 5, Claude Sonnet 5.5, Claude
+#: Fable 5, Claude Mythos 5, and Claude Haiku 5.5" (Sonnet 5.5 and Haiku 5.5 had fallen to
+#: Sonnet 5's 1,024 and the default). NOT VERIFIED: Fable 5.2 / Mythos 5.2 (512 by their
+#: prefix; no page found).
 CLAUDE_MIN_TOKENS: Mapping[str, int] = {
     "claude-opus-5": 512,
+    "claude-sonnet-5-5": 512,
+    "claude-haiku-5-5": 512,
     "claude-fable-5": 512,
     "claude-mythos-5": 512,
     "claude-mythos-preview": 2048,
@@ -484,11 +521,28 @@ def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
     return max((key for key in table if model.startswith(key)), key=len)
 
 
-def _claude_family(model: str) -> str:
+def _claude_name(model: str) -> str:
     # Bedrock ids: "anthropic.claude-sonnet-4-5-20250929-v1:0", optionally with a
     # cross-region prefix ("us.anthropic.claude-...").
-    name = model.rpartition("anthropic.")[2] if "anthropic." in model else model
-    return _longest_prefix(CLAUDE_MIN_TOKENS, name)
+    return model.rpartition("anthropic.")[2] if "anthropic." in model else model
+
+
+def _model_prefix(table: Mapping[str, Any], name: str) -> str:
+    """The longest key of ``table`` that ``name`` starts with and that ends where a
+    version number does: ``claude-fable-5-2`` is not a prefix of a dated
+    ``claude-fable-5-20260609``."""
+    return max(
+        (
+            key
+            for key in table
+            if name.startswith(key) and not (key and name[len(key) : len(key) + 1].isdigit())
+        ),
+        key=len,
+    )
+
+
+def _claude_family(model: str) -> str:
+    return _model_prefix(CLAUDE_MIN_TOKENS, _claude_name(model))
 
 
 def _bedrock_family(model: str) -> str:
@@ -512,7 +566,9 @@ def rules_for(provider: str, model: str) -> CacheRules:
             family or "claude",
             explicit=True,
             min_tokens=minimum,
-            read_multiplier=_CLAUDE_READ,
+            read_multiplier=CLAUDE_READ_PRICES[
+                _model_prefix(CLAUDE_READ_PRICES, _claude_name(model))
+            ],
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",
             write_multiplier_1h=(
