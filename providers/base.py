@@ -981,8 +981,10 @@ class Provider(Transport):
     ) -> Frame:
         options = self._options(settings)
         # What the service refuses in the settings as a whole (core.limits; the build
-        # reports the same with the option's file and line).
-        for field, why in settings_problems(self.name, settings.model, options):
+        # reports the same with the option's file and line): the first such problem.
+        problems = settings_problems(self.name, settings.model, options)
+        if problems:
+            field, why = problems[0]
             raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
         nested, top_level = self.split_options(options)
