@@ -781,3 +781,38 @@ def test_a_cheaper_read_price_lowers_a_conversations_cost() -> None:
     assert [c.cache_read_tokens for c in cheaper.calls] == reads
     assert reads[0] == 0 and reads[1] > 0
     assert standard.cost - cheaper.cost == sum(reads) * (Fraction("0.1") - Fraction("0.05"))
+
+
+def test_haiku_5_5_prompts_over_100k_tokens_pay_five_times_the_prices() -> None:
+    # "Claude Haiku 5.5 is priced by prompt length: a prompt of over 100,000 tokens pays
+    # higher prices": input $0.10 / $0.50, 5m write $0.125 / $0.625, 1h $0.20 / $1, read
+    # $0.01 / $0.05 (the model's overview page): every price 5x, in the same ratios.
+    assert rules_for("anthropic", "claude-haiku-5-5").long_prompt == (100_000, Fraction(5))
+    assert rules_for("anthropic", "claude-haiku-4-5").long_prompt is None
+
+    def body(tokens: int) -> bytes:
+        return canonical.dumpb({**canonical.loads(_anthropic(tokens)), "model": "claude-haiku-5-5"})
+
+    # the system block and a short user turn: 7 tokens more than the block
+    short, long = (simulate("anthropic", [body(n)] * 2).calls for n in (99_993, 99_994))
+    assert short[0].input_tokens == 100_000 and long[0].input_tokens == 100_001
+    assert [c.price_factor for c in short] == [1, 1]
+    assert [c.price_factor for c in long] == [5, 5]
+    for a, b in zip(short, long, strict=True):
+        assert b.cache_read_tokens - a.cache_read_tokens in (0, 1)
+        # the cost and the cost without caching both at 5x: the ratio stays the tier's
+        assert b.uncached_cost == 5 * b.input_tokens
+        assert b.cost == 5 * (
+            b.uncached_tokens
+            + b.cache_write_tokens * b.write_multiplier
+            + b.cache_read_tokens * b.read_multiplier
+        )
+    bound = PerfectBound()
+    for call in long:
+        bound.add(call)
+    read = long[1].bound_read_tokens
+    assert bound.cost == 5 * (
+        long[0].input_tokens * long[0].write_multiplier
+        + read * long[1].read_multiplier
+        + (long[1].input_tokens - read) * long[1].write_multiplier
+    )

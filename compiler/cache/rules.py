@@ -19,6 +19,7 @@ from ..core.limits import one_hour_ttl_refusal
 
 __all__ = [
     "BEDROCK_MIN_TOKENS",
+    "CLAUDE_LONG_PROMPT",
     "CLAUDE_MIN_TOKENS",
     "CLAUDE_READ_PRICES",
     "DEFAULT_TTL",
@@ -110,9 +111,12 @@ _CLAUDE_READ = Fraction("0.1")
 # read" is in third-party price lists: 0.025x, as 5.1); Bedrock's prices for these
 # exceptions (third-party: Bedrock's Claude prices are Anthropic's). Claude Haiku 5.5 "is
 # priced by prompt length" ($0.10 input up to 100,000 tokens, $0.50 over; cache prices in
-# the same ratios: $0.125 / $0.20 / $0.01 and $0.625 / $1 / $0.05): the simulator prices
-# every call at the model's one base price, so a call over 100,000 tokens is priced as
-# the shorter ones (NOT MODELED: the 5x).
+# the same ratios: $0.125 / $0.20 / $0.01 and $0.625 / $1 / $0.05; the pricing page:
+# "Claude Haiku 5.5 is priced by prompt length: a prompt of over 100,000 tokens pays higher
+# prices"): CLAUDE_LONG_PROMPT, every input price of such a call 5x. What counts as the
+# prompt: all its input tokens, read from and written to the cache included (third-party
+# usage tools, kurofune/claudit v1.9.2; NOT VERIFIED on a first-party page), which is what
+# the simulator counts. Its output, 5x too, is not simulated.
 #: Claude model prefix (after Bedrock's ``anthropic.``; longest wins) -> cache read price
 #: as a multiple of its base input price.
 CLAUDE_READ_PRICES: Mapping[str, Fraction] = {
@@ -123,6 +127,15 @@ CLAUDE_READ_PRICES: Mapping[str, Fraction] = {
     "claude-fable-5-2": Fraction("0.025"),
     "claude-mythos-5-2": Fraction("0.025"),
     "": _CLAUDE_READ,
+}
+#: Claude model prefix -> (prompt tokens, factor): a call whose prompt has more tokens
+#: pays every input price times the factor (above).
+CLAUDE_LONG_PROMPT: Mapping[str, tuple[int, Fraction]] = {
+    "claude-haiku-5-5": (100_000, Fraction(5)),
+}
+_CLAUDE_LONG_PROMPT_OF: Mapping[str, tuple[int, Fraction] | None] = {
+    **CLAUDE_LONG_PROMPT,
+    "": None,
 }
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
 # (``cache_control: {"type": "ephemeral", "ttl": "1h"}``; Bedrock ``cachePoint: {"type":
@@ -512,6 +525,9 @@ class CacheRules:
     retention_ttl: tuple[tuple[str, float], ...] = ()
     #: False: the model has no implicit cache (:data:`GEMINI_NO_IMPLICIT`).
     implicit_cache: bool = True
+    #: A model priced by prompt length: (prompt tokens, factor), every input price of a
+    #: call with a longer prompt times the factor (:data:`CLAUDE_LONG_PROMPT`).
+    long_prompt: tuple[int, Fraction] | None = None
     #: Gemini: an explicit cache's storage price per token-hour, as a multiple of the
     #: input price (:data:`GEMINI_STORAGE_PER_HOUR`); 0 where nothing is stored for a fee.
     storage_per_hour: Fraction = Fraction(0)
@@ -571,6 +587,9 @@ def rules_for(provider: str, model: str) -> CacheRules:
             ],
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",
+            long_prompt=_CLAUDE_LONG_PROMPT_OF[
+                _model_prefix(_CLAUDE_LONG_PROMPT_OF, _claude_name(model))
+            ],
             write_multiplier_1h=(
                 None
                 if provider == "bedrock-converse" and one_hour_ttl_refusal(model) is not None

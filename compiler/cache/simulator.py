@@ -365,6 +365,9 @@ class CallCache:
     #: the hours it lives), billed at :attr:`storage_per_hour` (``CacheRules``).
     cache_storage_token_hours: Fraction = Fraction(0)
     storage_per_hour: Fraction = Fraction(0)
+    #: Every input price of this call times this: a model priced by prompt length
+    #: (``CacheRules.long_prompt``: Claude Haiku 5.5's prompts over 100,000 tokens pay 5x).
+    price_factor: Fraction = Fraction(1)
 
     @property
     def uncached_tokens(self) -> int:
@@ -379,13 +382,13 @@ class CallCache:
             + (self.cache_write_tokens - one_hour) * self.write_multiplier
             + one_hour * self.write_multiplier_1h
             + self.cache_read_tokens * self.read_multiplier
-            + self.cache_storage_token_hours * self.storage_per_hour
-        )
+        ) * self.price_factor + self.cache_storage_token_hours * self.storage_per_hour
 
     @property
     def uncached_cost(self) -> Fraction:
-        """The same prompt without any caching: every token at the base price."""
-        return Fraction(self.input_tokens)
+        """The same prompt without any caching: every token at the base price (times
+        :attr:`price_factor`)."""
+        return self.input_tokens * self.price_factor
 
 
 @attrs.frozen
@@ -520,8 +523,8 @@ class PerfectBound:
 
     def add(self, call: CallCache) -> None:
         read = call.bound_read_tokens
-        self.cost += read * call.read_multiplier
-        self.cost += (call.input_tokens - read) * call.write_multiplier
+        self.cost += read * call.read_multiplier * call.price_factor
+        self.cost += (call.input_tokens - read) * call.write_multiplier * call.price_factor
 
     def ratio(self, cost: Fraction) -> float:
         """``cost`` as a multiple of the bound (1.0 when the bound is 0)."""
@@ -1159,6 +1162,11 @@ class Simulation:
             bound_read_tokens=bound_read,
             cache_storage_token_hours=token_hours,
             storage_per_hour=rules.storage_per_hour,
+            price_factor=(
+                rules.long_prompt[1]
+                if rules.long_prompt is not None and total > rules.long_prompt[0]
+                else Fraction(1)
+            ),
         )
         self.totals = self.totals.plus(call)
         if self.keep_calls:
