@@ -816,3 +816,26 @@ def test_haiku_5_5_prompts_over_100k_tokens_pay_five_times_the_prices() -> None:
         + read * long[1].read_multiplier
         + (long[1].input_tokens - read) * long[1].write_multiplier
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("claude-sonnet-5-5", "claude-sonnet-5-5"),  # not Sonnet 5's row
+        ("claude-fable-5-20260609", "claude-fable-5"),  # a date is not Fable 5.2
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+        ("claude-opus-4-20250514", "claude-opus-4"),
+        ("claude-sonnet-4-7", ""),  # no row names it: the default, not Sonnet 4's
+    ],
+)
+def test_a_claude_row_names_one_model(model: str, family: str) -> None:
+    assert rules_for("anthropic", model).family == (family or "claude")
+
+
+def test_bedrock_models_its_table_does_not_list_take_anthropics_minimum() -> None:
+    # Anthropic: "These minimums apply on every platform where each model is available"
+    sonnet = rules_for("bedrock-converse", "us.anthropic.claude-sonnet-5-5")
+    assert (sonnet.family, sonnet.min_tokens) == ("claude-sonnet-5-5", 512)
+    assert rules_for("bedrock-converse", "anthropic.claude-sonnet-5").min_tokens == 1024
+    fable = rules_for("bedrock-converse", "anthropic.claude-fable-5-1")
+    assert (fable.family, fable.min_tokens) == ("anthropic.claude-fable-5-1", 512)

@@ -8,6 +8,7 @@ the model's base input-token price, not dollars.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -285,10 +286,15 @@ ONE_HOUR_TTL_SECONDS = 3600.0
 #: Sonnet 5's 1,024 and the default). NOT VERIFIED: Fable 5.2 / Mythos 5.2 (512 by their
 #: prefix; no page found).
 CLAUDE_MIN_TOKENS: Mapping[str, int] = {
+    "claude-opus-5-5": 512,
     "claude-opus-5": 512,
     "claude-sonnet-5-5": 512,
     "claude-haiku-5-5": 512,
+    "claude-fable-5-2": 512,  # NOT VERIFIED: no page found
+    "claude-fable-5-1": 512,
     "claude-fable-5": 512,
+    "claude-mythos-5-2": 512,  # NOT VERIFIED: no page found
+    "claude-mythos-5-1": 512,
     "claude-mythos-5": 512,
     "claude-mythos-preview": 2048,
     "claude-opus-4-7": 2048,
@@ -343,7 +349,9 @@ CLAUDE_MIN_TOKENS: Mapping[str, int] = {
 BEDROCK_MIN_TOKENS: Mapping[str, int] = {
     "anthropic.claude-opus-5": 512,
     "anthropic.claude-fable-5": 512,
+    "anthropic.claude-fable-5-1": 512,
     "anthropic.claude-mythos-5": 512,
+    "anthropic.claude-mythos-5-1": 512,
     "anthropic.claude-mythos-preview": 4096,
     "anthropic.claude-opus-4-8": 1024,
     "anthropic.claude-opus-4-7": 4096,
@@ -543,15 +551,21 @@ def _claude_name(model: str) -> str:
     return model.rpartition("anthropic.")[2] if "anthropic." in model else model
 
 
+#: What may not follow a model key for the key to name the model: a digit (the key ends
+#: inside a number) or a minor version (``-5`` of ``claude-sonnet-5-5``: another model).
+_NOT_THE_MODEL = re.compile(r"[0-9]|-[0-9]{1,2}(?![0-9])")
+
+
 def _model_prefix(table: Mapping[str, Any], name: str) -> str:
-    """The longest key of ``table`` that ``name`` starts with and that ends where a
-    version number does: ``claude-fable-5-2`` is not a prefix of a dated
-    ``claude-fable-5-20260609``."""
+    """The longest key of ``table`` that names ``name``'s model: ``name`` starts with it
+    and goes on with neither a digit nor a minor version (``claude-fable-5-2`` is not a
+    dated ``claude-fable-5-20260609``, ``claude-sonnet-5`` is not ``claude-sonnet-5-5``;
+    ``claude-opus-4-5`` is ``claude-opus-4-5-20251101``). ``""`` names every model."""
     return max(
         (
             key
             for key in table
-            if name.startswith(key) and not (key and name[len(key) : len(key) + 1].isdigit())
+            if name.startswith(key) and not (key and _NOT_THE_MODEL.match(name, len(key)))
         ),
         key=len,
     )
@@ -564,8 +578,7 @@ def _claude_family(model: str) -> str:
 def _bedrock_family(model: str) -> str:
     """The :data:`BEDROCK_MIN_TOKENS` key of a Bedrock model id ("" if none matches)."""
     name = "anthropic." + model.rpartition("anthropic.")[2] if "anthropic." in model else model
-    keys = [key for key in BEDROCK_MIN_TOKENS if name.startswith(key)]
-    return max(keys, key=len) if keys else ""
+    return _model_prefix({**BEDROCK_MIN_TOKENS, "": 0}, name)
 
 
 def rules_for(provider: str, model: str) -> CacheRules:
