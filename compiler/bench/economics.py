@@ -233,7 +233,6 @@ def _ttl_policies(
     case has) and ``today`` (whether it is that setting). Other wires: ``{}``."""
     counter = get_tokenizer(tokenizer)
     runs: dict[tuple[str, str], tuple[providers.Provider, Simulation, PerfectBound]] = {}
-    roots = {(name, value): RootCaches(name) for name in names for value in CACHE_TTL_VALUES}
     today: dict[str, str] = {}
     out: dict[str, dict[str, dict[str, float | bool]]] = {name: {} for name in names}
     for call in iter_replay(scenario):
@@ -250,7 +249,6 @@ def _ttl_policies(
             for value in CACHE_TTL_VALUES:
                 wire, sim, bound = runs[name, value]
                 priced = attrs.evolve(call, request=_with_ttl(call.request, name, value))
-                name_caches(sim, roots[name, value](priced.request))
                 body = serialize_at(scenario, priced, wire)
                 bound.add(sim.add(body, at))
     for name, current in today.items():

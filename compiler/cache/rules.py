@@ -8,6 +8,7 @@ the model's base input-token price, not dollars.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from fractions import Fraction
@@ -133,10 +134,6 @@ CLAUDE_READ_PRICES: Mapping[str, Fraction] = {
 #: pays every input price times the factor (above).
 CLAUDE_LONG_PROMPT: Mapping[str, tuple[int, Fraction]] = {
     "claude-haiku-5-5": (100_000, Fraction(5)),
-}
-_CLAUDE_LONG_PROMPT_OF: Mapping[str, tuple[int, Fraction] | None] = {
-    **CLAUDE_LONG_PROMPT,
-    "": None,
 }
 # Cache TTL (issue 10, item 5): a breakpoint may ask for a one-hour entry
 # (``cache_control: {"type": "ephemeral", "ttl": "1h"}``; Bedrock ``cachePoint: {"type":
@@ -560,7 +557,8 @@ def _model_prefix(table: Mapping[str, Any], name: str) -> str:
     """The longest key of ``table`` that names ``name``'s model: ``name`` starts with it
     and goes on with neither a digit nor a minor version (``claude-fable-5-2`` is not a
     dated ``claude-fable-5-20260609``, ``claude-sonnet-5`` is not ``claude-sonnet-5-5``;
-    ``claude-opus-4-5`` is ``claude-opus-4-5-20251101``). ``""`` names every model."""
+    ``claude-opus-4-5`` is ``claude-opus-4-5-20251101``). ``""`` names every model, and is
+    the answer where no key does."""
     return max(
         (
             key
@@ -568,24 +566,24 @@ def _model_prefix(table: Mapping[str, Any], name: str) -> str:
             if name.startswith(key) and not (key and _NOT_THE_MODEL.match(name, len(key)))
         ),
         key=len,
+        default="",
     )
-
-
-def _claude_family(model: str) -> str:
-    return _model_prefix(CLAUDE_MIN_TOKENS, _claude_name(model))
 
 
 def _bedrock_family(model: str) -> str:
     """The :data:`BEDROCK_MIN_TOKENS` key of a Bedrock model id ("" if none matches)."""
     name = "anthropic." + model.rpartition("anthropic.")[2] if "anthropic." in model else model
-    return _model_prefix({**BEDROCK_MIN_TOKENS, "": 0}, name)
+    return _model_prefix(BEDROCK_MIN_TOKENS, name)
 
 
+@functools.lru_cache(maxsize=256)
 def rules_for(provider: str, model: str) -> CacheRules:
     """The caching rules of ``provider`` for ``model`` (its family's, else the default).
-    Bedrock takes its minimum from its own table, else from Anthropic's."""
+    Bedrock takes its minimum from its own table, else from Anthropic's. Cached: the
+    simulator asks for every call, and the rules are frozen."""
     if provider == "anthropic" or provider == "bedrock-converse":
-        family = _claude_family(model)
+        name = _claude_name(model)
+        family = _model_prefix(CLAUDE_MIN_TOKENS, name)
         minimum = CLAUDE_MIN_TOKENS[family]
         bedrock = _bedrock_family(model) if provider == "bedrock-converse" else ""
         if bedrock:
@@ -595,14 +593,10 @@ def rules_for(provider: str, model: str) -> CacheRules:
             family or "claude",
             explicit=True,
             min_tokens=minimum,
-            read_multiplier=CLAUDE_READ_PRICES[
-                _model_prefix(CLAUDE_READ_PRICES, _claude_name(model))
-            ],
+            read_multiplier=CLAUDE_READ_PRICES[_model_prefix(CLAUDE_READ_PRICES, name)],
             write_multiplier=_CLAUDE_WRITE,
             min_tokens_per_checkpoint=provider == "bedrock-converse",
-            long_prompt=_CLAUDE_LONG_PROMPT_OF[
-                _model_prefix(_CLAUDE_LONG_PROMPT_OF, _claude_name(model))
-            ],
+            long_prompt=CLAUDE_LONG_PROMPT.get(_model_prefix(CLAUDE_LONG_PROMPT, name)),
             write_multiplier_1h=(
                 None
                 if provider == "bedrock-converse" and one_hour_ttl_refusal(model) is not None
