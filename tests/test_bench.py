@@ -27,7 +27,7 @@ from prefixlock.bench import verifyscale, workload
 from prefixlock.bench import workload as bench_workload
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
-from prefixlock.core.errors import SerializationError
+from prefixlock.core.errors import CheckpointError, SerializationError
 from prefixlock.review import processes
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.tools import ToolCall
@@ -69,6 +69,7 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
             "handle_cpu_ns",
             "handle_with_serialize_ns",
             "durable_floor_ns",
+            "schema_floor_ns",
             "store_append_ns",
             "own_work_ns",
             "record_bytes",
@@ -342,12 +343,15 @@ def test_target_flags_flip_with_the_figures(
         assert target["met"] is met, (value, target)
 
 
-def _handling_parts(report: dict[str, Any], handle: int, store: int, own: int) -> dict[str, Any]:
+def _handling_parts(
+    report: dict[str, Any], handle: int, store: int, own: int, sql: int = 1_150
+) -> dict[str, Any]:
     runs = copy.deepcopy(report["runs"])
     for run in runs:
         run["durable_floor_ns"]["median"] = 1_000
         run["handle_ns"]["median"] = handle
         run["store_append_ns"]["median"] = store
+        run["schema_floor_ns"]["median"] = sql
         run["own_work_ns"]["median"] = own
     return {t["name"]: t for t in bench_report.targets(runs)}["handling_vs_durable_floor"]
 
@@ -356,15 +360,14 @@ def test_handling_vs_the_floor_is_split_into_its_parts(report: dict[str, Any]) -
     # Each part is a multiple of the floor; the rest is what the parts leave of handling.
     target = _handling_parts(report, 2_800, 1_400, 800)
     assert target["met"] is False
-    assert target["parts"] == {
-        "20": {"store_append": 1.4, "own_work": 0.8, "rest": 0.6},
-        "40": {"store_append": 1.4, "own_work": 0.8, "rest": 0.6},
-    }
+    parts = {"store_append": 1.4, "store_sql": 1.15, "own_work": 0.8, "rest": 0.6}
+    assert target["parts"] == {"20": parts, "40": parts}
     assert target["reasons"] == {
-        calls: "handling is 2.80x the floor: the store's appends 1.40x, prefixlock's own "
-        "work 0.80x (the same calls on an in-memory store), the rest 0.60x (the own work "
-        "run between fsyncs, not back to back); the own work alone is past the 0.50x the "
-        "limit leaves beside the floor: no store, however cheap, meets it"
+        calls: "handling is 2.80x the floor: the store's appends 1.40x (its SQL alone, "
+        "none of its Python: 1.15x), prefixlock's own work 0.80x (the same calls on an "
+        "in-memory store), the rest 0.60x (the own work run between fsyncs, not back to "
+        "back); the own work alone is past the 0.50x the limit leaves beside the floor "
+        "(beside the store's SQL alone it leaves 0.35x): no store, however cheap, meets it"
         for calls in ("20", "40")
     }
 
@@ -375,15 +378,36 @@ def test_a_missed_floor_target_names_the_store_when_the_own_work_fits(
     target = _handling_parts(report, 1_700, 1_350, 300)
     assert target["met"] is False
     assert target["reasons"]["40"] == (
-        "handling is 1.70x the floor: the store's appends 1.35x, prefixlock's own work "
-        "0.30x (the same calls on an in-memory store), the rest 0.05x (the own work run "
-        "between fsyncs, not back to back); the own work fits in the 0.50x the limit "
-        "leaves beside the floor; with the store's 0.35x past the floor and the rest "
-        "0.05x, handling does not"
+        "handling is 1.70x the floor: the store's appends 1.35x (its SQL alone, none of "
+        "its Python: 1.15x), prefixlock's own work 0.30x (the same calls on an in-memory "
+        "store), the rest 0.05x (the own work run between fsyncs, not back to back); the "
+        "own work fits in the 0.50x the limit leaves beside the floor; with the store's "
+        "0.35x past the floor and the rest 0.05x, handling does not"
     )
-    met = _handling_parts(report, 1_450, 1_100, 300)
+    met = _handling_parts(report, 1_450, 1_100, 300, sql=1_050)
     assert met["met"] is True and met["reasons"] == {}
-    assert met["parts"]["20"] == {"store_append": 1.1, "own_work": 0.3, "rest": 0.05}
+    assert met["parts"]["20"] == {
+        "store_append": 1.1,
+        "store_sql": 1.05,
+        "own_work": 0.3,
+        "rest": 0.05,
+    }
+
+
+def test_a_missed_floor_target_names_the_schema_when_its_sql_leaves_too_little(
+    report: dict[str, Any],
+) -> None:
+    # The own work fits beside the bare floor but not beside the store's statements
+    # alone: no Python around this schema, however cheap, would meet the limit.
+    target = _handling_parts(report, 1_700, 1_350, 300, sql=1_300)
+    assert target["reasons"]["40"] == (
+        "handling is 1.70x the floor: the store's appends 1.35x (its SQL alone, none of "
+        "its Python: 1.30x), prefixlock's own work 0.30x (the same calls on an in-memory "
+        "store), the rest 0.05x (the own work run between fsyncs, not back to back); the "
+        "own work fits in the 0.50x the limit leaves beside the floor, but not in the "
+        "0.20x it leaves beside the store's SQL: no store with this schema meets it, "
+        "however cheap its Python"
+    )
 
 
 def test_the_table_says_why_a_target_is_missed_at_its_worst(report: dict[str, Any]) -> None:
@@ -542,15 +566,15 @@ def test_the_warm_up_leaves_no_wal_file_still_growing(tmp_path: Path) -> None:
     # A WAL file grows until SQLite's first automatic checkpoint (1,000 pages); until
     # then every commit extends the file, which makes an fsync about twice as slow (the
     # file system's metadata too). The warm-up writes past that point in the stores and
-    # in the floor alike, so the shortest run does not compare a growing file with a
+    # in the floors alike, so the shortest run does not compare a growing file with a
     # reused one.
-    from prefixlock.bench.measure import CountingStore, DurableFloor
+    from prefixlock.bench.measure import CountingStore, Floors
 
     stores = (CountingStore(tmp_path / "handle.db"), bench.SQLiteStore(tmp_path / "ser.db"))
-    floor = DurableFloor(tmp_path / "floor.db")
+    floors = Floors.open(tmp_path)
     try:
-        bench.warm_up(example_bundle(), stores, floor, bench._formats(["openai-chat"]), seed=1)
-        for path in (stores[0].path, stores[1].path, floor.path):
+        bench.warm_up(example_bundle(), stores, floors, bench._formats(["openai-chat"]), seed=1)
+        for path in (stores[0].path, stores[1].path, floors.bare.path, floors.schema.path):
             with sqlite3.connect(path) as conn:
                 pages = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
                 size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -558,7 +582,54 @@ def test_the_warm_up_leaves_no_wal_file_still_growing(tmp_path: Path) -> None:
     finally:
         for store in stores:
             store.close()
+        floors.close()
+
+
+def test_the_schema_floor_replays_the_stores_appends_exactly(tmp_path: Path) -> None:
+    # The store's SQL alone is timed on the same records under the same keys: what it
+    # wrote opens as a store holding the same conversation, root and records alike (a
+    # replay that skipped a record or moved no head would be a cheaper, false figure),
+    # and the bare floor holds the same record bytes.
+    from prefixlock.bench.measure import CountingStore, Floors
+
+    calls = workload.generate(30, 2, conversation="schema-floor")
+    stores = (CountingStore(tmp_path / "handle.db"), bench.SQLiteStore(tmp_path / "ser.db"))
+    floors = Floors.open(tmp_path)
+    try:
+        formats = bench._formats(["anthropic"])
+        bench.measure(example_bundle(), stores, floors, [calls], formats, 0, lambda _: None)
+        stored = stores[0].load("schema-floor")
+    finally:
+        for store in stores:
+            store.close()
+        floors.close()
+    assert stored is not None and len(stored.records) > 30  # a tool loop: two per call
+    with bench.SQLiteStore(tmp_path / "schema-floor.db") as replayed:
+        assert replayed.load("schema-floor") == stored
+    with sqlite3.connect(tmp_path / "floor.db") as conn:
+        bare = [row[0] for row in conn.execute("SELECT body FROM records ORDER BY rowid")]
+    assert bare == list(stored.records)
+
+
+def test_the_schema_floor_refuses_a_record_that_does_not_follow_its_head(
+    tmp_path: Path,
+) -> None:
+    from prefixlock.store.sqlite import SchemaFloor
+
+    floor = SchemaFloor(tmp_path / "floor.db")
+    try:
+        floor.prepare("c", b"{}")
+        floor.append([("c", 1, "e1", b"{}")])
+        with pytest.raises(CheckpointError) as err:
+            floor.append([("c", 3, "e3", b"{}")])
+    finally:
         floor.close()
+    assert str(err.value) == (
+        f"{tmp_path / 'floor.db'}: record 3 of conversation 'c' does not follow its head"
+    )
+    with bench.SQLiteStore(tmp_path / "floor.db") as store:
+        kept = store.load("c")
+    assert kept is not None and kept.records == (b"{}",)  # nothing of the refused one
 
 
 @pytest.mark.parametrize("calls", [200, 2000])
@@ -595,13 +666,14 @@ def test_a_single_length_has_no_flatness_targets(report: dict[str, Any]) -> None
 def test_a_store_at_the_floor_is_not_a_negative_part_past_it(report: dict[str, Any]) -> None:
     """The store's share is a ratio of two medians taken apart and can come out below 1;
     the reason said "the store's -0.05x past the floor"."""
-    target = _handling_parts(report, 1_700, 950, 400)
+    target = _handling_parts(report, 1_700, 950, 400, sql=900)
     assert target["reasons"]["40"] == (
-        "handling is 1.70x the floor: the store's appends 0.95x, prefixlock's own work "
-        "0.40x (the same calls on an in-memory store), the rest 0.35x (the own work run "
-        "between fsyncs, not back to back); the own work fits in the 0.50x the limit "
-        "leaves beside the floor; with the store's appends at the floor (0.95x: two "
-        "medians taken apart) and the rest 0.35x, handling does not"
+        "handling is 1.70x the floor: the store's appends 0.95x (its SQL alone, none of "
+        "its Python: 0.90x), prefixlock's own work 0.40x (the same calls on an in-memory "
+        "store), the rest 0.35x (the own work run between fsyncs, not back to back); the "
+        "own work fits in the 0.50x the limit leaves beside the floor; with the store's "
+        "appends at the floor (0.95x: two medians taken apart) and the rest 0.35x, "
+        "handling does not"
     )
 
 

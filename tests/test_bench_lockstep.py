@@ -96,31 +96,41 @@ def test_the_bench_times_the_runs_calls_in_turns(monkeypatch: pytest.MonkeyPatch
 def test_each_durable_floor_append_gets_the_records_of_its_own_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The handling store is shared by the runs: the records it keeps for the floor
+    # The handling store is shared by the runs: the records it keeps for the floors
     # ("recent") are cleared after a pass's stop, never before, so no run's floor sample
-    # holds another run's records (the last timed round once did).
+    # holds another run's records (the last timed round once did). Both floors get the
+    # same records, the store's SQL under the store's keys.
     appended: list[list[str]] = []
+    keyed: list[list[tuple[str, int, str, bytes]]] = []
 
     class Floor(measure.DurableFloor):
         def append(self, records: Sequence[bytes]) -> None:
             appended.append([json.loads(r)["conversation"] for r in records])
             super().append(records)
 
-    stored: list[bytes] = []
+    class Schema(measure.SchemaFloor):
+        def append(self, records: Sequence[tuple[str, int, str, bytes]]) -> None:
+            keyed.append(list(records))
+            super().append(records)
+
+    stored: list[tuple[str, int, str, bytes]] = []
     real = measure.SQLiteStore.append
 
     def append(self: Any, cid: str, seq: int, event_id: str, record: bytes) -> Any:
         if isinstance(self, measure.CountingStore):
-            stored.append(record)
+            stored.append((cid, seq, event_id, record))
         return real(self, cid, seq, event_id, record)
 
-    monkeypatch.setattr(bench, "DurableFloor", Floor)
+    monkeypatch.setattr(measure, "DurableFloor", Floor)
+    monkeypatch.setattr(measure, "SchemaFloor", Schema)
     monkeypatch.setattr(measure.SQLiteStore, "append", append)
     monkeypatch.setattr(bench, "warm_up", lambda *a: None)
     bench.bench([20, 40], ["anthropic"], seed=1)
-    assert len(appended) == 20 + 40  # one append per handled call
+    assert len(appended) == len(keyed) == 20 + 40  # one append per handled call
     assert all(len(set(cids)) == 1 for cids in appended if cids)
-    assert sum(len(cids) for cids in appended) == len(stored)
+    assert all(len({a[0] for a in call}) == 1 for call in keyed if call)
+    assert [a for call in keyed for a in call] == stored  # the same records, in order
+    assert [len(call) for call in keyed] == [len(cids) for cids in appended]
 
 
 def test_a_short_history_is_hydrated_more_times() -> None:

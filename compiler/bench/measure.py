@@ -17,7 +17,11 @@ and measures, over the last ``window`` calls of each:
   one ``INSERT`` + ``COMMIT`` per record (:class:`DurableFloor`); handling is reported as
   a multiple of it, split into its parts: the time inside the store's appends, and
   prefixlock's **own work**, the same calls handled once more on an in-memory store (a
-  pass of its own, no fsync between calls);
+  pass of its own, no fsync between calls). Beside the floor, in the same place, **the
+  store's SQL alone**: the same records appended with the statements the store sends, on
+  a file with its schema and pragmas, and none of its Python (:class:`SchemaFloor`), so
+  the store's appends split into what its schema costs and what its Python does. The two
+  are timed one after the other, in turns (the bare floor first after every other call);
 * **record bytes** per call: the checkpoint bytes handed to the store; and, where
   ``/proc/self/io`` exists, the bytes the process wrote to files (``wchar``: WAL frames,
   and the WAL checkpoints into the database file that SQLite runs now and then);
@@ -80,7 +84,7 @@ from ..core.model import ModelRequest
 from ..runtime.conversation import Conversation
 from ..spec.bundle import Bundle
 from ..store.contract import Head, MemoryStore
-from ..store.sqlite import DurableFloor, SQLiteStore
+from ..store.sqlite import DurableFloor, SchemaFloor, SQLiteStore
 from .workload import Call, play
 
 __all__ = [
@@ -89,7 +93,9 @@ __all__ = [
     "HYDRATION_REPEATS",
     "CountingStore",
     "DurableFloor",
+    "Floors",
     "NaiveHarness",
+    "SchemaFloor",
     "Serializer",
     "WireFormats",
     "fresh",
@@ -149,23 +155,69 @@ class WireFormats:
 
 class CountingStore(SQLiteStore):
     """An SQLiteStore that counts the record bytes it is asked to append, keeps the
-    records of the current call (``recent``, cleared by the caller) for the floor, and
-    adds up the time spent in its appends (``appending``, nanoseconds)."""
+    appends of the current call (``recent``: conversation, seq, event id and record,
+    cleared by the caller) and the roots (``roots``) for the floors, and adds up the time
+    spent in its appends (``appending``, nanoseconds)."""
 
     appended = 0
     appending = 0
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         super().__init__(path, timeout=timeout)
-        self.recent: list[bytes] = []
+        self.recent: list[tuple[str, int, str, bytes]] = []
+        self.roots: dict[str, bytes] = {}  # each conversation's root, as stored
+
+    def create_root(self, conversation_id: str, root: bytes) -> bytes:
+        stored = super().create_root(conversation_id, root)
+        self.roots[conversation_id] = stored
+        return stored
 
     def append(self, conversation_id: str, seq: int, event_id: str, record: bytes) -> Head:
         t0 = time.perf_counter_ns()
         head = super().append(conversation_id, seq, event_id, record)
         self.appending += time.perf_counter_ns() - t0
         self.appended += len(record)
-        self.recent.append(record)
+        self.recent.append((conversation_id, seq, event_id, record))
         return head
+
+
+@attrs.frozen
+class Floors:
+    """The two bare appends beside the handling pass, each in a file of its own: the
+    record bytes into a one-table file (``bare``, the floor handling is measured
+    against) and the store's own statements on its schema (``schema``)."""
+
+    bare: DurableFloor
+    schema: SchemaFloor
+
+    @classmethod
+    def open(cls, folder: Path) -> Floors:
+        return cls(DurableFloor(folder / "floor.db"), SchemaFloor(folder / "schema-floor.db"))
+
+    def append(
+        self, appends: Sequence[tuple[str, int, str, bytes]], *, bare_first: bool
+    ) -> tuple[int, int]:
+        """Append the call's records to both, one after the other (``bare_first``: the
+        bare floor first); returns the time of each (bare, schema), in nanoseconds."""
+        records = [append[3] for append in appends]
+        clock = time.perf_counter_ns
+        if bare_first:
+            t0 = clock()
+            self.bare.append(records)
+            t1 = clock()
+            self.schema.append(appends)
+            t2 = clock()
+            return t1 - t0, t2 - t1
+        t0 = clock()
+        self.schema.append(appends)
+        t1 = clock()
+        self.bare.append(records)
+        t2 = clock()
+        return t2 - t1, t1 - t0
+
+    def close(self) -> None:
+        self.bare.close()
+        self.schema.close()
 
 
 def _written() -> int | None:
@@ -212,13 +264,15 @@ def fresh(calls: Sequence[Call]) -> list[Call]:
 
 
 def _handling_pass(
-    bundle: Bundle, store: CountingStore, floor: DurableFloor, calls: Sequence[Call], window: int
+    bundle: Bundle, store: CountingStore, floors: Floors, calls: Sequence[Call], window: int
 ) -> Pass[tuple[dict[str, Any], Conversation]]:
     """Play the calls, timing handling alone over the last ``window``; after each call,
-    the bare durable append of the records it wrote (timed over the same window)."""
+    the floors' appends of the records it wrote (timed over the same window)."""
     conv = Conversation.open(store, bundle, _cid(calls))
+    floors.schema.prepare(conv.id, store.roots[conv.id])
     handle: list[int] = []
     durable: list[int] = []
+    schema: list[int] = []
     appending: list[int] = []
     handle_cpu: list[int] = []
     record_bytes: list[int] = []
@@ -231,16 +285,16 @@ def _handling_pass(
         store.recent.clear()
         if index < first_timed:
             play(conv, call)
-            floor.append(store.recent)
+            floors.append(store.recent, bare_first=True)
             continue
         appended, spent, before = store.appended, store.appending, _written()
         t0, c0 = clock(), cpu()
         play(conv, call)
         t1, c1 = clock(), cpu()
         after = _written()
-        t2 = clock()
-        floor.append(store.recent)
-        durable.append(clock() - t2)
+        bare, bare_schema = floors.append(store.recent, bare_first=index % 2 == 0)
+        durable.append(bare)
+        schema.append(bare_schema)
         appending.append(store.appending - spent)
         handle.append(t1 - t0)
         handle_cpu.append(c1 - c0)
@@ -259,6 +313,7 @@ def _handling_pass(
         "handle_ns": _stats(handle),
         "handle_cpu_ns": _stats(handle_cpu),
         "durable_floor_ns": _stats(durable),
+        "schema_floor_ns": _stats(schema),
         "store_append_ns": _stats(appending),
         "record_bytes": _stats(record_bytes),
         "written_bytes": _stats(written) if written else None,
@@ -473,7 +528,7 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
 def measure(
     bundle: Bundle,
     stores: tuple[CountingStore, SQLiteStore],
-    floor: DurableFloor,
+    floors: Floors,
     conversations: Sequence[Sequence[Call]],
     formats: WireFormats,
     window: int,
@@ -491,13 +546,13 @@ def measure(
     alike instead of in their ratios.
 
     ``stores``: one for the handling pass, one for the serializing pass, shared by the
-    runs; ``floor``: the bare durable append beside the handling pass. With a window of 0
+    runs; ``floors``: the bare appends beside the handling pass. With a window of 0
     the conversations are played (a warm-up) and nothing is returned.
     """
     count = len(conversations)
     spent = [0] * count  # per run: the time of its steps in every pass
     handled = _lockstep(
-        [_handling_pass(bundle, stores[0], floor, fresh(c), window) for c in conversations],
+        [_handling_pass(bundle, stores[0], floors, fresh(c), window) for c in conversations],
         spent,
     )
     own = _lockstep([_own_work_pass(bundle, fresh(c), window) for c in conversations], spent)
@@ -577,7 +632,11 @@ def method(window: int) -> dict[str, str]:
         "synchronous=FULL; a pass of its own (handle_with_serialize_ns: in the serializing pass)",
         "durable_floor": "after each handled call, untimed by handling, the same record "
         "bytes appended to a bare one-table SQLite file (WAL, synchronous=FULL): one "
-        "INSERT + COMMIT per record, as the store; durable_floor_ns per call",
+        "INSERT + COMMIT per record, as the store; durable_floor_ns per call; "
+        "schema_floor_ns: in the same place, the store's own statements (BEGIN IMMEDIATE, "
+        "UPDATE heads, INSERT records, COMMIT per record, with the record's SHA-256) on a "
+        "file with its schema and pragmas, none of its Python; the two in turns, the bare "
+        "floor first after every other call",
         "handling_parts": "store_append_ns: the time inside SQLiteStore.append during "
         "handling, per call; own_work_ns: the same calls handled on an in-memory store "
         "(a pass of its own, no fsync between calls): prefixlock's own work",

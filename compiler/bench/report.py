@@ -155,31 +155,50 @@ def targets(
 
 
 def _floor_parts(run: Mapping[str, Any]) -> dict[str, float]:
-    """Handling's parts as multiples of the floor (medians): the store's appends,
-    prefixlock's own work (the same calls on an in-memory store), and the rest, what
-    the two leave of handling (the own work run between fsyncs costs more)."""
+    """Handling's parts as multiples of the floor (medians): the store's appends, and of
+    them its SQL alone (the same statements, none of its Python), prefixlock's own work
+    (the same calls on an in-memory store), and the rest, what the parts leave of
+    handling (the own work run between fsyncs costs more)."""
     floor = run["durable_floor_ns"]["median"]
     store = _ratio(run["store_append_ns"]["median"], floor)
     own = _ratio(run["own_work_ns"]["median"], floor)
     rest = round(_ratio(run["handle_ns"]["median"], floor) - store - own, 3)
-    return {"store_append": store, "own_work": own, "rest": rest}
+    schema = _ratio(run["schema_floor_ns"]["median"], floor)
+    return {"store_append": store, "store_sql": schema, "own_work": own, "rest": rest}
 
 
 def _floor_reason(total: float, parts: Mapping[str, float]) -> str:
     """Why handling misses :data:`FLOOR_LIMIT`, from its parts. A store's append costs at
     least the floor, and the own work comes on top of it: own work past the limit's
-    margin beside the floor (0.5x) misses with any store."""
-    store, own, rest = parts["store_append"], parts["own_work"], parts["rest"]
+    margin beside the floor (0.5x) misses with any store; past what the limit leaves
+    beside the store's SQL alone, with any store of this schema, however cheap its
+    Python."""
+    store, sql, own, rest = (
+        parts["store_append"],
+        parts["store_sql"],
+        parts["own_work"],
+        parts["rest"],
+    )
     margin = FLOOR_LIMIT - 1
     said = (
-        f"handling is {total:.2f}x the floor: the store's appends {store:.2f}x, "
-        f"prefixlock's own work {own:.2f}x (the same calls on an in-memory store), the rest "
+        f"handling is {total:.2f}x the floor: the store's appends {store:.2f}x (its SQL "
+        f"alone, none of its Python: {sql:.2f}x), prefixlock's own work {own:.2f}x (the "
+        "same calls on an in-memory store), the rest "
         f"{rest:.2f}x (the own work run between fsyncs, not back to back); "
+    )
+    beside_sql = (
+        f" (beside the store's SQL alone it leaves {FLOOR_LIMIT - sql:.2f}x)" if sql > 1 else ""
     )
     if own > margin:
         return said + (
             f"the own work alone is past the {margin:.2f}x the limit leaves beside the "
-            "floor: no store, however cheap, meets it"
+            f"floor{beside_sql}: no store, however cheap, meets it"
+        )
+    if sql > 1 and own > FLOOR_LIMIT - sql:
+        return said + (
+            f"the own work fits in the {margin:.2f}x the limit leaves beside the floor, but "
+            f"not in the {FLOOR_LIMIT - sql:.2f}x it leaves beside the store's SQL: no store "
+            "with this schema meets it, however cheap its Python"
         )
     return said + (
         f"the own work fits in the {margin:.2f}x the limit leaves beside the floor; with "
@@ -332,6 +351,7 @@ def format_report(report: dict[str, Any]) -> str:
     row("  bare durable append, µs", lambda r: _pair(r["durable_floor_ns"]))
     ratio("  handling / durable append", "handle_ns", "durable_floor_ns")
     row("  store appends, µs", lambda r: _pair(r["store_append_ns"]))
+    row("    its SQL alone, µs", lambda r: _pair(r["schema_floor_ns"]))
     row("  own work (in-memory store), µs", lambda r: _pair(r["own_work_ns"]))
     row("  record bytes (mean)", lambda r: _bytes(r["record_bytes"]))
     if all(r["written_bytes"] for r in runs):

@@ -47,7 +47,7 @@ from ..spec.bundle import Bundle
 from ..spec.loader import load_yaml_file
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
 from .economics import long_session
-from .measure import CountingStore, DurableFloor, WireFormats, measure, method
+from .measure import CountingStore, Floors, WireFormats, measure, method
 from .report import targets
 from .verifyscale import Runner, measure_verify
 from .workload import generate
@@ -136,13 +136,13 @@ def _formats(names: Sequence[str]) -> WireFormats:
 def warm_up(
     bundle: Bundle,
     stores: tuple[CountingStore, SQLiteStore],
-    floor: DurableFloor,
+    floors: Floors,
     formats: WireFormats,
     seed: int,
 ) -> None:
     """Play a conversation of :data:`WARMUP_CALLS` calls through every pass, untimed."""
     calls = generate(WARMUP_CALLS, seed + 1, conversation="bench-warmup")
-    measure(bundle, stores, floor, [calls], formats, 0, lambda _: None)
+    measure(bundle, stores, floors, [calls], formats, 0, lambda _: None)
 
 
 def bench(
@@ -177,10 +177,10 @@ def bench(
         bundle = example_bundle(names, folder)
         configured = [s.provider for s in bundle.settings]
         stores = (CountingStore(folder / "handle.db"), SQLiteStore(folder / "serialize.db"))
-        floor = DurableFloor(folder / "floor.db")
+        floors = Floors.open(folder)
         try:
             progress(f"warm-up: {WARMUP_CALLS} calls")
-            warm_up(bundle, stores, floor, formats, seed)
+            warm_up(bundle, stores, floors, formats, seed)
             conversations = [
                 generate(n, seed, compact=n == lengths[-1], tail=window, conversation=f"bench-{n}")
                 for n in lengths
@@ -189,12 +189,12 @@ def bench(
                 f"runs: {', '.join(map(str, lengths))} calls, timed in lockstep "
                 f"(per-call figures over the last {window} of each)"
             )
-            runs = measure(bundle, stores, floor, conversations, formats, window, progress)
+            runs = measure(bundle, stores, floors, conversations, formats, window, progress)
             del conversations
         finally:
             for store in stores:
                 store.close()
-            floor.close()
+            floors.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     progress("golden long-session: simulated cost per provider")

@@ -86,6 +86,7 @@ __all__ = [
     "SQLITE_VERSION",
     "DurableFloor",
     "SQLiteStore",
+    "SchemaFloor",
 ]
 
 #: ``PRAGMA user_version`` of the schema this module reads and writes.
@@ -114,6 +115,14 @@ CREATE TABLE heads (
     digest TEXT NOT NULL
 );
 """
+
+#: The two statements of an append (:meth:`SQLiteStore.append`, and
+#: :class:`SchemaFloor`, which times them bare): the head moves from ``seq - 1`` only...
+_MOVE_HEAD = "UPDATE heads SET seq = ?, digest = ? WHERE conversation = ? AND seq = ?"
+#: ...and the record goes in under its two keys (a taken seq or event id fails).
+_INSERT_RECORD = (
+    "INSERT INTO records (conversation, seq, event_id, body, digest) VALUES (?, ?, ?, ?, ?)"
+)
 
 T = TypeVar("T")
 
@@ -310,10 +319,7 @@ class SQLiteStore:
             # Two statements on the way that succeeds: the head moves only from seq - 1
             # (else nothing matched), and the insert fails on a taken seq or event id.
             # Only a refusal reads more, to say why; the transaction then rolls back.
-            moved = conn.execute(
-                "UPDATE heads SET seq = ?, digest = ? WHERE conversation = ? AND seq = ?",
-                (seq, digest, conversation_id, seq - 1),
-            ).rowcount
+            moved = conn.execute(_MOVE_HEAD, (seq, digest, conversation_id, seq - 1)).rowcount
             if moved != 1:
                 row = conn.execute(
                     "SELECT seq FROM heads WHERE conversation = ?", (conversation_id,)
@@ -324,11 +330,7 @@ class SQLiteStore:
                     )
                 raise seq_conflict(conversation_id, seq, row[0])
             try:
-                conn.execute(
-                    "INSERT INTO records (conversation, seq, event_id, body, digest) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (conversation_id, seq, event_id, data, digest),
-                )
+                conn.execute(_INSERT_RECORD, (conversation_id, seq, event_id, data, digest))
             except sqlite3.IntegrityError as err:
                 taken = conn.execute(
                     "SELECT seq FROM records WHERE conversation = ? AND event_id = ?",
@@ -610,3 +612,52 @@ class DurableFloor:
 
     def close(self) -> None:
         self._conn.close()
+
+
+class SchemaFloor:
+    """The store's own statements, bare, for ``prefixlock bench``: per record, what
+    :meth:`SQLiteStore.append` sends SQLite (``BEGIN IMMEDIATE``, the head moved, the
+    record inserted under its two keys with the SHA-256 its row stores, ``COMMIT``), on
+    a file with the store's schema and pragmas, and none of the store's Python around
+    it: no lock, no closure, no refusal reading why, no error mapping. Beside
+    :class:`DurableFloor` it says what the schema costs (a head row and two keys per
+    record) and what the store's Python does. Not a store: it refuses nothing it need
+    not, though what it wrote opens as one.
+
+    Each conversation's records must come in order from seq 1, as a store was given
+    them; a head that does not move (a record out of order) raises
+    :class:`CheckpointError`, so a wrong replay cannot pass for a cheap one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._store = SQLiteStore(path)  # the schema and the pragmas, as a store has them
+        conn = self._store._conn
+        assert conn is not None
+        self._conn = conn
+        self._roots: set[str] = set()
+
+    def prepare(self, conversation_id: str, root: bytes) -> None:
+        """Create the conversation's root (and its head at seq 0) unless it exists:
+        outside the timed appends, as a store's root comes before its records."""
+        if conversation_id not in self._roots:
+            self._store.create_root(conversation_id, root)
+            self._roots.add(conversation_id)
+
+    def append(self, records: Sequence[tuple[str, int, str, bytes]]) -> None:
+        """Append each ``(conversation, seq, event_id, record)`` in a transaction of its
+        own, each conversation prepared first (:meth:`prepare`)."""
+        execute = self._conn.execute
+        for conversation_id, seq, event_id, record in records:
+            digest = canonical.sha256_hex(record)
+            execute("BEGIN IMMEDIATE")
+            if execute(_MOVE_HEAD, (seq, digest, conversation_id, seq - 1)).rowcount != 1:
+                execute("ROLLBACK")
+                raise CheckpointError(
+                    f"{self.path}: record {seq} of conversation {conversation_id!r} does not "
+                    "follow its head"
+                )
+            execute(_INSERT_RECORD, (conversation_id, seq, event_id, record, digest))
+            execute("COMMIT")
+
+    def close(self) -> None:
+        self._store.close()
