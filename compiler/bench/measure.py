@@ -272,7 +272,7 @@ def _handling_pass(
     floors.schema.prepare(conv.id, store.roots[conv.id])
     handle: list[int] = []
     durable: list[int] = []
-    schema: list[int] = []
+    sql: list[int] = []
     appending: list[int] = []
     handle_cpu: list[int] = []
     record_bytes: list[int] = []
@@ -292,9 +292,9 @@ def _handling_pass(
         play(conv, call)
         t1, c1 = clock(), cpu()
         after = _written()
-        bare, bare_schema = floors.append(store.recent, bare_first=index % 2 == 0)
+        bare, store_sql = floors.append(store.recent, bare_first=index % 2 == 0)
         durable.append(bare)
-        schema.append(bare_schema)
+        sql.append(store_sql)
         appending.append(store.appending - spent)
         handle.append(t1 - t0)
         handle_cpu.append(c1 - c0)
@@ -313,7 +313,7 @@ def _handling_pass(
         "handle_ns": _stats(handle),
         "handle_cpu_ns": _stats(handle_cpu),
         "durable_floor_ns": _stats(durable),
-        "schema_floor_ns": _stats(schema),
+        "schema_floor_ns": _stats(sql),
         "store_append_ns": _stats(appending),
         "record_bytes": _stats(record_bytes),
         "written_bytes": _stats(written) if written else None,

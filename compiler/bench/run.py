@@ -58,10 +58,10 @@ DEFAULT_CALLS: tuple[int, ...] = (100, 1000, 3000)
 #: Per-call figures are taken over the last WINDOW calls of each run (fewer when the
 #: shortest run has less than twice that many).
 WINDOW = 50
-#: The warm-up conversation's length: enough records for every WAL file (the two stores'
-#: and the floor's, which writes the fewest pages per record) to reach SQLite's first
-#: automatic checkpoint (1,000 pages), after which commits reuse the file instead of
-#: extending it. An fsync that extends the file costs about twice as much (measured on
+#: The warm-up conversation's length: enough records for every WAL file (the two stores',
+#: the store's SQL floor's and the bare floor's, which writes the fewest pages per record)
+#: to reach SQLite's first automatic checkpoint (1,000 pages), after which commits reuse
+#: the file instead of extending it. An fsync that extends the file costs about twice as much (measured on
 #: the bare floor: 240-330 µs per record while its WAL grew, 140-180 µs after), so a
 #: shorter warm-up made the shortest run's floor look twice as slow as the others'.
 WARMUP_CALLS = 300
