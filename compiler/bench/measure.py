@@ -65,6 +65,7 @@ as :class:`WireFormats`, wired by the CLI edge (:mod:`prefixlock.bench.run`).
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import math
@@ -200,20 +201,16 @@ class Floors:
         """Append the call's records to both, one after the other (``bare_first``: the
         bare floor first); returns the time of each (bare, schema), in nanoseconds."""
         records = [append[3] for append in appends]
+        bare = functools.partial(self.bare.append, records)
+        schema = functools.partial(self.schema.append, appends)
+        first, second = (bare, schema) if bare_first else (schema, bare)
         clock = time.perf_counter_ns
-        if bare_first:
-            t0 = clock()
-            self.bare.append(records)
-            t1 = clock()
-            self.schema.append(appends)
-            t2 = clock()
-            return t1 - t0, t2 - t1
         t0 = clock()
-        self.schema.append(appends)
+        first()
         t1 = clock()
-        self.bare.append(records)
+        second()
         t2 = clock()
-        return t2 - t1, t1 - t0
+        return (t1 - t0, t2 - t1) if bare_first else (t2 - t1, t1 - t0)
 
     def close(self) -> None:
         self.bare.close()

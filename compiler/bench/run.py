@@ -61,9 +61,10 @@ WINDOW = 50
 #: The warm-up conversation's length: enough records for every WAL file (the two stores',
 #: the store's SQL floor's and the bare floor's, which writes the fewest pages per record)
 #: to reach SQLite's first automatic checkpoint (1,000 pages), after which commits reuse
-#: the file instead of extending it. An fsync that extends the file costs about twice as much (measured on
-#: the bare floor: 240-330 µs per record while its WAL grew, 140-180 µs after), so a
-#: shorter warm-up made the shortest run's floor look twice as slow as the others'.
+#: the file instead of extending it. An fsync that extends the file costs about twice as
+#: much (measured on the bare floor: 240-330 µs per record while its WAL grew, 140-180 µs
+#: after), so a shorter warm-up made the shortest run's floor look twice as slow as the
+#: others'.
 WARMUP_CALLS = 300
 
 
