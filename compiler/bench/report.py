@@ -186,18 +186,17 @@ def _floor_reason(total: float, parts: Mapping[str, float]) -> str:
         "same calls on an in-memory store), the rest "
         f"{rest:.2f}x (the own work run between fsyncs, not back to back); "
     )
-    beside_sql = (
-        f" (beside the store's SQL alone it leaves {FLOOR_LIMIT - sql:.2f}x)" if sql > 1 else ""
-    )
+    room = FLOOR_LIMIT - sql  # what the limit leaves beside the store's SQL alone
+    beside_sql = f" (beside the store's SQL alone it leaves {room:.2f}x)" if sql > 1 else ""
     if own > margin:
         return said + (
             f"the own work alone is past the {margin:.2f}x the limit leaves beside the "
             f"floor{beside_sql}: no store, however cheap, meets it"
         )
-    if sql > 1 and own > FLOOR_LIMIT - sql:
+    if sql > 1 and own > room:
         return said + (
             f"the own work fits in the {margin:.2f}x the limit leaves beside the floor, but "
-            f"not in the {FLOOR_LIMIT - sql:.2f}x it leaves beside the store's SQL: no store "
+            f"not in the {room:.2f}x it leaves beside the store's SQL: no store "
             "with this schema meets it, however cheap its Python"
         )
     return said + (

@@ -572,7 +572,7 @@ def _model_prefix(table: Mapping[str, Any], name: str) -> str:
 
 def _bedrock_family(model: str) -> str:
     """The :data:`BEDROCK_MIN_TOKENS` key of a Bedrock model id ("" if none matches)."""
-    name = "anthropic." + model.rpartition("anthropic.")[2] if "anthropic." in model else model
+    name = "anthropic." + _claude_name(model) if "anthropic." in model else model
     return _model_prefix(BEDROCK_MIN_TOKENS, name)
 
 
