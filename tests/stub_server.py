@@ -64,6 +64,7 @@ class StubServer:
 def _handler(stub: StubServer) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # each chunk goes out at once (no 40 ms stalls)
 
         def do_POST(self) -> None:
             if self.headers.get("transfer-encoding", "").lower() == "chunked":
