@@ -42,6 +42,7 @@ from prefixlock.http import (
     ConnectionLostError,
     ProviderError,
     Retry,
+    Timeouts,
 )
 from prefixlock.providers.transport import HttpRequest
 from stub_server import Reply, StubServer, stub_server
@@ -578,3 +579,52 @@ def test_on_event_sees_every_event_in_order(provider: str, kind: str) -> None:
     body = success(provider, TURNS[provider][0], True).body
     reader.feed(b"".join(body) if not isinstance(body, bytes) else body)
     assert events == seen and len(events) > 2
+
+
+# -- the total timeout -------------------------------------------------------------------
+
+
+@KIND
+def test_a_retry_after_beyond_the_total_timeout_ends_the_call(kind: str) -> None:
+    call = http_call("openai-chat", False)
+    body, headers = RATE_LIMITED["openai-chat"]
+    waits = Waits()
+    timeouts = Timeouts(read=1.0, total=5.0)
+    with stub_server() as stub:
+        stub.queue(Reply(429, body, headers=(("retry-after", "10"), *headers)))
+        with pytest.raises(ProviderError) as info:
+            run(
+                kind,
+                lambda: client(kind, "openai-chat", stub.url, waits, timeouts=timeouts),
+                call,
+                False,
+            )
+    assert str(info.value).endswith(
+        "[1 try; waiting 10 s more is past the retry budget] "
+        "(a retry with the same event id is safe)"
+    )
+    assert waits == []
+
+
+@KIND
+def test_a_stream_past_the_total_timeout_ends_without_a_retry(kind: str) -> None:
+    call = http_call("anthropic", True)
+    ticks = iter([0.0, 0.0])
+    waits = Waits()
+
+    def clock() -> float:
+        return next(ticks, 1e9)  # the deadline passes after the first chunk
+
+    with stub_server() as stub:
+        stub.queue(success("anthropic", "turn1", True))
+        with pytest.raises(CallTimeoutError) as info:
+            run(
+                kind,
+                lambda: client(kind, "anthropic", stub.url, waits, clock=clock),
+                call,
+                True,
+            )
+    assert str(info.value) == (
+        "anthropic POST /v1/messages: total timeout of 30 s passed [1 try] (do not retry as is)"
+    )
+    assert (info.value.tries, info.value.retry_safe, waits) == (1, False, [])
