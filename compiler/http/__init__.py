@@ -16,7 +16,13 @@ byte (the fragments streamed, ``content-length`` set), adds the provider's auth 
 key header, or AWS SigV4 for Bedrock through botocore), retries what the provider's
 ``is_retryable`` and :attr:`~prefixlock.ResponseError.retry_safe` call safe with
 exponential backoff, jitter and the server's ``Retry-After``, and reads the answer with
-the provider's reader. Errors are :class:`~prefixlock.core.errors.CallError`\\ s::
+the provider's reader.
+
+Connections are pooled per client and kept across calls and conversations. HTTP/1.1
+only: HTTP/2 (httpx2's ``h2`` extra) waits for a measurement that shows a gain, which
+needs a provider's real endpoint (the stand-in server of the tests speaks HTTP/1.1).
+
+Errors are :class:`~prefixlock.core.errors.CallError`\\ s::
 
     CallError                 status, error_type, provider_message, request_id, tries
     ├── ProviderError         an error status, an error event mid-stream, an unreadable body
