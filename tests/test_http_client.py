@@ -628,3 +628,26 @@ def test_a_stream_past_the_total_timeout_ends_without_a_retry(kind: str) -> None
         "anthropic POST /v1/messages: total timeout of 30 s passed [1 try] (do not retry as is)"
     )
     assert (info.value.tries, info.value.retry_safe, waits) == (1, False, [])
+
+
+def test_a_bedrock_api_key_is_sent_as_a_bearer_token_instead_of_sigv4() -> None:
+    call = http_call("bedrock-converse", False)
+    with stub_server() as stub:
+        stub.queue(success("bedrock-converse", TURNS["bedrock-converse"][0], False))
+        env = {"AWS_BEARER_TOKEN_BEDROCK": "bedrock-key", "AWS_REGION": REGION}
+        with Client("bedrock-converse", base_url=stub.url, env=env) as made:
+            made.send(call)
+    assert stub.seen[0].headers["authorization"] == "Bearer bedrock-key"
+    assert "x-amz-date" not in stub.seen[0].headers
+    same_bytes(stub, call, 1)
+
+
+def test_the_default_base_urls_are_the_public_apis() -> None:
+    urls = {name: Client(name, api_key="k", region="eu-west-3").base_url for name in PROVIDERS}
+    assert urls == {
+        "anthropic": "https://api.anthropic.com",
+        "bedrock-converse": "https://bedrock-runtime.eu-west-3.amazonaws.com",
+        "gemini": "https://generativelanguage.googleapis.com",
+        "openai-chat": "https://api.openai.com",
+        "openai-responses": "https://api.openai.com",
+    }
