@@ -227,7 +227,6 @@ class _Core:
     def _transport_failure(self, call: HttpRequest, err: httpx.HTTPError) -> _Failure:
         """An exception of httpx: a timeout, or a connection that failed, closed or
         reset (retry-safe: the same bytes go again)."""
-        detail = self._scrub(str(err)) or type(err).__name__
         if isinstance(err, httpx.TimeoutException):
             t = self.timeouts
             which, seconds = {
@@ -240,6 +239,7 @@ class _Core:
                 f"{self._where(call)}: {which} timeout of {seconds:g} s", retry_safe=True
             )
         else:
+            detail = self._scrub(str(err)) or type(err).__name__
             error = ConnectionLostError(
                 f"{self._where(call)}: connection lost ({type(err).__name__}: {detail})",
                 retry_safe=True,
