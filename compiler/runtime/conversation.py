@@ -52,10 +52,15 @@ from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import stamp_problem
 from ..providers import NAMES as PROVIDER_NAMES
+from ..providers import Provider
+from ..providers import get as get_provider
+from ..providers.readers.base import Listener
+from ..providers.transport import HttpRequest
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
+from .calling import AsyncModelClient, ModelClient
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
 from .limits import Limits
@@ -80,6 +85,8 @@ class Conversation:
         self.history = history
         self.limits = limits if limits is not None else Limits()
         self._admission: Admission | None = None
+        #: one provider instance per name, so its encoding cache lasts the conversation
+        self._wires: dict[str, Provider] = {}
 
     # -- opening -------------------------------------------------------------------
 
@@ -176,6 +183,72 @@ class Conversation:
         if problem is not None:
             raise UsageError(f"tool results timestamp: {problem}")
         return self._with_race_retry(lambda: self._tool_results(results, timestamp))
+
+    @property
+    def awaiting_output(self) -> bool:
+        """Whether a model call is due: the last record asks for the model's answer."""
+        return self.history.awaiting_output
+
+    @property
+    def pending_tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The recorded tool calls that have no results yet, in model order: after a
+        restart, the calls to run before :meth:`tool_results`."""
+        pending = self.history.pending_calls
+        if not pending:
+            return ()
+        for message in reversed(self.history.messages):
+            if message.kind is MessageKind.ASSISTANT:
+                return tuple(
+                    p for p in message.parts if isinstance(p, ToolCallPart) and p.call_id in pending
+                )
+        return ()
+
+    def call(
+        self,
+        client: ModelClient,
+        *,
+        stream: bool = False,
+        on_event: Listener | None = None,
+    ) -> ModelOutput:
+        """One model call: build the current request for ``client.provider``, send it
+        (``prefixlock.http.Client`` retries what is safe to retry, with the same bytes),
+        record the output and return it. ``stream=True`` reads a stream, ``on_event``
+        sees its events as they arrive. Nothing is recorded when the call fails."""
+        call = self._http_call(client.provider, stream)
+        output = client.stream(call, on_event) if stream else client.send(call)
+        self.record(output)
+        return output
+
+    async def acall(
+        self,
+        client: AsyncModelClient,
+        *,
+        stream: bool = False,
+        on_event: Listener | None = None,
+    ) -> ModelOutput:
+        """:meth:`call` on an asynchronous client (``prefixlock.http.AsyncClient``).
+
+        Recording writes to the store synchronously, as every other operation does."""
+        call = self._http_call(client.provider, stream)
+        output = await (client.stream(call, on_event) if stream else client.send(call))
+        self.record(output)
+        return output
+
+    def _http_call(self, provider: str, stream: bool) -> HttpRequest:
+        if not self.history.awaiting_output:
+            pending = ", ".join(self.history.pending_calls)
+            raise HistoryError(
+                f"conversation {self.id!r}: no model call is due "
+                + (
+                    f"(tool calls {pending} have no results yet)"
+                    if pending
+                    else "(the last model output is recorded; handle the next event first)"
+                )
+            )
+        wire = self._wires.get(provider)
+        if wire is None:
+            wire = self._wires[provider] = get_provider(provider)
+        return wire.http_request(self.history.project(), stream=stream)
 
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).

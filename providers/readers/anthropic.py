@@ -133,6 +133,7 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
     return ResponseError(
         f"anthropic error {kind}: {error.get('message', '')}",
         retry_safe=kind in RETRY_ERROR_TYPES,
+        error_type=kind if isinstance(kind, str) else None,
     )
 
 

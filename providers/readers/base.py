@@ -9,7 +9,7 @@ text block stays its own part, each tool call keeps its id and argument string.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ...core import canonical
@@ -21,6 +21,7 @@ from .sse import Event, SSEDecoder
 
 __all__ = [
     "EventStreamReader",
+    "Listener",
     "Reader",
     "SSEStreamReader",
     "StreamReader",
@@ -39,8 +40,17 @@ __all__ = [
 RETRY_STATUSES = frozenset({408, 409, 429})
 
 
+#: A stream's events as they arrive: the SSE event type (or the event-stream frame's
+#: ``:event-type``, ``:exception-type``) and its data.
+Listener = Callable[[str, bytes], None]
+
+
 class StreamReader:
     """Feed a streamed response in chunks of any size; :meth:`result` once it ended."""
+
+    #: called with every event before it is handled (a UI showing text as it arrives;
+    #: ``prefixlock.http`` sets it from its ``on_event`` argument)
+    listener: Listener | None = None
 
     def feed(self, chunk: bytes) -> None:
         raise NotImplementedError
@@ -83,6 +93,8 @@ class SSEStreamReader(StreamReader):
 
     def _deliver(self, events: list[Event]) -> None:
         for event in events:
+            if self.listener is not None:
+                self.listener(event.event, event.data.encode("utf-8"))
             if self.done:
                 self.late(event)
             else:
@@ -121,6 +133,10 @@ class EventStreamReader(StreamReader):
 
     def feed(self, chunk: bytes) -> None:
         for frame in self._decoder.feed(chunk):
+            if self.listener is not None:
+                headers = frame.headers
+                name = headers.get(":event-type") or headers.get(":exception-type", "")
+                self.listener(name, frame.payload)
             self.on_frame(frame)
 
     def result(self) -> ModelOutput:

@@ -220,6 +220,7 @@ class BedrockConverseStreamReader(EventStreamReader):
             raise ResponseError(
                 f"bedrock-converse stream: {name}: {message}",
                 retry_safe=STREAM_EXCEPTIONS.get(name, False),
+                error_type=name or None,
             )
         if kind == "error":
             code = frame.headers.get(":error-code", "")

@@ -125,6 +125,7 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
     return ResponseError(
         f"gemini error {code} {status}: {error.get('message', '')}",
         retry_safe=status in RETRY_CODES or code in RETRY_STATUSES,
+        error_type=status if isinstance(status, str) else None,
     )
 
 

@@ -65,7 +65,10 @@ def error_failure(where: str, error: Any) -> ResponseError:
     kind = error.get("type")
     label = " / ".join(str(v) for v in (code, kind) if v is not None) or "no code"
     safe = code in RETRY_SAFE_CODES or kind in RETRY_SAFE_CODES
-    return ResponseError(f"{where} ({label}): {error.get('message')}", retry_safe=safe)
+    named = code if isinstance(code, str) else kind if isinstance(kind, str) else None
+    return ResponseError(
+        f"{where} ({label}): {error.get('message')}", retry_safe=safe, error_type=named
+    )
 
 
 def openai_retryable(status: int, body: bytes) -> bool:
