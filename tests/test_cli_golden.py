@@ -39,13 +39,24 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     capsys.readouterr()
     assert main(["golden", "--check"]) == 1
     err = capsys.readouterr().err
-    assert "identical-context/gemini/0002.json: first differing byte at offset" in err
-    assert "JSON path: $.contents[" in err
-    assert "identical-context/openai-chat/0009.json: stale golden file" in err
+    # one line per file: where (JSON path, byte offset), then a short window of each side
+    assert err.splitlines()[:4] == [
+        "identical-context/gemini/0002.json: differs at $.contents[2].role, byte 28220"
+        " (golden 28885 bytes, replayed 28886)",
+        """  golden:   '…?\\n</user_query>\\n"}]},{"role":"user","parts":[{"text":"I'll"""
+        """ search the codebase…'""",
+        """  replayed: '…?\\n</user_query>\\n"}]},{"role":"model","parts":[{"text":"I'll"""
+        """ search the codebas…'""",
+        "identical-context/openai-chat/0009.json: stale golden file",
+    ]
     assert err.endswith(
         "prefixlock golden: 2 stale golden file(s); review the change and run "
         "`prefixlock golden --update`\n"
     )
+    assert main(["golden", "--check", "--full"]) == 1
+    full = capsys.readouterr().err
+    assert "identical-context/gemini/0002.json: first differing byte at offset 28220" in full
+    assert '  -      "role": "user",' in full and '  +      "role": "model",' in full
     assert main(["golden", "--update"]) == 0
     assert capsys.readouterr().out == f"updated {CASE}/\n1 case(s), 1 updated\n"
     assert body.read_bytes() == original

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
+from ..core.errors import UsageError
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
 from ..review.diff.formats import github, markdown
@@ -263,6 +264,13 @@ def _golden_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument(
         "--update", action="store_true", help="rewrite the bodies and calls.md that differ"
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="with --check: per differing file a unified diff of the whole pretty-printed "
+        "bodies (default: one line per file, with the JSON path and byte offset of the first "
+        "difference, and a short window of each side there)",
+    )
 
 
 def _strays(strays: Sequence[str]) -> None:
@@ -277,6 +285,8 @@ def _strays(strays: Sequence[str]) -> None:
 
 
 def _run_golden(args: argparse.Namespace) -> int:
+    if args.full and not args.check:
+        raise UsageError("--full goes with --check (an update shows no diff)")
     if args.update:
         report = update_golden(args.paths)
         for path in report.removed:
@@ -286,7 +296,7 @@ def _run_golden(args: argparse.Namespace) -> int:
         out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
         _strays(report.strays)
         return FINDING if report.strays else OK
-    report = check_golden(args.paths)
+    report = check_golden(args.paths, full=args.full)
     for problem in (*report.bundles, *report.problems):
         err(problem)
     _strays(report.strays)
