@@ -10,10 +10,10 @@ from pathlib import Path
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
-from ..core.errors import UsageError
+from ..core.errors import SpecError, SpecErrors, UsageError
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
-from ..review.diff.formats import github, markdown
+from ..review.diff.formats import UNBUILT, github, github_errors, markdown, markdown_errors
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.invariants import Failure
 from ..review.page import report_page
@@ -21,7 +21,7 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
-from .console import FINDING, OK, Command, choice, err, out, out_json, safe
+from .console import BAD_INPUT, FINDING, OK, Command, choice, err, error_json, out, out_json, safe
 
 __all__ = ["COMMANDS"]
 
@@ -220,8 +220,14 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    """Exit 1 for a root change (with --strict: any prefix break), else 0."""
-    report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
+    """Exit 1 for a root change (with --strict: any prefix break), else 0; 2 when a
+    side's specs do not build, with the build's errors in the chosen format."""
+    try:
+        report = diff(
+            args.old, args.new, provider=args.provider, root=args.root, golden=args.golden
+        )
+    except SpecErrors as error:
+        return _unbuilt(args, error.errors)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
     if args.json or args.format == "json":
         out_json("diff", report.to_json())
@@ -246,6 +252,21 @@ def _run_diff(args: argparse.Namespace) -> int:
     if report.stale:
         return FINDING
     return FINDING if failing and not args.allow_prefix_break else OK
+
+
+def _unbuilt(args: argparse.Namespace, errors: Sequence[SpecError]) -> int:
+    """A side's specs do not build: their errors in ``--format``, exit 2."""
+    if args.json or args.format == "json":
+        error_json("diff", errors)
+    elif args.format in ("markdown", "github"):
+        for line in markdown_errors(errors) if args.format == "markdown" else github_errors(errors):
+            out(line)
+    else:
+        for problem in errors:
+            err(str(problem))
+        count = f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+        err(f"prefixlock diff: {UNBUILT} ({count}); nothing was compared")
+    return BAD_INPUT
 
 
 def _golden_arguments(parser: argparse.ArgumentParser) -> None:

@@ -41,9 +41,10 @@ from ..core.canonical import Ordered
 from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
+from .built import check_bundles
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
-from .scenario import golden_scenarios, load_scenario, scenario_files
+from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
 
 __all__ = [
     "CALLS_MD",
@@ -212,7 +213,19 @@ def stale_bundle(
 
 def expected_case(scenario_path: Path) -> CaseGolden:
     """Replay one case for every provider."""
-    scenario = load_scenario(scenario_path)
+    return _expected(load_scenario(scenario_path))
+
+
+def _loaded(files: Sequence[Path]) -> list[Scenario]:
+    """The cases' scenarios, after the build's template check of their bundles (a
+    template error ``build`` rejects fails here too, even where no case renders it)."""
+    scenarios = [load_scenario(path) for path in files]
+    check_bundles(scenario.bundle for scenario in scenarios)
+    return scenarios
+
+
+def _expected(scenario: Scenario) -> CaseGolden:
+    scenario_path = scenario.path
     calls = replay(scenario)
     bodies = serialize_calls(calls, registry.NAMES)
     page = render_calls(scenario, calls, bodies).encode("utf-8")
@@ -265,8 +278,8 @@ def check_golden(
     problems: list[str] = []
     bundles: list[str] = []
     cases = []
-    for path in files:
-        case = expected_case(path)
+    for scenario in _loaded(files):
+        case = _expected(scenario)
         stale = case.stale_bundle()
         bundles += [stale] if stale is not None else []
         problems += case.problems(full=full)
@@ -285,7 +298,7 @@ def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> Gold
     Every case is replayed before anything is written: a scenario error writes nothing.
     """
     files, suites = _cases(paths, root)
-    expected = [expected_case(path) for path in files]
+    expected = [_expected(scenario) for scenario in _loaded(files)]
     strays = _strays(expected, suites)
     removed = []
     for stray in strays:

@@ -52,6 +52,7 @@ from ..core.resources import python_module_command
 from ..core.timestamps import seconds
 from ..providers.gemini import Gemini
 from . import processes
+from .built import check_bundles
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, tool_file_order
 from .replay import (
@@ -636,6 +637,7 @@ def verify(
     if not files:
         raise UsageError("no scenarios: golden/*/scenario.yaml is empty; pass PATH")
     scenarios = [load_scenario(path) for path in files]
+    check_bundles(s.bundle for s in scenarios)
     tell = listener if listener is not None else Listener()
     tell.started([scenario_label(s.path) for s in scenarios], names)
     rows: list[Row] = []
