@@ -51,7 +51,7 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     ]
     assert err.endswith(
         "prefixlock golden: 2 stale golden file(s); review the change and run "
-        "`prefixlock golden --update`\n"
+        "`prefixlock update`\n"
     )
     assert main(["golden", "--check", "--full"]) == 1
     full = capsys.readouterr().err
@@ -109,10 +109,12 @@ def test_check_names_the_bundle_the_golden_files_were_built_from(
     err = capsys.readouterr().err.split("\n")
     assert err[0] == (
         f"golden/identical-context was built from bundle {built}, the lock is {lock};"
-        " run `prefixlock golden --update`"
+        " run `prefixlock update`"
     )
     assert err[-2].startswith("prefixlock golden: 1 case(s) built from another bundle, ")
-    assert err[-2].endswith(" stale golden file(s)")
+    assert err[-2].endswith(
+        " stale golden file(s); review the change and run `prefixlock update`"
+    )
     assert main(["golden", "--update"]) == 0
     assert main(["golden", "--check"]) == 0
 
@@ -126,12 +128,24 @@ def test_check_names_the_specs_bundle_when_the_lock_is_stale_too(
     assert main(["golden", "--check"]) == 1  # neither the lock nor the golden files rebuilt
     err = capsys.readouterr().err.split("\n")
     new = build_bundle(project).digest
-    assert err[0] == (
-        f"golden/identical-context was built from bundle {built}, the specs build {new}"
-        f" (the lock records {built}); run `prefixlock build` and `prefixlock golden --update`"
+    stale = (
+        f"prefixlock.lock is stale: it records bundle {built}, the specs build {new};"
+        " run `prefixlock update`"
     )
-    # Golden files that follow the specs pass; the stale lock is `build --check`'s finding.
+    assert err[:2] == [
+        stale,
+        f"golden/identical-context was built from bundle {built}, the specs build {new}"
+        f" (the lock records {built}); run `prefixlock update`",
+    ]
+    # Golden files that follow the specs match, and the stale lock is still named.
     assert main(["golden", "--update"]) == 0
-    assert main(["golden", "--check"]) == 0
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 1
+    assert capsys.readouterr().err == (
+        f"{stale}\nprefixlock golden: every golden file matches a fresh replay, but"
+        " prefixlock.lock is stale\n"
+    )
     assert recorded_bundle((project / CASE / "calls.md").read_bytes()) == new
     assert main(["build", "--check"]) == 1
+    assert main(["build"]) == 0
+    assert main(["golden", "--check"]) == 0

@@ -11,6 +11,7 @@ from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
 from ..core.errors import SpecError, SpecErrors, UsageError
+from ..review.built import UPDATE
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
 from ..review.diff.formats import UNBUILT, github, github_errors, markdown, markdown_errors
@@ -21,6 +22,7 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
+from ..spec.build import LOCK_FILE
 from .console import BAD_INPUT, FINDING, OK, Command, choice, err, error_json, out, out_json, safe
 
 __all__ = ["COMMANDS"]
@@ -144,16 +146,24 @@ def _run_verify(args: argparse.Namespace) -> int:
     if args.json:
         out_json("verify", report.to_json())
         return OK if report.ok else FINDING
-    if report.failures:
+    if report.failures or report.stale_locks:
         out()
     for failure in report.failures:
         for line in failure.lines():
             out(line)
+    for stale in report.stale_locks:
+        out(stale)
     cases = len({row.file for row in report.rows})
     names = len({row.provider for row in report.rows})
     if report.ok:
         out(f"\n{cases} scenario(s) x {names} provider(s): every invariant holds")
         return OK
+    if not report.failures:  # the lock alone: what holds was replayed from the specs
+        out(
+            f"\n{cases} scenario(s) x {names} provider(s): every invariant holds, but the"
+            " lock is stale"
+        )
+        return FINDING
     out(f"\n{len(report.failures)} invariant failure(s)")
     return FINDING
 
@@ -318,19 +328,24 @@ def _run_golden(args: argparse.Namespace) -> int:
         _strays(report.strays)
         return FINDING if report.strays else OK
     report = check_golden(args.paths, full=args.full)
-    for problem in (*report.bundles, *report.problems):
+    for problem in (*report.locks, *report.bundles, *report.problems):
         err(problem)
     _strays(report.strays)
     if report.bundles:
         err(
             f"prefixlock golden: {len(report.bundles)} case(s) built from another bundle,"
-            f" {len(report.problems)} stale golden file(s)"
+            f" {len(report.problems)} stale golden file(s); review the change and run"
+            f" {UPDATE}"
         )
         return FINDING
     if report.problems:
         err(
             f"prefixlock golden: {len(report.problems)} stale golden file(s); "
-            "review the change and run `prefixlock golden --update`"
+            f"review the change and run {UPDATE}"
+        )
+    elif report.locks:
+        err(
+            f"prefixlock golden: every golden file matches a fresh replay, but {LOCK_FILE} is stale"
         )
     if not report.ok:
         return FINDING

@@ -14,10 +14,18 @@ from pathlib import Path
 
 from ..core.errors import SpecError, SpecErrors
 from ..runtime.context import check_templates
-from ..spec.build import LOCK_FILE, build_bundle
+from ..spec.build import LOCK_FILE, build_bundle, locked_digest
 from ..spec.bundle import Bundle
 
-__all__ = ["build_checked", "check_bundles", "has_specs"]
+__all__ = [
+    "UPDATE",
+    "build_checked",
+    "check_bundles",
+    "has_specs",
+    "shown",
+    "stale_lock",
+    "stale_locks",
+]
 
 
 def build_checked(root: Path | str) -> Bundle:
@@ -48,3 +56,42 @@ def check_bundles(bundles: Iterable[Bundle]) -> None:
             found += check_templates(bundle)
     if found:
         raise SpecErrors(found)
+
+
+#: What a stale lock (or stale golden files) asks for: one command rebuilds the lock and
+#: rewrites the golden files.
+UPDATE = "`prefixlock update`"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the current folder when it lies below it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def stale_lock(root: Path, built: str) -> str | None:
+    """Why ``root``'s lock is stale against ``built`` (the digest its specs build), or
+    None: the lock records it, or there is no readable lock (``build --check`` says so)."""
+    lock = locked_digest(root)
+    if lock is None or lock == built:
+        return None
+    return (
+        f"{shown(Path(root) / LOCK_FILE)} is stale: it records bundle {lock}, the specs build"
+        f" {built}; run {UPDATE}"
+    )
+
+
+def stale_locks(roots: Iterable[tuple[Path, Bundle]]) -> list[str]:
+    """:func:`stale_lock` of each spec root once, in the order given."""
+    found: list[str] = []
+    seen: set[Path] = set()
+    for root, bundle in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        problem = stale_lock(root, bundle.digest)
+        if problem is not None:
+            found.append(problem)
+    return found

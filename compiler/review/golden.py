@@ -41,7 +41,7 @@ from ..core.canonical import Ordered
 from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
-from .built import check_bundles
+from .built import UPDATE, check_bundles, stale_lock
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
 from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
@@ -65,7 +65,6 @@ __all__ = [
 CALLS_MD = "calls.md"
 SCENARIO = "scenario.yaml"
 GOLDEN = "golden"
-UPDATE = "`prefixlock golden --update`"
 #: Bytes shown on each side of the first difference by :func:`report`.
 SNIPPET = 40
 #: Bytes a :func:`finding` shows before the first difference, and from it on.
@@ -159,6 +158,27 @@ class CaseGolden:
         found += file_problems(self.folder / CALLS_MD, self.page, full=full)
         return [f"{self.folder.name}/{problem}" for problem in found]
 
+    def changed_files(self) -> list[str]:
+        """The files an update rewrites, adds or removes, relative to the case folder
+        (``anthropic/0002.json``, ``calls.md``), in folder order."""
+        found: list[str] = []
+        for name, bodies in self.bodies.items():
+            folder = self.folder / name
+            expected = {f"{n:04d}.json": data for n, data in enumerate(bodies, 1)}
+            present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            for file in sorted(expected.keys() | present):
+                path = folder / file
+                if (
+                    file not in expected
+                    or not path.is_file()
+                    or path.read_bytes() != expected[file]
+                ):
+                    found.append(f"{name}/{file}")
+        page = self.folder / CALLS_MD
+        if not page.is_file() or page.read_bytes() != self.page:
+            found.append(CALLS_MD)
+        return found
+
     def write(self) -> None:
         write_bodies(self.bodies, self.folder)
         replace_file(self.folder / CALLS_MD, self.page)
@@ -183,10 +203,14 @@ class GoldenReport:
     strays: tuple[str, ...] = ()
     #: leftovers of an interrupted update that ``update`` removed
     removed: tuple[str, ...] = ()
+    #: the cases' spec roots whose lock records another bundle than they build
+    locks: tuple[str, ...] = ()
+    #: per updated case (``update``), the files rewritten, added or removed
+    changed: tuple[tuple[str, ...], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.bundles and not self.strays
+        return not self.problems and not self.bundles and not self.strays and not self.locks
 
 
 def stale_bundle(
@@ -207,7 +231,7 @@ def stale_bundle(
     records = f"the lock records {lock}" if lock is not None else "no lock"
     return (
         f"{case} was built from bundle {recorded}, the specs build {built} ({records});"
-        f" run `prefixlock build` and {UPDATE}"
+        f" run {UPDATE}"
     )
 
 
@@ -285,8 +309,18 @@ def check_golden(
         problems += case.problems(full=full)
         cases.append(case)
     strays = tuple(stray.problem for stray in _strays(cases, suites))
+    locks: list[str] = []
+    for root in dict.fromkeys(case.bundle_root for case in cases if case.bundle_root):
+        built = next(case.built for case in cases if case.bundle_root == root)
+        stale = stale_lock(root, built)
+        locks += [stale] if stale is not None else []
     return GoldenReport(
-        tuple(str(p.parent) for p in files), tuple(problems), (), tuple(bundles), strays
+        tuple(str(p.parent) for p in files),
+        tuple(problems),
+        (),
+        tuple(bundles),
+        strays,
+        locks=tuple(locks),
     )
 
 
@@ -306,13 +340,22 @@ def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> Gold
             stray.remove()
             removed.append(str(stray.path))
     updated = []
+    changed = []
     for case in expected:
-        if case.problems():
+        differ = case.changed_files()
+        if differ:
             case.write()
             updated.append(str(case.folder))
+            changed.append(tuple(differ))
     kept = tuple(stray.problem for stray in strays if not stray.leftover)
     return GoldenReport(
-        tuple(str(c.folder) for c in expected), (), tuple(updated), (), kept, tuple(removed)
+        tuple(str(c.folder) for c in expected),
+        (),
+        tuple(updated),
+        (),
+        kept,
+        tuple(removed),
+        changed=tuple(changed),
     )
 
 

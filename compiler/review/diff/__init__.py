@@ -237,7 +237,7 @@ class FileDiff:
 #: The impact when a side's golden files were not built from its lock: the bodies
 #: compared are not what the specs send.
 UNKNOWN_IMPACT = "unknown"
-STALE_ADVICE = "run `prefixlock golden --update` and commit the result"
+STALE_ADVICE = "run `prefixlock update` and commit the result"
 
 #: Bundle parts whose change is a root change; every other part is rendered content.
 ROOT_PARTS = frozenset({"instructions.md", "tools.json", "settings.json"})
