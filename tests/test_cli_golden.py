@@ -50,8 +50,7 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
         "identical-context/openai-chat/0009.json: stale golden file",
     ]
     assert err.endswith(
-        "prefixlock golden: 2 stale golden file(s); review the change and run "
-        "`prefixlock update`\n"
+        "prefixlock golden: 2 stale golden file(s); review the change and run `prefixlock update`\n"
     )
     assert main(["golden", "--check", "--full"]) == 1
     full = capsys.readouterr().err
@@ -112,9 +111,7 @@ def test_check_names_the_bundle_the_golden_files_were_built_from(
         " run `prefixlock update`"
     )
     assert err[-2].startswith("prefixlock golden: 1 case(s) built from another bundle, ")
-    assert err[-2].endswith(
-        " stale golden file(s); review the change and run `prefixlock update`"
-    )
+    assert err[-2].endswith(" stale golden file(s); review the change and run `prefixlock update`")
     assert main(["golden", "--update"]) == 0
     assert main(["golden", "--check"]) == 0
 
