@@ -345,3 +345,34 @@ def test_check_reports_a_bad_scenario_as_bad_input_and_runs_every_step(
     lock = (project / LOCK).read_bytes()
     assert _run(capsys, "update")[0] == 2
     assert (project / LOCK).read_bytes() == lock and not (project / "build").exists()
+
+
+# --- the documented CI and hooks use commands that exist --------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _parses(command: str) -> bool:
+    from prefixlock.cli.commands import _parser
+
+    words = command.split()
+    assert words[0] == "prefixlock", command
+    try:
+        _parser().parse_args(words[1:])
+    except SystemExit:
+        return False
+    return True
+
+
+def test_the_hooks_and_the_ci_recipes_run_the_gate() -> None:
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    entries = re.findall(r"^  entry: (.+)$", hooks, re.M)
+    assert entries == ["prefixlock check --no-hash-seed", "prefixlock build --check"]
+    ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    workflow = re.findall(r"^ +- run: (prefixlock .+?)\s*(?:#.*)?$", ci, re.M)
+    workflow += re.findall(r"^ +run: (prefixlock [a-z]+)$", ci, re.M)
+    assert workflow[:2] == ["prefixlock check", "prefixlock update"]
+    assert "\nprefixlock check\nprefixlock update > /dev/null\n" in ci  # the shell recipe
+    for command in [*entries, *workflow[:2]]:
+        assert _parses(command), command
+    assert ".venv/bin/prefixlock check" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
