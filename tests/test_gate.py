@@ -376,3 +376,24 @@ def test_the_hooks_and_the_ci_recipes_run_the_gate() -> None:
     for command in [*entries, *workflow[:2]]:
         assert _parses(command), command
     assert ".venv/bin/prefixlock check" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_check_and_update_without_golden_cases(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.rmtree(project / "golden")
+    assert _run(capsys, "check") == (
+        0,
+        "step                       result   summary\n"
+        "prefixlock build --check   ok       prefixlock.lock records the bundle the specs build\n"
+        "prefixlock golden --check  skipped  no golden/*/scenario.yaml\n"
+        "prefixlock verify          skipped  no golden/*/scenario.yaml\n",
+        "",
+    )
+    digest = _digest(project)
+    assert _run(capsys, "update") == (
+        0,
+        f"{LOCK}: up to date (bundle {digest})\nwrote build/ (the parts and manifest.json)\n"
+        "no golden cases\n",
+        "",
+    )
