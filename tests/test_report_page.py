@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html.parser
+import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -17,7 +19,26 @@ from prefixlock.core.atomic import umask
 from prefixlock.review.page import READ, UNCACHED, WRITE
 
 CASE = REPO / "golden" / "automatic-compaction"
-CHROMIUM = shutil.which("chromium")
+
+#: Why the screenshot test did not run; with pytest's ``-ra`` (pyproject's addopts) the
+#: reason is one line of the run's summary.
+NO_CHROMIUM = (
+    "chromium is not installed (apt-get install chromium): the report page was not screenshotted"
+)
+#: In CI (``CI=true``, as GitHub Actions and ``.ci/run`` set it) the screenshot is required.
+NO_CHROMIUM_IN_CI = (
+    "chromium is not installed, and CI=true requires the report screenshot (.ci/run installs it)"
+)
+
+
+def chromium() -> str:
+    """The headless browser: missing, the test fails in CI and skips elsewhere, saying why."""
+    found = shutil.which("chromium")
+    if found is not None:
+        return found
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(NO_CHROMIUM_IN_CI)
+    pytest.skip(NO_CHROMIUM)
 
 
 class _Links(html.parser.HTMLParser):
@@ -100,15 +121,54 @@ def _count(pixels: tuple[int, int, int, bytes], colour: str) -> int:
     return sum(1 for i in range(0, width * height * bpp, bpp) if rows[i : i + 3] == rgb)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_without_chromium_the_screenshot_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        chromium()
+    assert str(failed.value) == NO_CHROMIUM_IN_CI
+
+
+def test_without_chromium_the_screenshot_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        chromium()
+    assert str(skipped.value) == NO_CHROMIUM
+
+
+def test_the_skip_reason_is_a_line_of_the_run_summary(tmp_path: Path) -> None:
+    """Run the screenshot test where no chromium is on PATH: pytest's summary (``-ra``)
+    names the test and says why in one line."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PATH"] = str(tmp_path)  # an empty folder: no chromium on it
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+         f"{__file__}::test_a_screenshot_in_headless_chromium_shows_the_bars"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    summary = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED [1] ")]
+    assert len(summary) == 1, done.stdout[-2000:]
+    assert summary[0].endswith(f": {NO_CHROMIUM}")
+
+
+def test_ci_sets_ci_and_installs_chromium_before_the_tests() -> None:
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    tests = lines.index(".venv/bin/pytest")
+    assert lines.index("export CI=true") < tests
+    install = [i for i, line in enumerate(lines) if "apt-get install -y -qq chromium" in line]
+    assert install and install[-1] < tests
+
+
 def test_a_screenshot_in_headless_chromium_shows_the_bars(tmp_path: Path) -> None:
+    browser = chromium()
     page = tmp_path / "report.html"
     assert main(["report", str(page), str(CASE), "--provider", "anthropic"]) == 0
     shot = tmp_path / "shot.png"
-    assert CHROMIUM is not None
     done = subprocess.run(
         [
-            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
             "--window-size=900,700", f"--screenshot={shot}", page.as_uri(),
