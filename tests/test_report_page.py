@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import html.parser
+import itertools
 import os
 import re
 import shutil
@@ -500,3 +501,35 @@ def test_short_cases_fit_a_reasonable_page(tmp_path: Path) -> None:
     assert main(["report", str(page), *(str(REPO / "golden" / c) for c in SHORT_CASES)]) == 0
     height = _page_height(browser, page, 1280, tmp_path)
     assert height <= 2200, height
+
+
+def test_a_case_s_facts_count_its_calls_by_kind(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", str(out), str(REPO / "golden" / "retry"), "--provider", "gemini"]) == 0
+    section = _case(out.read_text(encoding="utf-8"), "retry")
+    facts = section.split("<p class=facts>", 1)[1].split("</p>", 1)[0]
+    assert facts == (
+        "9 call(s): 3 user turns, 2 tool-loop calls, 1 background event, 3 retries · "
+        'idle 70 s, 2 min · 0 compactions · <a href="#roots">the shared root</a>'
+    )
+
+
+def test_many_idle_gaps_are_summed_up_and_their_labels_never_overlap(tmp_path: Path) -> None:
+    turns = "".join(
+        f'  - user: {{event: u{n}, query: "q{n}", timestamp: "2026-03-09T15:{2 * n:02d}:00Z"}}\n'
+        f'  - assistant: {{text: "a{n}"}}\n'
+        for n in range(12)
+    )
+    scenario = tmp_path / "chatty.yaml"
+    scenario.write_text(f"name: chatty\nconversation: c\nbase: {{mode: agent}}\nsteps:\n{turns}")
+    out = tmp_path / "report.html"
+    assert main(["report", str(out), str(scenario), "--provider", "anthropic"]) == 0
+    section = _case(out.read_text(encoding="utf-8"), "chatty")
+    facts = section.split("<p class=facts>", 1)[1].split("</p>", 1)[0]
+    assert facts.startswith("12 call(s): 12 user turns · 11 idle gaps, the longest 2 min · ")
+    (axis,) = re.findall(r"<svg class=axis .*?</svg>", section)
+    labels = re.findall(r'<text class=idle x="([0-9.]+)" y="([0-9]+)"', axis)
+    assert 0 < len(labels) <= 11
+    for row in {y for _, y in labels}:  # in each row, labels stand apart
+        xs = [float(x) for x, y in labels if y == row]
+        assert all(b - a >= 34 for a, b in itertools.pairwise(xs))

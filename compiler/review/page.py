@@ -48,7 +48,9 @@ RESET = "#1565c0"
 #: (the token scale's labels), in pixels.
 LANE_HEIGHT, LANE_TOP, LANE_MARGIN = 28, 6, 34
 #: The room one call takes at most and at least (a long conversation's calls get narrower).
-CALL_PITCH_MAX, CALL_PITCH_MIN, CHART_WIDTH = 14.0, 3.0, 400.0
+CALL_PITCH_MAX, CALL_PITCH_MIN, CHART_WIDTH = 14.0, 1.5, 400.0
+#: The room an idle gap's label takes on the axis; the most gaps a case's facts list.
+IDLE_LABEL_WIDTH, GAPS_LISTED = 34.0, 8
 AXIS_HEIGHT = 40
 #: Room for the x axis's title under the shortest chart.
 AXIS_MIN_WIDTH = LANE_MARGIN + 150.0
@@ -342,16 +344,16 @@ def _roots(cases: Sequence[CaseFigures], ids: Sequence[str]) -> tuple[list[str],
 
 def _kinds(case: CaseFigures) -> str:
     counts = collections.Counter(call.kind for call in case.calls)
-    words = {
-        "user": "user turn",
-        "tool_results": "tool-loop call",
-        "background": "background event",
-        "injected": "injected event",
-        "retry": "retry",
+    words = {  # kind: (one, many)
+        "user": ("user turn", "user turns"),
+        "tool_results": ("tool-loop call", "tool-loop calls"),
+        "background": ("background event", "background events"),
+        "injected": ("injected event", "injected events"),
+        "retry": ("retry", "retries"),
     }
     parts = [
-        f"{counts[kind]} {word}{'' if counts[kind] == 1 else 's'}"
-        for kind, word in words.items()
+        f"{counts[kind]} {one if counts[kind] == 1 else many}"
+        for kind, (one, many) in words.items()
         if counts[kind]
     ]
     return ", ".join(parts)
@@ -366,6 +368,8 @@ def _gap_words(case: CaseFigures) -> str:
     idle = [gap for gap in gaps(case) if gap > 0]
     if not idle:
         return "no idle gaps"
+    if len(idle) > GAPS_LISTED:
+        return f"{len(idle)} idle gaps, the longest {duration(max(idle))}"
     return "idle " + ", ".join(duration(gap) for gap in idle)
 
 
@@ -419,12 +423,17 @@ class _Layout:
 def _layout(case: CaseFigures) -> _Layout:
     count = len(case.calls)
     pitch = max(CALL_PITCH_MIN, min(CALL_PITCH_MAX, CHART_WIDTH / max(count, 1)))
-    bar = max(2.0, pitch * 0.75)
+    bar = max(1.0, pitch * 0.75)
+    idle = gaps(case)
+    # wider with the gap's length: 1 s → 6 px, 1 min → 13, 1 h → 20; many gaps share
+    # half the chart's width between them, each at least 2 px
+    widths = [6 + 4 * math.log10(max(gap, 1.0)) if gap > 0 else 0.0 for gap in idle]
+    shrink = min(1.0, CHART_WIDTH / 2 / (sum(widths) or 1.0))
     x, bands = [], []
     left = float(LANE_MARGIN) + 4
-    for gap in gaps(case):
-        if gap > 0:  # wider with the gap's length: 1 s → 6 px, 1 min → 13, 1 h → 20
-            width = 6 + 4 * math.log10(max(gap, 1.0))
+    for gap, full in zip(idle, widths, strict=True):
+        if gap > 0:
+            width = max(2.0, full * shrink)
             bands.append((left, width, gap))
             left += width + (pitch - bar)
         x.append(left)
@@ -511,12 +520,15 @@ def _axis(case: CaseFigures, layout: _Layout) -> str:
                 f'<text class=tick x="{x + layout.bar / 2:.1f}" y="10" '
                 f'text-anchor="middle">{call.index}</text>'
             )
-    last = -math.inf
-    row = 0
+    ends = [-math.inf, -math.inf]  # per row of labels, where its last label ends
     for left, width, gap in layout.gaps:
         middle = left + width / 2
-        row = 1 - row if middle - last < 34 else 0  # two close labels take turns in height
-        last = middle
+        # two close labels take turns in height; where neither row has room the band's
+        # tooltip alone says how long it was
+        row = next((r for r in (0, 1) if middle - ends[r] >= IDLE_LABEL_WIDTH), None)
+        if row is None:
+            continue
+        ends[row] = middle
         out.append(
             f'<text class=idle x="{middle:.1f}" y="{20 + 9 * row}" '
             f'text-anchor="middle">{duration(gap)}</text>'
