@@ -450,8 +450,8 @@ COMMANDS = (
     ),
     Command(
         "report",
-        "write one self-contained HTML page of a verify run: per call, cached / written / "
-        "uncached tokens",
+        "write one self-contained HTML page of a verify run: a summary, the shared root once, "
+        "and per case and call the cached / written / uncached tokens, idle gaps and cold calls",
         _report_arguments,
         _run_report,
     ),
