@@ -212,6 +212,25 @@ def secret_turns(conv: Conversation) -> list[ModelRequest]:
             )
         )
     )
+    # every other entry point of user content: an injected event, a manual compaction
+    # summary, an automatic one (user.compact)
+    conv.assistant("ok")
+    requests.append(
+        conv.handle(
+            AgentRunRequest.from_value(
+                {
+                    "conversation_id": CONV,
+                    "event_id": "inj-1",
+                    "kind": "injected",
+                    "text": "\n".join(texts),
+                }
+            )
+        )
+    )
+    conv.assistant("noted")
+    conv.compact("manual summary:\n" + "\n".join(texts))
+    requests.append(conv.request())
+    requests.append(conv.handle(user("u2", "go on", compact={"summary": "\n".join(texts)})))
     return requests
 
 

@@ -221,12 +221,12 @@ class Conversation:
             message = CanonicalMessage.create(
                 f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(text),)
             )
-            self._admit((message,), f"{request.kind} event {eid!r}")
+            admitted = self._admit((message,), f"{request.kind} event {eid!r}")
             record = Record(
                 h.seq + 1,
                 RecordType.EVENT,
                 eid,
-                (message,),
+                admitted,
                 request.digest,
                 timestamp=request.timestamp,
             )
@@ -268,20 +268,20 @@ class Conversation:
                     ),
                 ),
             )
-            self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
+            admitted = self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
             return Record(
                 h.seq + 1,
                 RecordType.USER,
                 eid,
-                (context, summary, runtime),
+                admitted,
                 request.digest,
                 True,
                 timestamp=request.timestamp,
             )
         messages = (context, runtime) if changed else (runtime,)
-        self._admit(messages, f"user event {eid!r}")
+        admitted = self._admit(messages, f"user event {eid!r}")
         return Record(
-            h.seq + 1, RecordType.USER, eid, messages, request.digest, timestamp=request.timestamp
+            h.seq + 1, RecordType.USER, eid, admitted, request.digest, timestamp=request.timestamp
         )
 
     def _assistant(
@@ -381,9 +381,9 @@ class Conversation:
             raise HistoryError(
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
-        self._admit((message,), f"tool results {eid!r}")
+        admitted = self._admit((message,), f"tool results {eid!r}")
         self._append(
-            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest, timestamp=timestamp)
+            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, admitted, digest, timestamp=timestamp)
         )
         return h.project()
 
@@ -399,22 +399,41 @@ class Conversation:
         message = CanonicalMessage.create(
             f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(text),)
         )
-        self._admit((message,), f"compaction {message.id!r}", reset=True)
+        admitted = self._admit((message,), f"compaction {message.id!r}", reset=True)
         self._append(
-            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", (message,), reset=True)
+            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", admitted, reset=True)
         )
 
     def _admit(
         self, messages: Sequence[CanonicalMessage], field: str, *, reset: bool = False
-    ) -> None:
-        """Refuse ``messages`` (before any record is written) if a provider of the
-        root's settings would refuse them appended to the current epoch (or, with
-        ``reset``, starting a new one)."""
+    ) -> tuple[CanonicalMessage, ...]:
+        """The messages to store: the user-content funnel applied (:meth:`_user_content`),
+        then refused (before any record is written) if a provider of the root's settings
+        would refuse them appended to the current epoch (or, with ``reset``, starting a
+        new one). Every record's messages come from here, so no appending operation can
+        skip redaction or admission."""
+        admitted = tuple(self._user_content(m) for m in messages)
         if self._admission is None:
             root = self.history.root
             self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
         earlier = () if reset else self.history.messages
-        self._admission.check(messages, earlier, field)
+        self._admission.check(admitted, earlier, field)
+        return admitted
+
+    def _user_content(self, message: CanonicalMessage) -> CanonicalMessage:
+        """The one funnel of ``secrets: {user_content: redact}`` for stored messages:
+        under the policy, every text of a message whose content is the caller's own
+        (:data:`USER_CONTENT_KINDS`: events, compaction summaries, tool results) is
+        redacted, whichever operation made it. (A request's fields are redacted as the
+        request arrives, :func:`redact_user_content`, since the runtime message is
+        rendered from them and a retry is matched by their digest; redaction is
+        idempotent, so a text redacted there passes here unchanged.)"""
+        if not self.bundle.redact_user_content or message.kind not in USER_CONTENT_KINDS:
+            return message
+        parts = tuple(_redacted_part(p) for p in message.parts)
+        if parts == message.parts:
+            return message
+        return CanonicalMessage.create(message.id, message.kind, message.role, parts)
 
     def _retried(self, event_id: str, digest: str) -> ModelRequest | None:
         """The original request of an already delivered event, or None if it is new."""
@@ -481,6 +500,19 @@ class Conversation:
             except CheckpointRaceError:
                 if self.catch_up() == 0:
                     raise
+
+
+#: Message kinds whose texts are the caller's own content (redacted under
+#: ``secrets: {user_content: redact}``, :meth:`Conversation._user_content`).
+USER_CONTENT_KINDS = frozenset({MessageKind.EVENT, MessageKind.SUMMARY, MessageKind.TOOL_RESULT})
+
+
+def _redacted_part(part: Part) -> Part:
+    if isinstance(part, TextPart):
+        return attrs.evolve(part, text=redact_text(part.text))
+    if isinstance(part, ToolResultPart):
+        return attrs.evolve(part, output=redact_text(part.output))
+    return part
 
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.

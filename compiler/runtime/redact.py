@@ -30,7 +30,10 @@ User turn content (query, selections, open files, action context, event texts,
 compaction summaries, tool outputs) is kept as it is by default: it is what the user
 chose to send. ``secrets: {user_content: redact}`` in ``rules/agent.yaml`` opts in to
 rules 1, 2 and 4 over every string of it too (:func:`redact_user_content`), applied
-before anything is saved, so no caught value reaches the store or a body. Redaction is
+before anything is saved, so no caught value reaches the store or a body. Besides the
+request's own fields, every stored message of user content passes one funnel
+(``Conversation._admit``, which every appending operation goes through:
+``compact(summary)`` included), so no entry point can bypass the policy. Redaction is
 deterministic and idempotent, so it never causes a spurious context change, and a
 retried event still matches the one recorded.
 """
