@@ -40,6 +40,7 @@ from typing import Any, overload
 
 from ..core.errors import HistoryError, SerializationError
 from ..core.messages import CanonicalMessage, Part, TextPart
+from ..core.secrets import quoted
 from ..providers import Provider, get
 
 __all__ = ["EMPTY_TOOL_OUTPUT", "Admission", "drop_blank_texts", "require_text", "tool_output"]
@@ -55,7 +56,9 @@ def blank(text: str) -> bool:
 
 def require_str(value: Any, field: str) -> str:
     if not isinstance(value, str):
-        raise HistoryError(f"{field}: expected a string, got {type(value).__name__} {value!r}")
+        raise HistoryError(
+            f"{field}: expected a string, got {type(value).__name__} {quoted(value)}"
+        )
     return value
 
 

@@ -11,6 +11,7 @@ import attrs
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, HistoryError
 from ..core.messages import ToolCallPart
+from ..core.secrets import redact_text
 
 __all__ = ["ToolCall", "ToolResult"]
 
@@ -83,4 +84,9 @@ class ToolResult:
 
 
 def _preview(text: str, limit: int = 80) -> str:
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+    """The start of ``text`` for an error message, secrets redacted (redacted before it
+    is cut, so a secret cut in two is still caught)."""
+    shown = redact_text(text)
+    if len(shown) <= limit:
+        return repr(shown)
+    return f"{shown[:limit]!r}... ({len(text)} characters)"
