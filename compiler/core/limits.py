@@ -34,10 +34,35 @@ from typing import Any
 
 __all__ = [
     "CACHE_TTL_OPTION",
+    "MAX_INSTRUCTIONS_BYTES",
+    "MAX_RESPONSE_BYTES",
+    "MAX_RESPONSE_LINE_BYTES",
     "ONE_HOUR_POLICIES",
     "one_hour_ttl_refusal",
     "settings_problems",
 ]
+
+MIB = 1024 * 1024
+
+# -- size limits of text inputs that no caller configures (docs/limits.md) ---------------
+#
+# Every text input has a size limit, refused with a LimitError before anything is held
+# whole or saved. Those a conversation checks are the fields of
+# ``prefixlock.runtime.limits.Limits`` (an agent server passes its own); these are fixed
+# where the input is read.
+
+#: A whole (non-streamed) response body, and the bytes of one streamed response: what a
+#: reader takes in at most. The largest model output (128k output tokens, about 0.5 MiB of
+#: text, with its reasoning and usage) is far below it; a stream's bytes repeat the text
+#: in their framing (SSE ``data:`` lines of JSON), hence the room.
+MAX_RESPONSE_BYTES = 32 * MIB
+#: One SSE line, and the data one event joins from its lines: an event is one JSON
+#: object, at most the whole response (OpenAI Responses' ``response.completed``).
+#: Bedrock's binary frames have the event-stream spec's own bound (24 MiB payload).
+MAX_RESPONSE_LINE_BYTES = 16 * MIB
+#: The compiled instructions (UTF-8): what every request repeats, checked at build and
+#: when a built bundle is loaded. Real agents' instructions are tens of KiB.
+MAX_INSTRUCTIONS_BYTES = 1 * MIB
 
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"

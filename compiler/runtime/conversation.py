@@ -32,10 +32,12 @@ from ..core.errors import (
     CheckpointRaceError,
     ConflictError,
     HistoryError,
+    LimitError,
     UnknownCallError,
     UnknownNameError,
     UsageError,
 )
+from ..core.limits import MAX_INSTRUCTIONS_BYTES
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -58,7 +60,7 @@ from ..store.records import Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
-from .limits import Limits
+from .limits import Limits, utf8_size
 from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
@@ -104,6 +106,12 @@ class Conversation:
         SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
         with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        size = utf8_size(bundle.instructions)
+        if size > MAX_INSTRUCTIONS_BYTES:  # a bundle built elsewhere: the build refuses it
+            raise LimitError(
+                f"bundle {bundle.digest}: the instructions are {size} bytes, over the limit "
+                f"of {MAX_INSTRUCTIONS_BYTES} bytes"
+            )
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -256,6 +264,9 @@ class Conversation:
         else:
             changed = True
         if request.compact_summary is not None:
+            self.limits.check_summary(
+                f"event {eid!r}: compact.summary", utf8_size(request.compact_summary)
+            )
             # Automatic compaction: latest context (same identity and content), then the
             # summary, then this turn's initial messages -- in that fixed order.
             summary = CanonicalMessage.create(
@@ -332,9 +343,13 @@ class Conversation:
         if not h.awaiting_output:
             raise HistoryError("assistant output without a pending model call")
         parts = drop_blank_texts(parts, "assistant output")
+        self.limits.check_assistant_text(
+            sum(utf8_size(p.text) for p in parts if isinstance(p, TextPart))
+        )
         seen: set[str] = set()
         for part in parts:
             if isinstance(part, ToolCallPart):
+                self.limits.check_tool_arguments(part.call_id, utf8_size(part.arguments))
                 if part.call_id in h.call_ids or part.call_id in seen:
                     raise HistoryError(f"tool call id {part.call_id!r} was already used")
                 seen.add(part.call_id)
@@ -354,9 +369,7 @@ class Conversation:
         parts = tuple(_result_part(r, i) for i, r in enumerate(results))
         for part in parts:  # types checked and blanks normalized: now their content
             ToolResult(part.call_id, part.output, part.is_error).check()
-            output = part.output
-            size = len(output) if output.isascii() else len(output.encode("utf-8", "replace"))
-            self.limits.check_tool_output(part.call_id, size)
+            self.limits.check_tool_output(part.call_id, utf8_size(part.output))
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
         eid = f"tool-results:{parts[0].call_id}"
@@ -395,6 +408,7 @@ class Conversation:
                 f"{', '.join(sorted(h.pending_calls))} have no results"
             )
         text = require_text(summary, "compact summary")
+        self.limits.check_summary("compact summary", utf8_size(text))
         epoch = h.epoch + 1
         message = CanonicalMessage.create(
             f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(text),)

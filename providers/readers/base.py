@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...core import canonical
-from ...core.errors import CanonicalJSONError, ResponseError
+from ...core.errors import CanonicalJSONError, ResponseError, ResponseLimitError
+from ...core.limits import MAX_RESPONSE_BYTES
 from ...core.messages import OpaquePart, Part, TextPart, ToolCallPart
 from ...core.output import ModelOutput, Usage
 from .eventstream import Frame, FrameDecoder
@@ -40,10 +41,27 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 class StreamReader:
-    """Feed a streamed response in chunks of any size; :meth:`result` once it ended."""
+    """Feed a streamed response in chunks of any size; :meth:`result` once it ended.
+
+    A stream is held to :data:`~prefixlock.core.limits.MAX_RESPONSE_BYTES` in all
+    (``max_bytes``): the chunk that passes it is refused with a
+    :class:`~prefixlock.core.errors.ResponseLimitError`."""
+
+    #: the most bytes one stream may bring (a test may lower it on an instance)
+    max_bytes: int = MAX_RESPONSE_BYTES
+    #: bytes fed so far
+    fed: int = 0
 
     def feed(self, chunk: bytes) -> None:
         raise NotImplementedError
+
+    def _count(self, chunk: bytes) -> None:
+        self.fed += len(chunk)
+        if self.fed > self.max_bytes:
+            raise ResponseLimitError(
+                f"the stream is over {self.max_bytes} bytes (the limit of a response)",
+                retry_safe=False,
+            )
 
     def result(self) -> ModelOutput:
         raise NotImplementedError
@@ -79,6 +97,7 @@ class SSEStreamReader(StreamReader):
         self.done = False
 
     def feed(self, chunk: bytes) -> None:
+        self._count(chunk)
         self._deliver(self._decoder.feed(chunk))
 
     def _deliver(self, events: list[Event]) -> None:
@@ -120,6 +139,7 @@ class EventStreamReader(StreamReader):
         self.done = False
 
     def feed(self, chunk: bytes) -> None:
+        self._count(chunk)
         for frame in self._decoder.feed(chunk):
             self.on_frame(frame)
 
@@ -182,7 +202,8 @@ def one_output(name: str, candidate: int | None) -> None:
 
 
 def load_object(body: bytes, what: str = "response", *, wrapper: int = 0) -> dict[str, Any]:
-    """A JSON object, or a :class:`ResponseError` that is not retry-safe.
+    """A JSON object, or a :class:`ResponseError` that is not retry-safe (a
+    :class:`ResponseLimitError` past :data:`MAX_RESPONSE_BYTES`, before it is parsed).
 
     It may nest :data:`~prefixlock.core.canonical.MAX_DEPTH` levels, plus ``wrapper``:
     the levels of the provider's own shape around a value held to ``MAX_DEPTH`` on its
@@ -190,6 +211,11 @@ def load_object(body: bytes, what: str = "response", *, wrapper: int = 0) -> dic
     :func:`encodable`), so that a tool input reads the same in a whole response as in a
     stream, where it is parsed alone. Deeper than the parser can go is the same refusal
     (never a ``RecursionError``)."""
+    if len(body) > MAX_RESPONSE_BYTES:  # before it is parsed: the parse takes ~15x
+        raise ResponseLimitError(
+            f"{what}: {len(body)} bytes, over {MAX_RESPONSE_BYTES} (the limit of a response)",
+            retry_safe=False,
+        )
     limit = canonical.MAX_DEPTH + wrapper
     try:
         value = canonical.loads(body)
