@@ -25,6 +25,10 @@ Then it judges what the reader did:
 ``crashed``
     any other exception, from the reader or from ``record()``.
 
+``altered`` (of the accepted): a stream whose events were dropped, repeated, swapped or
+cut, read into an output other than the unchanged stream's -- a change that no check of
+a wire without sequence numbers can see (docs/providers.md, "Stream integrity").
+
 ``python tests/response_fuzz.py [MUTATIONS] [SEED]`` prints the counts per provider.
 """
 
@@ -256,26 +260,47 @@ def chunks(data: bytes, rng: random.Random) -> Iterator[bytes]:
         i += n
 
 
-def read(provider: str, rng: random.Random) -> tuple[Callable[[], ModelOutput], str]:
-    """One mutated input of ``provider``: a function that reads it, and what it is."""
+def stream_output(
+    provider: str, events: list[Event], pieces: list[bytes] | None = None
+) -> ModelOutput:
+    data = frames_bytes(events) if provider == "bedrock-converse" else sse_bytes(events)
+    reading = reader(provider).stream_reader()
+    for piece in [data] if pieces is None else pieces:
+        reading.feed(piece)
+    return reading.result()
+
+
+@functools.cache
+def original(provider: str, source: int) -> ModelOutput | None:
+    """The output of stream ``source`` unchanged (None: it is refused, an error stream)."""
+    try:
+        return stream_output(provider, inputs(provider)[1][source])
+    except ResponseError:
+        return None
+
+
+def read(
+    provider: str, rng: random.Random
+) -> tuple[Callable[[], ModelOutput], str, ModelOutput | None]:
+    """One mutated input of ``provider``: a function that reads it, what it is, and, for a
+    stream whose events were dropped, repeated, swapped or cut, the unchanged stream's
+    output (an accepted output that differs from it is a change no check saw)."""
     wholes, streams = inputs(provider)
     if rng.random() < 0.5 and wholes:
         source = rng.randrange(len(wholes))
         value, what = mutate_value(wholes[source], rng, provider)
         body = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        return lambda: reader(provider).parse_response(body), f"whole {source}: {what}"
+        return lambda: reader(provider).parse_response(body), f"whole {source}: {what}", None
     source = rng.randrange(len(streams))
     events, what = mutate_stream(streams[source], rng, provider)
     data = frames_bytes(events) if provider == "bedrock-converse" else sse_bytes(events)
     pieces = list(chunks(data, rng))
-
-    def stream() -> ModelOutput:
-        reading = reader(provider).stream_reader()
-        for piece in pieces:
-            reading.feed(piece)
-        return reading.result()
-
-    return stream, f"stream {source}: {what}"
+    unchanged = None if what.startswith("event") else original(provider, source)
+    return (
+        lambda: stream_output(provider, events, pieces),
+        f"stream {source}: {what}",
+        unchanged,
+    )
 
 
 def judge_output(provider: str, output: ModelOutput) -> str | None:
@@ -302,8 +327,9 @@ def judge_output(provider: str, output: ModelOutput) -> str | None:
 
 
 def run_one(provider: str, rng: random.Random) -> tuple[str, str]:
-    """(outcome, detail) of one mutation."""
-    reading, what = read(provider, rng)
+    """(outcome, detail) of one mutation; the detail of an accepted stream whose events
+    were dropped or repeated and whose output changed starts with ``altered``."""
+    reading, what, unchanged = read(provider, rng)
     try:
         output = reading()
     except ResponseError:
@@ -316,6 +342,8 @@ def run_one(provider: str, rng: random.Random) -> tuple[str, str]:
         return "crashed", f"{what} (in record)\n{traceback.format_exc(limit=-3)}"
     if why is not None:
         return "poisoned", f"{what}: {why}"
+    if unchanged is not None and output != unchanged:
+        return "accepted", f"altered: {what}"
     return "accepted", what
 
 
@@ -328,6 +356,7 @@ def fuzz(provider: str, mutations: int, seed: int = 0) -> tuple[Counter[str], li
     for _ in range(mutations):
         outcome, detail = run_one(provider, rng)
         counts[outcome] += 1
+        counts["altered"] += detail.startswith("altered")
         if outcome in ("poisoned", "crashed"):
             bad.append(f"{outcome}: {detail}")
     return counts, bad
@@ -336,11 +365,12 @@ def fuzz(provider: str, mutations: int, seed: int = 0) -> tuple[Counter[str], li
 def main(argv: list[str]) -> None:
     mutations = int(argv[1]) if len(argv) > 1 else 2000
     seed = int(argv[2]) if len(argv) > 2 else 0
-    print(f"| provider | {' | '.join(OUTCOMES)} |")
-    print(f"| --- |{' --- |' * len(OUTCOMES)}")
+    columns = (*OUTCOMES, "altered")
+    print(f"| provider | {' | '.join(columns)} |")
+    print(f"| --- |{' --- |' * len(columns)}")
     for provider in PROVIDERS:
         counts, bad = fuzz(provider, mutations, seed)
-        print(f"| {provider} | {' | '.join(str(counts[o]) for o in OUTCOMES)} |", flush=True)
+        print(f"| {provider} | {' | '.join(str(counts[o]) for o in columns)} |", flush=True)
         for line in bad if os.environ.get("FUZZ_ALL") else bad[:5]:
             print("   ", line.replace("\n", "\n    "), file=sys.stderr)
 

@@ -401,3 +401,12 @@ def test_a_chat_tool_call_whose_every_delta_is_lost_is_caught_by_the_next_index(
         "openai-chat stream chunk: choice 0 delta tool call 1: starts after call -1 (an "
         "event is missing)" + HINT
     )
+
+
+def test_an_anthropic_stream_that_lost_its_message_delta_is_refused() -> None:
+    """The stop reason comes in ``message_delta`` only: without it the output was read
+    with no stop reason."""
+    events = [e for e in anthropic_events() if e[0] != "message_delta"]
+    assert refused_stream("anthropic", sse(*events)) == (
+        "anthropic stream: message_stop without a stop reason (the message_delta is missing)" + HINT
+    )

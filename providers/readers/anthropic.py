@@ -10,9 +10,11 @@ Block mapping (docs.anthropic.com/en/api/messages, "content"), in model order:
                                its text still counts in ``ModelOutput.text``)
 ``tool_use``                   :class:`ToolCallPart` (``id``, ``name``, canonical JSON
                                of ``input``)
-anything else                  :class:`OpaquePart` ``anthropic``: the block as received
-                               (``thinking`` with ``signature``, ``redacted_thinking``,
-                               server tool blocks), sent back verbatim
+``thinking``, ``redacted_thinking``, :class:`OpaquePart` ``anthropic``: the block as received,
+server tool blocks             sent back verbatim (checked against the request schema:
+                               a thinking block needs its signature)
+anything else                  refused (:class:`ResponseError`): a type this reader does
+                               not know is never kept nor dropped
 =============================  =======================================================
 
 Stream (docs.anthropic.com/en/api/messages-streaming): ``message_start`` carries the
@@ -405,6 +407,13 @@ class AnthropicStream(SSEStreamReader):
             self.message["usage"] = merged
 
     def message_stop(self, data: dict[str, Any]) -> None:
+        assert self.message is not None
+        if self.message.get("stop_reason") is None:  # message_delta carries it, always
+            raise ResponseError(
+                "anthropic stream: message_stop without a stop reason (the message_delta "
+                "is missing)",
+                retry_safe=False,
+            )
         open_blocks = sorted(set(self.blocks) - self.stopped)
         if open_blocks:
             raise ResponseError(

@@ -13,6 +13,10 @@ anything else                                :class:`OpaquePart` ``gemini``: the
                                              execution, ...)
 ===========================================  =============================================
 
+Every Part is checked against the request's ``Part`` first (exactly one data member,
+known members only, a base64 ``thoughtSignature``): a Part the API would refuse when it
+is sent back is a :class:`ResponseError`.
+
 A ``functionCall`` the model sent without ``id`` (common) gets a local call id,
 ``gemini-local-<key>-<part index>``, so an agent answers it like any other call; the
 serializer never sends it (:data:`prefixlock.providers.gemini.LOCAL_ID_PREFIX`): the
