@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conv_helpers import CONTEXT_A, CONV, REPO, example_bundle, user
 from prefixlock.core import canonical
-from prefixlock.core.errors import HistoryError, SpecErrors
+from prefixlock.core.errors import HistoryError, SpecErrors, UsageError
 from prefixlock.core.model import ModelRequest
 from prefixlock.core.secrets import is_sensitive_name, redact_mapping, redact_text
 from prefixlock.providers import NAMES, get
@@ -421,3 +421,15 @@ def test_a_value_of_the_wrong_type_is_quoted_redacted(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as info:
         conv.assistant({"key": SECRET})  # type: ignore[arg-type]
     assert str(info.value) == "assistant text: expected a string, got dict {'key': '[REDACTED]'}"
+
+
+def test_a_timestamp_that_is_no_timestamp_is_quoted_redacted(tmp_path: Path) -> None:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("call-1", "read_file", '{"path":"a"}')])
+    with pytest.raises(UsageError) as info:
+        conv.tool_results([ToolResult("call-1", "ok")], timestamp=f"at {SECRET}")
+    assert str(info.value) == (
+        "tool results timestamp: 'at [REDACTED]' is not an RFC 3339 timestamp like "
+        "2026-12-02T10:00:00Z"
+    )
