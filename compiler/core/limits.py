@@ -1,6 +1,8 @@
-"""What a provider's service refuses in a request's settings though each value has a form it
-takes: a combination of model and option. The build reports each with its file, line,
-column and field (:func:`settings_problems`, ``rules/providers.yaml``), the provider's
+"""Limits every stage may read: the fixed size limits of text inputs (instructions,
+responses, a response line: ``MAX_*_BYTES``, docs/limits.md), and what a provider's
+service refuses in a request's settings though each value has a form it takes: a
+combination of model and option. The build reports each with its file, line, column and
+field (:func:`settings_problems`, ``rules/providers.yaml``), the provider's
 ``serialize`` raises it, and the cache rules price nothing the service refuses. Every
 stage may read it (``core``).
 
