@@ -410,3 +410,11 @@ def test_an_anthropic_stream_that_lost_its_message_delta_is_refused() -> None:
     assert refused_stream("anthropic", sse(*events)) == (
         "anthropic stream: message_stop without a stop reason (the message_delta is missing)" + HINT
     )
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
+def test_an_event_type_that_is_not_a_string_is_refused(provider: str) -> None:
+    """Once a ``TypeError`` (unhashable type) in the Responses reader."""
+    assert refused_stream(provider, sse((None, {"type": {"a": 1}}))) == (
+        f"{provider} stream: an event type is not a string" + HINT
+    )

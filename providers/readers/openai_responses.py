@@ -234,6 +234,10 @@ class OpenAIResponsesStream(SSEStreamReader):
     def on_event(self, event: Event) -> None:
         data = self.data(event)
         kind = data.get("type", event.event)
+        if not isinstance(kind, str):
+            raise ResponseError(
+                "openai-responses stream: an event type is not a string", retry_safe=False
+            )
         where = f"openai-responses stream: {kind!r} event"
         if kind == "response.output_text.delta":
             at = (
