@@ -1,6 +1,6 @@
 """Secret redaction: values that look like credentials never reach a prompt.
 
-The rules (documented in the README, pinned by a corpus test):
+The rules (documented in docs/library.md#secrets, pinned by a corpus test):
 
 1. **By value**, in every string of the conversation-level context (rules, skills,
    subagents, MCP servers with their descriptions, schemas, command, env and headers,
