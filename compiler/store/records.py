@@ -16,6 +16,11 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   format :data:`FORMAT_TIMESTAMP` and one more member, ``"timestamp"``, as sent. It is
   what a reader of the store alone needs to expire cache entries between model calls
   (``prefixlock inspect --cache``).
+* a user record whose request-context message was built by ``context_updates: sections``
+  has format :data:`FORMAT_SECTIONS` and one more member, ``"sections"``: the sections
+  that message carries, in order, each ``{"digest", "name"}`` (the digest of the
+  section's text, or null for a section it states as cleared). Hydration rebuilds from
+  it what is in force per section; the message itself stays one text.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -48,8 +53,10 @@ FORMAT = 1
 FORMAT_USAGE = 2
 #: The format of a record that carries its request's timestamp (with or without usage).
 FORMAT_TIMESTAMP = 3
+#: The format of a record that carries the sections of its request-context message.
+FORMAT_SECTIONS = 4
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP)
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS)
 
 
 class RecordType(StrEnum):
@@ -142,6 +149,32 @@ def _check_timestamp(_record: object, _attribute: object, value: str | None) -> 
 
 
 @attrs.frozen
+class ContextSection:
+    """One section a request-context message carries: its name and the ``sha256:``
+    digest of its text, or None for a section the message states as cleared."""
+
+    name: str
+    digest: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "digest": self.digest}
+
+
+def _sections_from_json(value: Any) -> tuple[ContextSection, ...]:
+    if not isinstance(value, list):
+        raise TypeError(f"sections: expected a list, got {type(value).__name__}")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"name", "digest"}:
+            raise TypeError(f"sections: bad item {item!r}")
+        name, digest = item["name"], item["digest"]
+        if not isinstance(name, str) or not (digest is None or isinstance(digest, str)):
+            raise TypeError(f"sections: bad item {item!r}")
+        out.append(ContextSection(name, digest))
+    return tuple(out)
+
+
+@attrs.frozen
 class Record:
     seq: int
     type: RecordType
@@ -154,10 +187,14 @@ class Record:
     #: the RFC 3339 ``timestamp`` of the call this record makes, as the client sent it
     #: (a user or background request's; tool results given one); None: not known
     timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
+    #: the sections its request-context message carries (``context_updates: sections``)
+    sections: tuple[ContextSection, ...] | None = None
 
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if self.sections is not None:
+            return FORMAT_SECTIONS
         if self.timestamp is not None:
             return FORMAT_TIMESTAMP
         return FORMAT if self.usage is None else FORMAT_USAGE
@@ -202,7 +239,8 @@ class Record:
         usage = "" if self.usage is None else _usage_text(self.usage)
         stamp = self.timestamp
         if not (
-            usage is not None
+            self.sections is None  # rare (a changed context): the encoder writes them
+            and usage is not None
             and (stamp is None or type(stamp) is str)
             and type(conversation_id) is str
             and type(self.event_id) is str
@@ -261,6 +299,8 @@ class Record:
             value["usage"] = self.usage.to_json()
         if self.timestamp is not None:
             value["timestamp"] = self.timestamp
+        if self.sections is not None:
+            value["sections"] = [section.to_json() for section in self.sections]
         return value
 
 
@@ -465,6 +505,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             reset=obj["reset"],
             usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
             timestamp=stamp,
+            sections=_sections_from_json(obj["sections"]) if "sections" in obj else None,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
