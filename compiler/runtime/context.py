@@ -176,7 +176,8 @@ def request_sections(bundle: Bundle, request: AgentRunRequest) -> dict[str, str]
     section whose text is blank is empty (``""``): it has nothing in force."""
     texts = rendered_context(bundle, request.context)
     return {
-        name: text if text.strip() else "" for name, text in zip(bundle.sections, texts, strict=True)
+        name: text if text.strip() else ""
+        for name, text in zip(bundle.sections, texts, strict=True)
     }
 
 
@@ -219,7 +220,9 @@ def check_templates(bundle: Bundle) -> list[SpecError]:
     renders: list[tuple[Any, dict[str, Any]]] = []
     if not bundle.sections:
         renders.append((bundle.context_template.render, {**context, "update": None}))
-    renders += [(mode.runtime.render, sample_turn(mode.name, mode.reminder)) for mode in bundle.modes]
+    renders += [
+        (mode.runtime.render, sample_turn(mode.name, mode.reminder)) for mode in bundle.modes
+    ]
     for render, variables in renders:
         try:
             render(variables)

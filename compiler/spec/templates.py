@@ -306,7 +306,9 @@ class CompiledTemplate:
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render with ``variables``; any failure is a :class:`SpecErrors` at a line."""
-        return self._run(self._template.root_render_func, self._template.new_context(dict(variables)))
+        return self._run(
+            self._template.root_render_func, self._template.new_context(dict(variables))
+        )
 
     def render_section(self, name: str, variables: Mapping[str, Any]) -> str:
         """The text of section block ``name`` alone, rendered with ``variables`` (the
@@ -495,21 +497,30 @@ def _section_problems(
     """
     top = [node for node in ast.body if isinstance(node, jinja2.nodes.Block)]
     if not top:
-        yield 1, (
-            "context_updates: sections needs the request-context template to define its "
-            "sections as top-level {% block NAME %} ... {% endblock %}; it defines none"
+        yield (
+            1,
+            (
+                "context_updates: sections needs the request-context template to define its "
+                "sections as top-level {% block NAME %} ... {% endblock %}; it defines none"
+            ),
         )
     for block in ast.find_all(jinja2.nodes.Block):
         if not any(block is t for t in top):
-            yield block.lineno, (
-                f"section block {block.name!r} is not at the top level of the template "
-                "(inside another block, an if or a for): sections follow one another"
+            yield (
+                block.lineno,
+                (
+                    f"section block {block.name!r} is not at the top level of the template "
+                    "(inside another block, an if or a for): sections follow one another"
+                ),
             )
     for block in top:
         if not _SECTION_NAME.match(block.name):
-            yield block.lineno, (
-                f"section name {block.name!r}: lowercase letters, digits and '_', "
-                "starting with a letter"
+            yield (
+                block.lineno,
+                (
+                    f"section name {block.name!r}: lowercase letters, digits and '_', "
+                    "starting with a letter"
+                ),
             )
         if block.scoped or block.required:
             yield block.lineno, f"section block {block.name!r}: no 'scoped' or 'required'"
@@ -519,16 +530,22 @@ def _section_problems(
                 why = "the update's own variable is for the text outside the section blocks"
             else:
                 why = "a section block is rendered on its own: set it inside the block"
-            yield node.lineno, (
-                f"section block {block.name!r} uses variable {node.name!r} ({why}; a section "
-                f"may use only: {', '.join(sorted(allowed))})"
+            yield (
+                node.lineno,
+                (
+                    f"section block {block.name!r} uses variable {node.name!r} ({why}; a section "
+                    f"may use only: {', '.join(sorted(allowed))})"
+                ),
             )
     frame = _part([node for node in ast.body if not isinstance(node, jinja2.nodes.Block)])
     outside = _undeclared_variables(frame, "") - {"update"} - reported
     for node in _loads(frame, outside):
-        yield node.lineno, (
-            f"text outside the section blocks uses variable {node.name!r} (it may use only "
-            "'update'; conversation-level data goes inside a section block)"
+        yield (
+            node.lineno,
+            (
+                f"text outside the section blocks uses variable {node.name!r} (it may use only "
+                "'update'; conversation-level data goes inside a section block)"
+            ),
         )
     read = {
         node.attr
@@ -537,10 +554,13 @@ def _section_problems(
     }
     for field in _UPDATE_FIELDS:
         if field not in read:
-            yield 1, (
-                f"the text outside the section blocks never reads update.{field}: an update "
-                "must tell the model which sections it replaces (update.sections), which "
-                "of them are cleared (update.cleared), and that the rest stay in force"
+            yield (
+                1,
+                (
+                    f"the text outside the section blocks never reads update.{field}: an update "
+                    "must tell the model which sections it replaces (update.sections), which "
+                    "of them are cleared (update.cleared), and that the rest stay in force"
+                ),
             )
 
 
