@@ -34,7 +34,6 @@ from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
     FORMAT_SECTIONS,
-    FORMAT_TIMESTAMP,
     FORMAT_USAGE,
     Record,
     RecordType,
