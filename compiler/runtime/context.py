@@ -209,6 +209,30 @@ def render_runtime(bundle: Bundle, request: AgentRunRequest) -> str:
     return mode.runtime.render(turn_variables(mode, request))
 
 
+def full_context(bundle: Bundle, request: AgentRunRequest) -> str:
+    """The whole request context of ``request``: under ``context_updates: sections`` the
+    message a first turn (or an automatic compaction) sends, every non-empty section in
+    order; else the one text. What a harness without updates would resend (the naive
+    yardstick of ``verify``)."""
+    if not bundle.sections:
+        return render_request_context(bundle, request)
+    texts = request_sections(bundle, request)
+    carried = {name: text for name, text in texts.items() if text}
+    return render_sections(bundle, carried, full_update(carried))
+
+
+def section_digests(bundle: Bundle, request: AgentRunRequest) -> dict[str, str | None]:
+    """Each section's ``sha256:`` digest in ``request``'s context (None: empty), in order:
+    what the history compares and records (``context_updates: sections``)."""
+    texts = request_sections(bundle, request)
+    return {name: canonical.sha256_hex(text) if text else None for name, text in texts.items()}
+
+
+def full_update(carried: Mapping[str, str]) -> dict[str, Any]:
+    """The ``update`` of a full context carrying ``carried`` (in section order)."""
+    return {"full": True, "sections": list(carried), "cleared": []}
+
+
 def check_templates(bundle: Bundle) -> list[SpecError]:
     """Render the context template and every mode's runtime template once with a
     representative sample (:mod:`prefixlock.spec.sample`: every declared variable

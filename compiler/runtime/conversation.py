@@ -22,7 +22,7 @@ retried event stays idempotent even across processes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 
@@ -56,7 +56,14 @@ from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import ContextSection, Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
-from .context import render_request_context, render_runtime, render_sections, request_sections
+from .context import (
+    full_update,
+    render_request_context,
+    render_runtime,
+    render_sections,
+    request_sections,
+    section_digests,
+)
 from .history import EventInfo, History
 from .limits import Limits
 from .redact import redact_text, redact_user_content
@@ -248,12 +255,11 @@ class Conversation:
         """
         h, bundle, eid = self.history, self.bundle, request.event_id
         texts = request_sections(bundle, request)
-        digests = {name: canonical.sha256_hex(t) if t else None for name, t in texts.items()}
+        digests = section_digests(bundle, request)
         compacting = request.compact_summary is not None
         if h.sections is None or compacting:
             names = list(texts)
-            full = [name for name in names if texts[name]]
-            update: dict[str, Any] = {"full": True, "sections": full, "cleared": []}
+            update = full_update({name: texts[name] for name in names if texts[name]})
         else:
             in_force = h.sections
             names = [name for name in texts if digests[name] != in_force.get(name)]
