@@ -14,9 +14,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from conv_helpers import (
     CONTEXT_A,
+    REPO,
     assert_prefix,
     background,
     context_b,
@@ -29,6 +31,11 @@ from conv_helpers import (
 from prefixlock import providers
 from prefixlock.core.errors import SpecErrors
 from prefixlock.core.messages import CanonicalMessage, MessageKind
+from prefixlock.review.invariants import HistoryChecker
+from prefixlock.review.replay import replay
+from prefixlock.review.scenario import load_scenario
+from prefixlock.review.steps import UserStep
+from prefixlock.runtime.context import section_digests
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.request import AgentRunRequest
 from prefixlock.spec.build import build_bundle
@@ -414,4 +421,76 @@ def test_sections_mode_is_in_the_digest_and_whole_keeps_the_shipped_digest() -> 
     assert part.data == (
         b'{"context_updates":"sections","sections":'
         b'["rules","skills","subagents","environment","git","mcp"]}'
+    )
+
+
+# -- verify: the context invariant per section -----------------------------------------
+
+
+def _replayed(case: str) -> tuple[Any, list[Any]]:
+    scenario = load_scenario(
+        REPO / "golden" / case / "scenario.yaml", bundle=mode_bundle("sections")
+    )
+    return scenario, replay(scenario)
+
+
+def _expected(scenario: Any) -> dict[str, dict[str, str | None]]:
+    return {
+        s.request.event_id: section_digests(scenario.bundle, s.request)
+        for s in scenario.steps
+        if isinstance(s, UserStep)
+    }
+
+
+def _failures(calls: list[Any], expected: Any) -> list[str]:
+    checker = HistoryChecker("case", expected=expected)
+    for call in calls:
+        checker.add(call)
+    return [f.message for f in checker.failures]
+
+
+def _with_sections(calls: list[Any], sections: dict[str, Any]) -> list[Any]:
+    return [attrs.evolve(call, sections=sections) for call in calls]
+
+
+def test_verify_finds_nothing_wrong_in_a_sectioned_replay() -> None:
+    scenario, calls = _replayed("section-revert")
+    assert calls[-1].sections  # the replay hands verify each message's sections
+    assert _failures(calls, _expected(scenario)) == []
+
+
+def test_verify_names_a_section_sent_again_unchanged() -> None:
+    _, calls = _replayed("section-revert")
+    sections = dict(calls[-1].sections)
+    git_b = sections["request-context:u2"][1]
+    assert git_b.name == "git"
+    sections["request-context:u3"] = (git_b,)
+    found = _failures(_with_sections(calls, sections), None)
+    assert found[0] == (
+        "'request-context:u3' carries section 'git' unchanged from 'request-context:u2' "
+        "(an unchanged section must not be sent again)"
+    )
+
+
+def test_verify_names_a_section_whose_latest_version_is_not_in_force() -> None:
+    scenario, calls = _replayed("section-revert")
+    expected = _expected(scenario)
+    expected["u4"] = {**expected["u4"], "git": "sha256:" + "0" * 64}
+    assert _failures(calls, expected) == [
+        "section 'git' in force after user turn 'u4' is the version of "
+        "'request-context:u3', not the turn's own"
+    ]
+
+
+def test_verify_names_an_automatic_compaction_that_keeps_a_partial_context() -> None:
+    scenario, calls = _replayed("section-compaction")
+    assert _failures(calls, _expected(scenario)) == []
+    sections = dict(calls[-1].sections)
+    sections["request-context:u6"] = tuple(
+        s for s in sections["request-context:u6"] if s.name == "git"
+    )
+    found = _failures(_with_sections(calls, sections), _expected(scenario))
+    assert found[0] == (
+        "automatic compaction kept 'request-context:u6', which carries the sections git, "
+        "not the full context (rules, skills, subagents, environment, git, mcp)"
     )
