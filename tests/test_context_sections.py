@@ -32,8 +32,10 @@ from prefixlock import providers
 from prefixlock.core.errors import SpecErrors
 from prefixlock.core.messages import CanonicalMessage, MessageKind
 from prefixlock.review.invariants import HistoryChecker
+from prefixlock.review.jsondiff import Difference
 from prefixlock.review.replay import replay
 from prefixlock.review.scenario import load_scenario
+from prefixlock.review.sources import SourceIndex
 from prefixlock.review.steps import UserStep
 from prefixlock.runtime.context import section_digests
 from prefixlock.runtime.conversation import Conversation
@@ -494,3 +496,32 @@ def test_verify_names_an_automatic_compaction_that_keeps_a_partial_context() -> 
         "automatic compaction kept 'request-context:u6', which carries the sections git, "
         "not the full context (rules, skills, subagents, environment, git, mcp)"
     )
+
+
+# -- diff: which section a spec edit changes ----------------------------------------------
+
+
+def test_diff_names_the_section_of_a_changed_template_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    template = "prompt/cursor/context.md.j2"
+    lines = (REPO / template).read_text(encoding="utf-8").split("\n")
+    number = (
+        lines.index('Working tree: {{ "uncommitted changes present" if git.dirty else "clean" }}')
+        + 1
+    )
+    old = (
+        "<request_context>\n<git>\nBranch: main\nWorking tree: clean\n</git>\n</request_context>\n"
+    )
+    new = old.replace("Working tree:", "Worktree:")
+    found = SourceIndex(REPO).attribute("anthropic", Difference(("messages", 0), old, new), {})
+    assert found == f"{template}:{number} (section git)"
+    # A line outside every section block names no section.
+    said = (
+        "Workspace context for this conversation. It is sent again only when it changes; "
+        "the latest one is in force."
+    )
+    header = lines.index(said) + 1
+    old = f"<request_context>\n{said}\n"
+    new = old.replace("sent again", "resent")
+    found = SourceIndex(REPO).attribute("anthropic", Difference(("messages", 0), old, new), {})
+    assert found == f"{template}:{header}"
