@@ -224,7 +224,11 @@ def full_context(bundle: Bundle, request: AgentRunRequest) -> str:
 def section_digests(bundle: Bundle, request: AgentRunRequest) -> dict[str, str | None]:
     """Each section's ``sha256:`` digest in ``request``'s context (None: empty), in order:
     what the history compares and records (``context_updates: sections``)."""
-    texts = request_sections(bundle, request)
+    return digests_of(request_sections(bundle, request))
+
+
+def digests_of(texts: Mapping[str, str]) -> dict[str, str | None]:
+    """Each section's ``sha256:`` digest of ``texts`` (None: empty)."""
     return {name: canonical.sha256_hex(text) if text else None for name, text in texts.items()}
 
 

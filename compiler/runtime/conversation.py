@@ -57,12 +57,12 @@ from ..store.contract import Head, Store, check_head
 from ..store.records import ContextSection, Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .context import (
+    digests_of,
     full_update,
     render_request_context,
     render_runtime,
     render_sections,
     request_sections,
-    section_digests,
 )
 from .history import EventInfo, History
 from .limits import Limits
@@ -255,7 +255,7 @@ class Conversation:
         """
         h, bundle, eid = self.history, self.bundle, request.event_id
         texts = request_sections(bundle, request)
-        digests = section_digests(bundle, request)
+        digests = digests_of(texts)
         compacting = request.compact_summary is not None
         if h.sections is None or compacting:
             names = list(texts)
