@@ -525,3 +525,11 @@ def test_diff_names_the_section_of_a_changed_template_line(monkeypatch: pytest.M
     new = old.replace("sent again", "resent")
     found = SourceIndex(REPO).attribute("anthropic", Difference(("messages", 0), old, new), {})
     assert found == f"{template}:{header}"
+
+
+def test_init_scaffolds_an_agent_with_sections(project: Path) -> None:
+    """What prefixlock init writes is what we teach: context_updates: sections."""
+    bundle = build_bundle(project)
+    assert bundle.context_updates == "sections"
+    assert bundle.sections == SECTIONS
+    assert "context_updates: sections\n" in (project / "rules" / "agent.yaml").read_text()
