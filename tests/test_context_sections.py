@@ -533,3 +533,29 @@ def test_init_scaffolds_an_agent_with_sections(project: Path) -> None:
     assert bundle.context_updates == "sections"
     assert bundle.sections == SECTIONS
     assert "context_updates: sections\n" in (project / "rules" / "agent.yaml").read_text()
+
+
+def test_a_new_deploy_that_switches_the_mode_sends_the_whole_context_once() -> None:
+    """whole -> sections: nothing is known per section, so the next turn sends the full
+    sectioned context (then updates); sections -> whole: the latest message may be an
+    update, so the whole context is sent again (then deduped as always)."""
+    store = MemoryStore()
+    c = Conversation.open(store, mode_bundle("whole"), "c")
+    c.handle(user("u1", conversation="c"))
+    c.assistant("ok")
+    c = Conversation.open(store, mode_bundle("sections"), "c")
+    request = c.handle(user("u2", conversation="c"))
+    assert context_ids(request) == ["request-context:u1", "request-context:u2"]
+    assert "in sections (rules, skills" in request.messages[-2].text
+    c.assistant("ok")
+    request = c.handle(user("u3", context=context_b(), conversation="c"))
+    assert "It replaces these sections: git." in request.messages[-2].text
+    c.assistant("ok")
+    c = Conversation.open(store, mode_bundle("whole"), "c")
+    request = c.handle(user("u4", context=context_b(), conversation="c"))
+    assert request.messages[-2].id == "request-context:u4"
+    assert request.messages[-2].text.startswith(
+        "<request_context>\nWorkspace context for this conversation. It is sent again only"
+    )
+    c.assistant("ok")
+    assert ids(c.handle(user("u5", context=context_b(), conversation="c")))[-1] == "runtime:u5"
