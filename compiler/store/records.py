@@ -194,7 +194,7 @@ class Record:
     def format(self) -> int:
         """The record format these members are written in."""
         if self.sections is not None:
-            return FORMAT_SECTIONS
+            return FORMAT_SECTIONS  # with or without a timestamp
         if self.timestamp is not None:
             return FORMAT_TIMESTAMP
         return FORMAT if self.usage is None else FORMAT_USAGE
@@ -570,7 +570,11 @@ def decode_chain(
 # * a record of :data:`FORMAT_TIMESTAMP` (a turn, event or tool results with a timestamp)
 #   holds a ``timestamp`` member between ``seq`` and ``type``, a string
 #   without escapes that must pass the same RFC 3339 check as on the checked path; a
-#   usage member may follow it. Any other format holds none.
+#   usage member may follow it. Any other format holds none;
+# * a record of :data:`FORMAT_SECTIONS` (a turn whose request-context message was built
+#   by ``context_updates: sections``) holds a ``sections`` member between ``reset`` and
+#   ``seq``, each item matched exactly (a digest or null, a name without escapes), and
+#   may hold a timestamp as above.
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
 # an id, a digest mismatch, an unknown kind -- returns None, and
@@ -592,18 +596,24 @@ _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
     _PLAIN
-    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}),"kind":"record","messages":\\['
+    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}),'
+    + '"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
     r'\{"digest":' + _DIGEST + ',"id":' + _PLAIN + ',"kind":"([a-z_]+)","parts":'
 )
 _MESSAGE_TAIL = re.compile(r',"role":"([a-z]+)"\}([,\]])')
+#: One section of a ``sections`` member as the writer encodes it (keys sorted).
+_SECTION = r'\{"digest":(?:null|"sha256:[0-9a-f]{64}"),"name":"[^"\\\x00-\x1f]*"\}'
+_SECTION_ITEM = re.compile(r'\{"digest":(null|"sha256:[0-9a-f]{64}"),"name":"([^"\\\x00-\x1f]*)"\}')
 _RECORD_TAIL = re.compile(
-    r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),"seq":([1-9][0-9]*),'
-    r'(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
+    r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),'
+    r'(?:"sections":(\[(?:' + _SECTION + r"(?:," + _SECTION + r")*)?\]),)?"
+    r'"seq":([1-9][0-9]*),(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
 )
 _USAGE_FORMAT = str(FORMAT_USAGE)
 _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
+_SECTIONS_FORMAT = str(FORMAT_SECTIONS)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -712,11 +722,22 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     if not text.startswith(tail, pos):
         raise _NotFast
     match = _RECORD_TAIL.match(text, pos + len(tail))
-    if match is None or match[3] != str(seq):
+    if match is None or match[4] != str(seq):
         raise _NotFast
-    request_digest, reset, _, stamp, record_type = match.groups()
+    request_digest, reset, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
-    if record_format == _TIMESTAMP_FORMAT:  # then, and only then, a timestamp
+    sections = None
+    if record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
+        if sections_text is None or (stamp is not None and timestamp_problem(stamp)):
+            raise _NotFast
+        sections = tuple(
+            ContextSection(name, None if digest == "null" else digest[1:-1])
+            for digest, name in _SECTION_ITEM.findall(sections_text)
+        )
+        with_usage = text.startswith(',"usage":', pos)
+    elif sections_text is not None:
+        raise _NotFast
+    elif record_format == _TIMESTAMP_FORMAT:  # then, and only then, a timestamp
         if stamp is None or timestamp_problem(stamp) is not None:
             raise _NotFast
         with_usage = text.startswith(',"usage":', pos)
@@ -761,4 +782,5 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         reset == "true",
         usage,
         stamp,
+        sections,
     )
