@@ -559,3 +559,26 @@ def test_a_new_deploy_that_switches_the_mode_sends_the_whole_context_once() -> N
     )
     c.assistant("ok")
     assert ids(c.handle(user("u5", context=context_b(), conversation="c")))[-1] == "runtime:u5"
+
+
+def test_a_sectioned_record_decodes_on_the_fast_path_as_on_the_checked_one() -> None:
+    from prefixlock.store.records import _decode_record_checked, _scan_record
+
+    store = MemoryStore()
+    c = conv(store)
+    c.handle(user("u1", timestamp="2026-12-02T10:00:00Z"))
+    c.assistant("ok")
+    ctx = copy.deepcopy(CONTEXT_A)
+    del ctx["environment"]
+    c.handle(user("u2", context=ctx))
+    stored = store.load("conv-1")
+    assert stored is not None
+    for seq in (1, 3):
+        data = stored.records[seq - 1]
+        fast = _scan_record(data, "conv-1", seq, _prev(stored, seq))
+        assert fast is not None
+        assert fast == _decode_record_checked(data, "conv-1", seq, _prev(stored, seq))
+    assert fast.sections == (ContextSection("environment", None),)
+    # A sections member in a record of another format is left to the checked path.
+    bad = stored.records[2].replace(b'"format":4', b'"format":1')
+    assert _scan_record(bad, "conv-1", 3, _prev(stored, 3)) is None
