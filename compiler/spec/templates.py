@@ -300,13 +300,37 @@ class CompiledTemplate:
     source: str
     variables: frozenset[str]
     _template: jinja2.Template = attrs.field(repr=False, alias="template")
+    #: The names of its section blocks in template order (``context_updates: sections``;
+    #: empty for every other template).
+    sections: tuple[str, ...] = ()
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render with ``variables``; any failure is a :class:`SpecErrors` at a line."""
+        return self._run(
+            self._template.root_render_func, self._template.new_context(dict(variables))
+        )
+
+    def render_section(self, name: str, variables: Mapping[str, Any]) -> str:
+        """The text of section block ``name`` alone, rendered with ``variables`` (the
+        build proved it reads nothing set outside itself)."""
+        return self._run(self._template.blocks[name], self._template.new_context(dict(variables)))
+
+    def render_frame(self, variables: Mapping[str, Any], texts: Mapping[str, str]) -> str:
+        """The whole template with each section block replaced by ``texts[name]`` (an
+        absent name renders nothing): the text outside the blocks reads ``variables``."""
+        context = self._template.new_context(dict(variables))
+        for name in self.sections:
+            context.blocks[name] = [_fixed_text(texts.get(name, ""))]
+        return self._run(self._template.root_render_func, context)
+
+    def _run(
+        self,
+        render: Callable[[jinja2.runtime.Context], Iterator[str]],
+        context: jinja2.runtime.Context,
+    ) -> str:
         token = _BUDGET.set(_Budget())
         try:
-            chunks = self._template.generate(dict(variables))
-            return _bounded_output(chunks)  # type: ignore[arg-type]
+            return _bounded_output(_generate(render, context))
         except _LimitExceeded as err:
             message = f"template limit: {err.message}"
             tb = err.__traceback__
@@ -324,6 +348,24 @@ class CompiledTemplate:
         raise SpecErrors(
             [SpecError(Location(self.name, _template_line(tb, self.name)), "", message)]
         )
+
+
+def _fixed_text(text: str) -> Callable[[jinja2.runtime.Context], Iterator[str]]:
+    def block(_context: jinja2.runtime.Context) -> Iterator[str]:
+        yield text
+
+    return block
+
+
+def _generate(
+    render: Callable[[jinja2.runtime.Context], Iterator[str]], context: jinja2.runtime.Context
+) -> Generator[str, None, None]:
+    """What :meth:`jinja2.Template.generate` does around its root render function, for any
+    render function: a failure is re-raised with its traceback rewritten to template lines."""
+    try:
+        yield from render(context)
+    except Exception:
+        yield _ENV.handle_exception()
 
 
 def _bounded_output(chunks: Generator[str, None, None]) -> str:
@@ -367,8 +409,13 @@ def compile_template(
     forbidden_kind: str,
     *,
     template_kind: str = "template",
+    sections: frozenset[str] | None = None,
 ) -> CompiledTemplate:
     """Parse, check and compile one template.
+
+    ``sections``: compile a request-context template of ``context_updates: sections``
+    whose section blocks may read only these variables (see :func:`_section_problems`);
+    the text outside them may read only ``update``.
 
     ``allowed`` are the variables it may read; reading one of ``forbidden`` is reported as
     ``<template_kind> template uses <forbidden_kind> variable 'x'``, any other unknown
@@ -403,6 +450,13 @@ def compile_template(
                     f" ({guess}{plural} may use only: {may_use})"
                 )
                 errors.append(SpecError(Location(name, node.lineno), "", message))
+    names: tuple[str, ...] = ()
+    if sections is not None:
+        names = tuple(b.name for b in ast.body if isinstance(b, jinja2.nodes.Block))
+        errors += [
+            SpecError(Location(name, line), "", message)
+            for line, message in _section_problems(ast, sections, frozenset(bad))
+        ]
     if errors:
         raise SpecErrors(errors)
 
@@ -418,7 +472,110 @@ def compile_template(
         )
     code = _ENV.compile(ast, name=name, filename=name)
     template = _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
-    return CompiledTemplate(name=name, source=source, variables=used, template=template)
+    return CompiledTemplate(
+        name=name, source=source, variables=used, template=template, sections=names
+    )
+
+
+#: A section's name: it names the section to the model and in reports.
+_SECTION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+#: What the text outside the section blocks must read of ``update``.
+_UPDATE_FIELDS = ("sections", "cleared")
+
+
+def _section_problems(
+    ast: jinja2.nodes.Template, allowed: frozenset[str], reported: frozenset[str]
+) -> Iterator[tuple[int, str]]:
+    """``(line, message)`` for every rule of a sectioned request-context template broken.
+
+    Each top-level ``{% block NAME %}`` is one section, in template order. A section's
+    text is compared alone with the one last sent, so a block must be a function of the
+    conversation-level data only (``allowed``, nothing set outside it, not ``update``),
+    and the text outside the blocks of ``update`` only: the full context has ``update``
+    none, an update lists the sections it replaces (``update.sections``) and those of
+    them now empty (``update.cleared``), and the wording must say so.
+    """
+    top = [node for node in ast.body if isinstance(node, jinja2.nodes.Block)]
+    if not top:
+        yield (
+            1,
+            (
+                "context_updates: sections needs the request-context template to define its "
+                "sections as top-level {% block NAME %} ... {% endblock %}; it defines none"
+            ),
+        )
+    for block in ast.find_all(jinja2.nodes.Block):
+        if not any(block is t for t in top):
+            yield (
+                block.lineno,
+                (
+                    f"section block {block.name!r} is not at the top level of the template "
+                    "(inside another block, an if or a for): sections follow one another"
+                ),
+            )
+    for block in top:
+        if not _SECTION_NAME.match(block.name):
+            yield (
+                block.lineno,
+                (
+                    f"section name {block.name!r}: lowercase letters, digits and '_', "
+                    "starting with a letter"
+                ),
+            )
+        if block.scoped or block.required:
+            yield block.lineno, f"section block {block.name!r}: no 'scoped' or 'required'"
+        used = _undeclared_variables(_part(block.body), "")
+        for node in _loads(block, used - allowed - reported):
+            if node.name == "update":
+                why = "the update's own variable is for the text outside the section blocks"
+            else:
+                why = "a section block is rendered on its own: set it inside the block"
+            yield (
+                node.lineno,
+                (
+                    f"section block {block.name!r} uses variable {node.name!r} ({why}; a section "
+                    f"may use only: {', '.join(sorted(allowed))})"
+                ),
+            )
+    frame = _part([node for node in ast.body if not isinstance(node, jinja2.nodes.Block)])
+    outside = _undeclared_variables(frame, "") - {"update"} - reported
+    for node in _loads(frame, outside):
+        yield (
+            node.lineno,
+            (
+                f"text outside the section blocks uses variable {node.name!r} (it may use only "
+                "'update'; conversation-level data goes inside a section block)"
+            ),
+        )
+    read = {
+        node.attr
+        for node in frame.find_all(jinja2.nodes.Getattr)
+        if isinstance(node.node, jinja2.nodes.Name) and node.node.name == "update"
+    }
+    for field in _UPDATE_FIELDS:
+        if field not in read:
+            yield (
+                1,
+                (
+                    f"the text outside the section blocks never reads update.{field}: an update "
+                    "must tell the model which sections it replaces (update.sections), which "
+                    "of them are cleared (update.cleared), and that the rest stay in force"
+                ),
+            )
+
+
+def _part(body: list[jinja2.nodes.Node]) -> jinja2.nodes.Template:
+    """A template of ``body`` alone (nodes of a parsed one), to analyse."""
+    part = jinja2.nodes.Template(body, lineno=1)
+    part.environment = _ENV
+    return part
+
+
+def _loads(node: jinja2.nodes.Node, names: frozenset[str]) -> Iterator[jinja2.nodes.Name]:
+    """Every read of one of ``names`` in ``node``, in template order."""
+    for found in node.find_all(jinja2.nodes.Name):
+        if found.ctx == "load" and found.name in names:
+            yield found
 
 
 def _refused_nodes(ast: jinja2.nodes.Template) -> Iterator[tuple[int, str]]:
