@@ -489,14 +489,16 @@ class _Loader(
         if self.flow_level >= MAX_DEPTH:
             marks = [*self.flow_marks, self.get_mark()]
             at = marks[max(0, MAX_DEPTH - len(self.indents))]
-            raise _TooDeep(problem=f"nesting deeper than {MAX_DEPTH} levels", problem_mark=at)
+            problem = f"nesting deeper than {MAX_DEPTH} levels"
+            # A _Mark has the fields that errors read (see get_mark).
+            raise _TooDeep(problem=problem, problem_mark=at)  # type: ignore[arg-type]
         self.flow_marks.append(self.get_mark())
-        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+        super().fetch_flow_collection_start(token_class)
 
     def fetch_flow_collection_end(self, token_class: Any) -> None:
         if self.flow_marks:
             self.flow_marks.pop()
-        super().fetch_flow_collection_end(token_class)  # type: ignore[misc]
+        super().fetch_flow_collection_end(token_class)
 
     def get_mark(self) -> _Mark:  # type: ignore[override]  # the fields errors read
         """The reader's position as a :class:`_Mark`."""
