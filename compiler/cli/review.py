@@ -55,7 +55,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.digests is not None:
         everywhere = args.restart_everywhere
         digests = replay_digests(scenario, names, restart=lambda _: everywhere)
-        args.digests.write_text(canonical.dumps(digests), encoding="utf-8")
+        replace_file(args.digests, canonical.dumps(digests).encode("utf-8"))
         for name in names:
             out(f"{name}: {len(digests[name])} calls -> {args.digests}")
         return OK
