@@ -21,6 +21,7 @@ store holds the same root and a prefix of the file's records: the missing tail i
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 from collections.abc import Sequence
@@ -77,9 +78,12 @@ def export_jsonl(store: Store, conversation_id: str, out: Source) -> None:
     )
     data = b"".join(line + b"\n" for line in (stored.root, *stored.records, trailer))
     if isinstance(out, str | os.PathLike):
+        path = Path(out)
         try:
+            if not path.parent.is_dir():  # an export creates no folder
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
             # Only over a regular file or at a new path (a device or a link is refused).
-            replace_file(Path(out), data)
+            replace_file(path, data)
         except OSError as err:
             raise CheckpointError(f"{out}: cannot write: {err.strerror or err}") from None
     elif _is_binary(out):
