@@ -23,6 +23,7 @@ land beside it, over a neighbour's.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from ..core.canonical import Ordered
 from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
+from .files import check_inside, read_review_file
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
 from .scenario import golden_scenarios, load_scenario, scenario_files
@@ -153,13 +155,14 @@ class CaseGolden:
         return [f"{self.folder.name}/{problem}" for problem in found]
 
     def write(self) -> None:
+        check_inside(self.folder)  # never through a case folder linked elsewhere
         write_bodies(self.bodies, self.folder)
         replace_file(self.folder / CALLS_MD, self.page)
 
     def stale_bundle(self) -> str | None:
         """Why the case's golden files were built from another bundle, if they were."""
         path = self.folder / CALLS_MD
-        recorded = recorded_bundle(path.read_bytes()) if path.is_file() else None
+        recorded = recorded_bundle(read_review_file(path)) if _present(path) else None
         return stale_bundle(str(self.folder), recorded, self.lock, self.built or None)
 
 
@@ -397,17 +400,23 @@ def folder_problems(folder: Path, bodies: Sequence[bytes]) -> list[str]:
     ]
     for name, data in zip(expected_names, bodies, strict=True):
         path = folder / name
-        if not path.is_file():
+        if not _present(path):
             problems.append(f"{folder.name}/{name}: missing golden file")
             continue
-        problem = report(f"{folder.name}/{name}", path.read_bytes(), data)
+        problem = report(f"{folder.name}/{name}", read_review_file(path), data)
         if problem:
             problems.append(problem)
     return problems
 
 
 def file_problems(path: Path, data: bytes) -> list[str]:
-    if not path.is_file():
+    if not _present(path):
         return [f"{path.name}: missing golden file"]
-    problem = report(path.name, path.read_bytes(), data)
+    problem = report(path.name, read_review_file(path), data)
     return [problem] if problem else []
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path``: a link or a device is read (and refused by
+    :func:`read_review_file`, naming it), never taken for a missing file."""
+    return os.path.lexists(path)
