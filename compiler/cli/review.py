@@ -20,7 +20,7 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
-from .console import FINDING, OK, Command, choice, err, out, out_json, safe
+from .console import FINDING, OK, Command, choice, err, out, out_commands, out_json, safe
 
 __all__ = ["COMMANDS"]
 
@@ -225,9 +225,9 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.json or args.format == "json":
         out_json("diff", report.to_json())
     elif args.format in ("markdown", "github"):
-        lines = (
-            markdown(report) if args.format == "markdown" else github(report, strict=args.strict)
-        )
+        if args.format == "github":
+            out_commands(github(report, strict=args.strict))
+        lines = markdown(report) if args.format == "markdown" else []
         for line in lines:
             out(line)
     else:
