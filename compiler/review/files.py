@@ -30,13 +30,20 @@ __all__ = ["MAX_REVIEW_FILE", "check_inside", "read_review_file", "repository_ro
 #: The largest file a review tool reads (a golden body is kilobytes; a whole
 #: conversation's page, a few megabytes).
 MAX_REVIEW_FILE = 64 * 1024 * 1024
+#: The installed ``prefixlock`` package.
+_PACKAGE = Path(os.path.abspath(__file__)).parent.parent
 
 
 def repository_root(path: Path) -> Path:
     """The repository ``path`` belongs to: its nearest folder (by name, links not
     followed) that holds ``.git``; outside one, the current folder if ``path`` is below
-    it, else the folder ``path`` is in (or ``path`` itself, a folder)."""
+    it, else the folder ``path`` is in (or ``path`` itself, a folder). A file of the
+    installed package itself belongs to the folder that holds the package."""
     absolute = Path(os.path.abspath(path))
+    if absolute.is_relative_to(_PACKAGE):
+        # The example that ships in the package: in a source checkout its files are
+        # links into the project beside the package (a wheel holds copies).
+        return _PACKAGE.parent
     for folder in absolute.parents:
         if (folder / ".git").exists():
             return folder
