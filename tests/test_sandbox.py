@@ -217,6 +217,12 @@ METERED = {
     "{{ ([[[[[1]]]]] * 100) | tojson(indent=100000) }}": (
         f"{NAME}:1: template limit: filter 'tojson' {BUILDS}"
     ),
+    "{% set f = '{0:>{1}}' * 100 %}\n{{ f.format('a', 4000000) }}": (
+        f"{NAME}:2: template limit: method 'format' {BUILDS}"
+    ),
+    "{% set f = '%*s' * 100 %}\n{{ f % ((4000000, 'a') * 100) }}": (
+        f"{NAME}:2: template limit: operator '%' {BUILDS}"
+    ),
     "{% set s = 'a' * 3000000 %}\n{{ [s, s] }}": (
         f"{NAME}:2: template limit: an output value {BUILDS}"
     ),

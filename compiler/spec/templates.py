@@ -193,8 +193,10 @@ def _format_size(text: str, args: Iterable[Any]) -> int:
     numbers += [int(n) for m in _BRACE_FIELD.finditer(text) for n in re.findall(r"\d+", m[1])]
     widths = sum(numbers)
     values = list(args)
-    if "*" in text:  # a width taken from the arguments
-        widths += sum(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+    numbers = [abs(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if "*" in text or _NESTED_FIELD.search(text):
+        # A width taken from the arguments (``%*d``, ``{:{}}``): any field may take any.
+        widths += fields * max(numbers, default=0)
     return len(text) + fields * sum(_text_size(v) for v in values) + widths
 
 
@@ -277,6 +279,8 @@ def _bounded_iter(iterable: Any) -> Iterator[Any]:
 #: ``%`` conversions and ``{:...}`` fields, with their width and precision.
 _PERCENT_FIELD = re.compile(r"%[#0\- +]*(\d*)(?:\.(\d*))?")
 _BRACE_FIELD = re.compile(r"\{[^{}]*:([^{}]*)\}")
+#: A ``{...}`` field whose format spec holds another field (a width from an argument).
+_NESTED_FIELD = re.compile(r"\{[^{}]*\{")
 
 
 def _check_format(text: Any, args: Any, what: str) -> None:
