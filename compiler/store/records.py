@@ -588,7 +588,18 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} has no JSON form")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (a ValueError otherwise, which sends the
+    record to the checked path, which names the key). Inside a chain nothing hashes a
+    message's parts again, so a crafted record with a repeated key, its chain digests
+    recomputed, was accepted by hydration while ``integrity`` refused it (issue 43)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise ValueError("a repeated key")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs)
 #: ``(text, index) -> (value, end)``: the C scanner behind :func:`json.loads` (untyped).
 _scan_value: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 #: A JSON string that needs no escape (so it is canonical as it stands), and a digest.
