@@ -43,7 +43,7 @@ def _rebuild_and_commit(root: Path, message: str) -> None:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("formats") / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     start = root / "golden" / "identical-context" / "scenario.yaml"
     ask = root / "golden" / "ask-mode" / "scenario.yaml"
     ask.parent.mkdir()
