@@ -766,8 +766,8 @@ def test_a_changed_part_no_golden_case_renders_is_named(
         [
             "### prefixlock diff: no deployment impact",
             "",
-            "- no golden case renders the changed"
-            " `templates/prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
+            "- no golden case renders what changed, the template"
+            " `prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
             "",
         ],
     )
