@@ -387,11 +387,13 @@ def markdown(
     blocks = [_pair_details(pair) for pair in result.pairs if pair.changed]
     budget = None if limit is None else limit - _size(lines) - _size(tail) - 1_000
     details: list[str] = []
+    kept = 0
     for block in blocks:
         if budget is not None and _size(details) + _size(block) > budget:
             break
         details += block
-    left = len(blocks) - sum(1 for block in blocks if block[0] in details)
+        kept += 1
+    left = len(blocks) - kept
     if blocks:
         calls = sum(1 for p in result.pairs for c in p.calls if _changed(c))
         summary = f"Details: each changed call ({_plural(calls, 'call')})"
