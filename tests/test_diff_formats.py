@@ -303,7 +303,7 @@ def test_two_body_files_in_both_formats(
             f"`{one}` → `{two}`",
             "",
             "```text",
-            "anthropic: tail append (+1 item)",
+            "anthropic: the old body is a prefix of the new one (+1 item)",
             "```",
         ],
     )
@@ -314,5 +314,32 @@ def test_two_body_files_in_both_formats(
             "::notice title=prefixlock%3A template/context change::template/context change:"
             f" {CONTENT_CONSEQUENCE}",
             "::notice title=prefixlock diff::tail-only; deployment impact: template/context change",
+        ],
+    )
+
+
+def test_two_body_files_with_a_break_say_where_they_differ_not_prefix_break(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "anthropic" / "old.json"
+    new = tmp_path / "anthropic" / "new.json"
+    old.parent.mkdir()
+    body = '{"model":"m","max_tokens":1,"messages":[%s]}'
+    old.write_text(body % '{"role":"user","content":"hello there"}', encoding="utf-8")
+    new.write_text(body % '{"role":"user","content":"hello world"}', encoding="utf-8")
+    code, lines = _diff(tmp_path, monkeypatch, capsys, str(old), str(new), "--format=markdown")
+    assert (code, lines) == (
+        0,
+        [
+            "### prefixlock diff: template/context change: running conversations keep their cache",
+            "",
+            f"- **template/context change**: {CONTENT_CONSEQUENCE}",
+            "",
+            f"`{old}` → `{new}`",
+            "",
+            "```text",
+            "anthropic: differs at $.messages[0].content: old 'hello there' new 'hello world'",
+            "  11.1% of the old body follows the first difference (9 of 81 bytes)",
+            "```",
         ],
     )

@@ -372,7 +372,13 @@ def markdown(
     result = report.result
     if isinstance(result, FileDiff):
         lines += [f"`{result.old.label}` → `{result.new.label}`", ""]
-        return [*lines, *_fenced(list(result.lines()))]
+        call = CallDiff(1, result.comparison.verdict, result.comparison, result.source)
+        if call.verdict == UNCHANGED:
+            explained = ["unchanged" + (f" ({c})" if (c := result.comparison.note) else "")]
+        else:
+            explained = _explain([call])
+        shown = [f"{result.provider}: {explained[0]}", *(f"  {line}" for line in explained[1:])]
+        return [*lines, *_fenced(shown)]
     lines += _cost_table(result)
     cases, unchanged = _cases(result)
     lines += cases
