@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cli.commands import main
-from prefixlock.review.diff.formats import _data, _dollars, _property
+from prefixlock.review.diff import diff
+from prefixlock.review.diff.formats import _data, _dollars, _property, markdown
 
 ROOT_CONSEQUENCE = (
     "every new conversation starts a new cached prefix (the old one goes cold fleet-wide); "
@@ -343,3 +344,29 @@ def test_two_body_files_with_a_break_say_where_they_differ_not_prefix_break(
             "```",
         ],
     )
+
+
+def test_markdown_counts_the_details_that_do_not_fit(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    report = diff("HEAD~2", "HEAD~1")
+    whole = markdown(report, limit=None)
+    details = whole.index("<details><summary>Details: each changed call (15 calls)</summary>")
+    limit = sum(len(line) + 1 for line in whole) - 400  # room for all but one or two
+    short = markdown(report, limit=limit, full_report="full.md")
+    assert sum(len(line) + 1 for line in short) <= limit
+    assert short[:details] == whole[:details]
+    shown = [line.split(":")[0] for line in short if re.match(r"identical-context/\S+: ", line)]
+    assert shown == PROVIDERS_SHOWN[: len(shown)] and 0 < len(shown) < 5
+    end = short.index("</details>")
+    assert short[end - 2 : end + 1] == [
+        f"… and {5 - len(shown)} more case/provider results, not shown here; the full report:"
+        " `full.md`",
+        "",
+        "</details>",
+    ]
+    assert "The full report: `full.md`." not in short
+
+
+PROVIDERS_SHOWN = [f"identical-context/{name}" for name in PROVIDERS]
