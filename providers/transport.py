@@ -26,13 +26,14 @@ from typing import ClassVar
 
 import attrs
 
-from ..core.errors import SerializationError
+from ..core import canonical
+from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.model import ModelRequest, ProviderSettings
 from ..core.output import ModelOutput
 from .frame import BodyFragments
 from .readers import StreamReader, reader
 
-__all__ = ["ROUTES", "HttpRequest", "Route", "Transport"]
+__all__ = ["ROUTES", "HttpRequest", "Route", "Transport", "error_details"]
 
 
 @attrs.frozen
@@ -50,6 +51,8 @@ class HttpRequest:
     path: str
     headers: Mapping[str, str]
     fragments: BodyFragments
+    #: the provider whose reader reads the response (``anthropic``)
+    provider: str = ""
 
     @functools.cached_property
     def body(self) -> bytes:
@@ -76,6 +79,13 @@ class Route:
     stream_headers: tuple[tuple[str, str], ...] = ()
     #: appended inside the body's closing brace for a streaming call
     stream_fields: bytes = b""
+    #: the response header with the provider's request id (lower case)
+    request_id_header: str = ""
+    #: the members of the error object (``{"error": {...}}``) naming the error type,
+    #: the first string one wins
+    error_type_keys: tuple[str, ...] = ()
+    #: a response header naming the error type (``Type:namespace``), where the body does not
+    error_type_header: str = ""
 
 
 _JSON = (("content-type", "application/json"),)
@@ -83,33 +93,56 @@ _SSE = (("accept", "text/event-stream"),)
 
 #: Provider name -> its route; ``{model}`` is replaced by the URL-quoted model id.
 ROUTES: Mapping[str, Route] = {
+    # docs.anthropic.com/en/api/errors: {"type":"error","error":{"type","message"}} and
+    # the "request-id" header on every response.
     "anthropic": Route(
         "/v1/messages",
         "/v1/messages",
         (("anthropic-version", "2023-06-01"), *_JSON),
         _SSE,
         b'"stream":true',
+        request_id_header="request-id",
+        error_type_keys=("type",),
     ),
+    # docs.aws.amazon.com/bedrock/latest/APIReference/CommonErrors.html: the type in the
+    # x-amzn-ErrorType header ("ThrottlingException:http://..."), {"message"} in the body,
+    # the request id in x-amzn-RequestId.
     "bedrock-converse": Route(
         "/model/{model}/converse",
         "/model/{model}/converse-stream",
         _JSON,
         (("accept", "application/vnd.amazon.eventstream"),),
+        request_id_header="x-amzn-requestid",
+        error_type_header="x-amzn-errortype",
     ),
+    # ai.google.dev/gemini-api/docs/troubleshooting: {"error":{"code","message","status"}}.
     "gemini": Route(
         "/v1beta/models/{model}:generateContent",
         "/v1beta/models/{model}:streamGenerateContent?alt=sse",
         _JSON,
         _SSE,
+        error_type_keys=("status",),
     ),
+    # platform.openai.com/docs/guides/error-codes: {"error":{"message","type","code"}};
+    # the request id in x-request-id (platform.openai.com/docs/api-reference/debugging-requests).
     "openai-chat": Route(
         "/v1/chat/completions",
         "/v1/chat/completions",
         _JSON,
         _SSE,
         b'"stream":true,"stream_options":{"include_usage":true}',
+        request_id_header="x-request-id",
+        error_type_keys=("code", "type"),
     ),
-    "openai-responses": Route("/v1/responses", "/v1/responses", _JSON, _SSE, b'"stream":true'),
+    "openai-responses": Route(
+        "/v1/responses",
+        "/v1/responses",
+        _JSON,
+        _SSE,
+        b'"stream":true',
+        request_id_header="x-request-id",
+        error_type_keys=("code", "type"),
+    ),
 }
 
 
@@ -147,7 +180,7 @@ class Transport:
         headers = dict(route.headers)
         if stream:
             headers.update(route.stream_headers)
-        return HttpRequest("POST", path, headers, body)
+        return HttpRequest("POST", path, headers, body, self.name)
 
     def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
         """The :class:`ModelOutput` of a whole JSON response; ``candidate=i`` picks one
@@ -162,3 +195,32 @@ class Transport:
     def is_retryable(self, status: int, body: bytes) -> bool:
         """Whether sending the same request again may succeed after this HTTP error."""
         return reader(self.name).is_retryable(status, body)
+
+
+def error_details(
+    provider: str, headers: Mapping[str, str], body: bytes
+) -> tuple[str | None, str | None, str | None]:
+    """``(error type, message, request id)`` of an error response, each ``None`` where
+    the provider sent none (``headers`` with lower-case names)."""
+    route = ROUTES[provider]
+    request_id = headers.get(route.request_id_header) if route.request_id_header else None
+    kind: str | None = None
+    if route.error_type_header and headers.get(route.error_type_header):
+        kind = headers[route.error_type_header].partition(":")[0] or None
+    message: str | None = None
+    try:
+        value = canonical.loads(body)
+    except (ValueError, CanonicalJSONError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        error = value.get("error")
+        if isinstance(error, dict):
+            for key in route.error_type_keys:
+                if kind is None and isinstance(error.get(key), str):
+                    kind = error[key]
+            if isinstance(error.get("message"), str):
+                message = error["message"]
+        for key in ("message", "Message"):  # Bedrock's body is the error object itself
+            if message is None and isinstance(value.get(key), str):
+                message = value[key]
+    return kind, message, request_id

@@ -496,7 +496,7 @@ def test_init_of_a_relative_folder_names_the_agent_after_it(
     assert build_bundle(tmp_path / "Billing Bot").agent == "billing-bot"
 
 
-def test_init_prints_next_steps_with_the_golden_update(
+def test_init_prints_next_steps_with_update_diff_and_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "helper"
@@ -505,12 +505,10 @@ def test_init_prints_next_steps_with_the_golden_update(
     assert out.split("next steps:\n", 1)[1].splitlines() == [
         f"  edit {target}/rules/*.yaml and {target}/prompt/helper/",
         f"  cd {target}",
-        "  prefixlock build               # compile; updates prefixlock.lock",
-        "  prefixlock golden --update     # re-pin golden/*/ bodies; review and commit them",
-        "  prefixlock build --check       # in CI and pre-commit",
-        "  prefixlock golden --check      # in CI: the golden bodies are current",
-        "  prefixlock verify              # replay golden/*/scenario.yaml, check invariants",
-        "  prefixlock diff HEAD WORKTREE  # what an edit does to the cache, before you commit",
+        "  prefixlock update              # after an edit: rebuild, refresh prefixlock.lock and"
+        " golden/*/ bodies",
+        "  prefixlock diff HEAD WORKTREE  # what the edit does to the cache, before you commit",
+        "  prefixlock check               # in CI and pre-commit: the lock, golden/ and verify",
     ]
 
 

@@ -4,7 +4,8 @@
   written in ``pyproject.toml`` only;
 * stages import one way (:data:`LAYERS`): ``core`` <- {``spec``, ``store``, ``cache``,
   ``providers``} <- ``runtime`` <- ``review`` <- ``bench`` <- ``cli`` (the benchmark
-  verifies a golden case);
+  verifies a golden case); ``http`` sits on ``providers`` beside ``runtime``, and no
+  other stage imports it;
 * each third-party or system library in :data:`OWNERS` is imported by one module.
 """
 
@@ -27,6 +28,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "cache": frozenset({"core"}),
     "providers": frozenset({"core"}),
     "runtime": frozenset({"core", "spec", "store", "cache", "providers"}),
+    # the transport: above providers, beside runtime (which takes a client by protocol)
+    "http": frozenset({"core", "providers"}),
     "review": frozenset({"core", "spec", "store", "cache", "providers", "runtime"}),
     "bench": frozenset({"core", "spec", "store", "cache", "providers", "runtime", "review"}),
     "cli": frozenset({"core", "spec", "store", "cache", "providers", "runtime", "review", "bench"}),
@@ -41,6 +44,8 @@ OWNERS = {
     "sqlite3": "prefixlock.store.sqlite",
     "psycopg": "prefixlock.store.postgres",
     "subprocess": "prefixlock.review.processes",
+    "httpx2": "prefixlock.http.client",
+    "botocore": "prefixlock.http.bedrock",
 }
 
 

@@ -26,9 +26,10 @@ DISTRIBUTIONS = {
     "jsonschema": "jsonschema",
     "referencing": "referencing",
     "attrs": "attrs",
+    "httpx2": "httpx2",
 }
 #: Import name -> (extra, distribution) of the optional dependencies, imported lazily.
-OPTIONAL = {"psycopg": ("postgres", "psycopg")}
+OPTIONAL = {"psycopg": ("postgres", "psycopg"), "botocore": ("bedrock", "botocore")}
 
 
 def test_the_listed_packages_are_exactly_the_folders() -> None:

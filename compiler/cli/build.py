@@ -179,12 +179,12 @@ def _run_init(args: argparse.Namespace) -> int:
     out(f"  edit {target / 'rules'}/*.yaml and {agent_dir}/")
     out(f"  cd {target}")
     steps = [
-        ("prefixlock build", f"compile; updates {LOCK_FILE}"),
-        ("prefixlock golden --update", f"re-pin {GOLDEN}/*/ bodies; review and commit them"),
-        ("prefixlock build --check", "in CI and pre-commit"),
-        ("prefixlock golden --check", "in CI: the golden bodies are current"),
-        ("prefixlock verify", f"replay {GOLDEN}/*/scenario.yaml, check invariants"),
-        ("prefixlock diff HEAD WORKTREE", "what an edit does to the cache, before you commit"),
+        (
+            "prefixlock update",
+            f"after an edit: rebuild, refresh {LOCK_FILE} and {GOLDEN}/*/ bodies",
+        ),
+        ("prefixlock diff HEAD WORKTREE", "what the edit does to the cache, before you commit"),
+        ("prefixlock check", f"in CI and pre-commit: the lock, {GOLDEN}/ and verify"),
     ]
     width = max(len(step) for step, _ in steps)
     for step, note in steps:

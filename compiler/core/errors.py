@@ -19,12 +19,24 @@
     │   └── CheckpointRaceError     another writer appended the same seq first
     ├── SerializationError          a provider cannot express a message part
     ├── ResponseError               a provider response or stream that cannot be read or
-    │                               reports an error; ``retry_safe`` says whether sending
-    │                               the same request again (same event id) may succeed
+    │   │                           reports an error; ``retry_safe`` says whether sending
+    │   │                           the same request again (same event id) may succeed
+    │   ├── ResponseLimitError      a response, a stream line or event over its size limit
+    │   │                           (a limit error too)
+    │   └── CallError               a model call over HTTP (prefixlock.http) failed after
+    │       │                       ``tries`` sends: ``status``, ``error_type``,
+    │       │                       ``provider_message``, ``request_id`` where known
+    │       ├── ProviderError       the provider answered with an error: an error status,
+    │       │                       an error event mid-stream, a body it cannot read
+    │       ├── ConnectionLostError no connection, or it was closed or reset, or the
+    │       │                       stream ended before its final event (retry-safe)
+    │       └── CallTimeoutError    connect, read or total timeout
     ├── CanonicalJSONError          a value with no canonical JSON form (NaN, a non-string
     │                               key, a lone surrogate, nesting past the limit, ...)
-    ├── LimitError                  a turn's text or a tool output over a configured size
-    │                               limit; refused before anything is saved
+    ├── LimitError                  a text input (a turn, a tool output, a summary, model
+    │                               output, instructions, a response) over its documented
+    │                               size limit (docs/limits.md); refused before anything
+    │                               is saved
     └── CacheSimulationError        a body the cache simulator cannot read or price
 
 A :class:`SpecError` is a value, not an exception: loaders collect all of them for a file
@@ -134,10 +146,52 @@ class ResponseError(PrefixlockError):
     the request itself, or sent something this prefixlock cannot read.
     """
 
-    def __init__(self, message: str, *, retry_safe: bool) -> None:
+    def __init__(self, message: str, *, retry_safe: bool, error_type: str | None = None) -> None:
         self.retry_safe = retry_safe
+        #: the provider's own error type or code, when it sent one (``overloaded_error``)
+        self.error_type = error_type
+        #: the message without the retry hint
+        self.reason = message
         hint = "a retry with the same event id is safe" if retry_safe else "do not retry as is"
         super().__init__(f"{message} ({hint})")
+
+
+class CallError(ResponseError):
+    """A model call over HTTP failed (:mod:`prefixlock.http`), after ``tries`` sends of
+    the same bytes. ``status`` is the last HTTP status (``None`` when no response came),
+    ``error_type`` and ``provider_message`` what the provider said, ``request_id`` the
+    provider's request id header; secrets never appear in any of them."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_safe: bool,
+        status: int | None = None,
+        error_type: str | None = None,
+        provider_message: str | None = None,
+        request_id: str | None = None,
+        tries: int = 1,
+    ) -> None:
+        self.status = status
+        self.provider_message = provider_message
+        self.request_id = request_id
+        self.tries = tries
+        super().__init__(message, retry_safe=retry_safe, error_type=error_type)
+
+
+class ProviderError(CallError):
+    """The provider answered with an error: an error status, an error event in the
+    middle of a stream (``overloaded`` with HTTP 200), or a body that cannot be read."""
+
+
+class ConnectionLostError(CallError):
+    """No connection could be made, or it was closed or reset, or the stream ended
+    before its final event: sending the same bytes again is safe."""
+
+
+class CallTimeoutError(CallError):
+    """The connect, read or total timeout of a call ran out."""
 
 
 class CanonicalJSONError(PrefixlockError):
@@ -149,7 +203,14 @@ class CanonicalJSONError(PrefixlockError):
 
 
 class LimitError(PrefixlockError):
-    """A turn's text or a tool output over a configured size limit (nothing was saved)."""
+    """A text input over its documented size limit (nothing was saved): see
+    ``docs/limits.md``."""
+
+
+class ResponseLimitError(ResponseError, LimitError):
+    """A response body, a stream, a stream line or an event over its size limit
+    (:mod:`prefixlock.core.limits`): refused as soon as it passes it, never held whole.
+    Both a :class:`ResponseError` (what a reader raises) and a :class:`LimitError`."""
 
 
 class CacheSimulationError(PrefixlockError):

@@ -32,10 +32,12 @@ from ..core.errors import (
     CheckpointRaceError,
     ConflictError,
     HistoryError,
+    LimitError,
     UnknownCallError,
     UnknownNameError,
     UsageError,
 )
+from ..core.limits import MAX_INSTRUCTIONS_BYTES
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -52,13 +54,18 @@ from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import stamp_problem
 from ..providers import NAMES as PROVIDER_NAMES
+from ..providers import Provider
+from ..providers import get as get_provider
+from ..providers.readers.base import Listener
+from ..providers.transport import HttpRequest
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
 from ..store.records import Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
+from .calling import AsyncModelClient, ModelClient
 from .context import render_request_context, render_runtime
 from .history import EventInfo, History
-from .limits import Limits
+from .limits import Limits, utf8_size
 from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
@@ -80,6 +87,8 @@ class Conversation:
         self.history = history
         self.limits = limits if limits is not None else Limits()
         self._admission: Admission | None = None
+        #: one provider instance per name, so its encoding cache lasts the conversation
+        self._wires: dict[str, Provider] = {}
 
     # -- opening -------------------------------------------------------------------
 
@@ -104,6 +113,12 @@ class Conversation:
         SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
         with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        size = utf8_size(bundle.instructions)
+        if size > MAX_INSTRUCTIONS_BYTES:  # a bundle built elsewhere: the build refuses it
+            raise LimitError(
+                f"bundle {bundle.digest}: the instructions are {size} bytes, over the limit "
+                f"of {MAX_INSTRUCTIONS_BYTES} bytes"
+            )
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -177,6 +192,72 @@ class Conversation:
             raise UsageError(f"tool results timestamp: {problem}")
         return self._with_race_retry(lambda: self._tool_results(results, timestamp))
 
+    @property
+    def awaiting_output(self) -> bool:
+        """Whether a model call is due: the last record asks for the model's answer."""
+        return self.history.awaiting_output
+
+    @property
+    def pending_tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The recorded tool calls that have no results yet, in model order: after a
+        restart, the calls to run before :meth:`tool_results`."""
+        pending = self.history.pending_calls
+        if not pending:
+            return ()
+        for message in reversed(self.history.messages):
+            if message.kind is MessageKind.ASSISTANT:
+                return tuple(
+                    p for p in message.parts if isinstance(p, ToolCallPart) and p.call_id in pending
+                )
+        return ()
+
+    def call(
+        self,
+        client: ModelClient,
+        *,
+        stream: bool = False,
+        on_event: Listener | None = None,
+    ) -> ModelOutput:
+        """One model call: build the current request for ``client.provider``, send it
+        (``prefixlock.http.Client`` retries what is safe to retry, with the same bytes),
+        record the output and return it. ``stream=True`` reads a stream, ``on_event``
+        sees its events as they arrive. Nothing is recorded when the call fails."""
+        call = self._http_call(client.provider, stream)
+        output = client.stream(call, on_event) if stream else client.send(call)
+        self.record(output)
+        return output
+
+    async def acall(
+        self,
+        client: AsyncModelClient,
+        *,
+        stream: bool = False,
+        on_event: Listener | None = None,
+    ) -> ModelOutput:
+        """:meth:`call` on an asynchronous client (``prefixlock.http.AsyncClient``).
+
+        Recording writes to the store synchronously, as every other operation does."""
+        call = self._http_call(client.provider, stream)
+        output = await (client.stream(call, on_event) if stream else client.send(call))
+        self.record(output)
+        return output
+
+    def _http_call(self, provider: str, stream: bool) -> HttpRequest:
+        if not self.history.awaiting_output:
+            pending = ", ".join(self.history.pending_calls)
+            raise HistoryError(
+                f"conversation {self.id!r}: no model call is due "
+                + (
+                    f"(tool calls {pending} have no results yet)"
+                    if pending
+                    else "(the last model output is recorded; handle the next event first)"
+                )
+            )
+        wire = self._wires.get(provider)
+        if wire is None:
+            wire = self._wires[provider] = get_provider(provider)
+        return wire.http_request(self.history.project(), stream=stream)
+
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).
 
@@ -221,12 +302,12 @@ class Conversation:
             message = CanonicalMessage.create(
                 f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(text),)
             )
-            self._admit((message,), f"{request.kind} event {eid!r}")
+            admitted = self._admit((message,), f"{request.kind} event {eid!r}")
             record = Record(
                 h.seq + 1,
                 RecordType.EVENT,
                 eid,
-                (message,),
+                admitted,
                 request.digest,
                 timestamp=request.timestamp,
             )
@@ -256,6 +337,9 @@ class Conversation:
         else:
             changed = True
         if request.compact_summary is not None:
+            self.limits.check_summary(
+                f"event {eid!r}: compact.summary", utf8_size(request.compact_summary)
+            )
             # Automatic compaction: latest context (same identity and content), then the
             # summary, then this turn's initial messages -- in that fixed order.
             summary = CanonicalMessage.create(
@@ -268,20 +352,20 @@ class Conversation:
                     ),
                 ),
             )
-            self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
+            admitted = self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
             return Record(
                 h.seq + 1,
                 RecordType.USER,
                 eid,
-                (context, summary, runtime),
+                admitted,
                 request.digest,
                 True,
                 timestamp=request.timestamp,
             )
         messages = (context, runtime) if changed else (runtime,)
-        self._admit(messages, f"user event {eid!r}")
+        admitted = self._admit(messages, f"user event {eid!r}")
         return Record(
-            h.seq + 1, RecordType.USER, eid, messages, request.digest, timestamp=request.timestamp
+            h.seq + 1, RecordType.USER, eid, admitted, request.digest, timestamp=request.timestamp
         )
 
     def _assistant(
@@ -332,9 +416,13 @@ class Conversation:
         if not h.awaiting_output:
             raise HistoryError("assistant output without a pending model call")
         parts = drop_blank_texts(parts, "assistant output")
+        self.limits.check_assistant_text(
+            sum(utf8_size(p.text) for p in parts if isinstance(p, TextPart))
+        )
         seen: set[str] = set()
         for part in parts:
             if isinstance(part, ToolCallPart):
+                self.limits.check_tool_arguments(part.call_id, utf8_size(part.arguments))
                 if part.call_id in h.call_ids or part.call_id in seen:
                     raise HistoryError(f"tool call id {part.call_id!r} was already used")
                 seen.add(part.call_id)
@@ -354,9 +442,7 @@ class Conversation:
         parts = tuple(_result_part(r, i) for i, r in enumerate(results))
         for part in parts:  # types checked and blanks normalized: now their content
             ToolResult(part.call_id, part.output, part.is_error).check()
-            output = part.output
-            size = len(output) if output.isascii() else len(output.encode("utf-8", "replace"))
-            self.limits.check_tool_output(part.call_id, size)
+            self.limits.check_tool_output(part.call_id, utf8_size(part.output))
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
         eid = f"tool-results:{parts[0].call_id}"
@@ -381,9 +467,9 @@ class Conversation:
             raise HistoryError(
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
-        self._admit((message,), f"tool results {eid!r}")
+        admitted = self._admit((message,), f"tool results {eid!r}")
         self._append(
-            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest, timestamp=timestamp)
+            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, admitted, digest, timestamp=timestamp)
         )
         return h.project()
 
@@ -395,26 +481,46 @@ class Conversation:
                 f"{', '.join(sorted(h.pending_calls))} have no results"
             )
         text = require_text(summary, "compact summary")
+        self.limits.check_summary("compact summary", utf8_size(text))
         epoch = h.epoch + 1
         message = CanonicalMessage.create(
             f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(text),)
         )
-        self._admit((message,), f"compaction {message.id!r}", reset=True)
+        admitted = self._admit((message,), f"compaction {message.id!r}", reset=True)
         self._append(
-            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", (message,), reset=True)
+            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", admitted, reset=True)
         )
 
     def _admit(
         self, messages: Sequence[CanonicalMessage], field: str, *, reset: bool = False
-    ) -> None:
-        """Refuse ``messages`` (before any record is written) if a provider of the
-        root's settings would refuse them appended to the current epoch (or, with
-        ``reset``, starting a new one)."""
+    ) -> tuple[CanonicalMessage, ...]:
+        """The messages to store: the user-content funnel applied (:meth:`_user_content`),
+        then refused (before any record is written) if a provider of the root's settings
+        would refuse them appended to the current epoch (or, with ``reset``, starting a
+        new one). Every record's messages come from here, so no appending operation can
+        skip redaction or admission."""
+        admitted = tuple(self._user_content(m) for m in messages)
         if self._admission is None:
             root = self.history.root
             self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
         earlier = () if reset else self.history.messages
-        self._admission.check(messages, earlier, field)
+        self._admission.check(admitted, earlier, field)
+        return admitted
+
+    def _user_content(self, message: CanonicalMessage) -> CanonicalMessage:
+        """The one funnel of ``secrets: {user_content: redact}`` for stored messages:
+        under the policy, every text of a message whose content is the caller's own
+        (:data:`USER_CONTENT_KINDS`: events, compaction summaries, tool results) is
+        redacted, whichever operation made it. (A request's fields are redacted as the
+        request arrives, :func:`redact_user_content`, since the runtime message is
+        rendered from them and a retry is matched by their digest; redaction is
+        idempotent, so a text redacted there passes here unchanged.)"""
+        if not self.bundle.redact_user_content or message.kind not in USER_CONTENT_KINDS:
+            return message
+        parts = tuple(_redacted_part(p) for p in message.parts)
+        if parts == message.parts:
+            return message
+        return CanonicalMessage.create(message.id, message.kind, message.role, parts)
 
     def _retried(self, event_id: str, digest: str) -> ModelRequest | None:
         """The original request of an already delivered event, or None if it is new."""
@@ -481,6 +587,19 @@ class Conversation:
             except CheckpointRaceError:
                 if self.catch_up() == 0:
                     raise
+
+
+#: Message kinds whose texts are the caller's own content (redacted under
+#: ``secrets: {user_content: redact}``, :meth:`Conversation._user_content`).
+USER_CONTENT_KINDS = frozenset({MessageKind.EVENT, MessageKind.SUMMARY, MessageKind.TOOL_RESULT})
+
+
+def _redacted_part(part: Part) -> Part:
+    if isinstance(part, TextPart):
+        return attrs.evolve(part, text=redact_text(part.text))
+    if isinstance(part, ToolResultPart):
+        return attrs.evolve(part, output=redact_text(part.output))
+    return part
 
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.

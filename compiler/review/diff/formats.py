@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from ...cache.prices import PRICE_TABLE, input_price
+from ...core.errors import SpecError
 from ..compare import (
     ADDED,
     CONTENT_CHANGE,
@@ -47,7 +48,16 @@ from ..jsondiff import describe
 from . import UNKNOWN_IMPACT, DiffReport, FileDiff, FolderDiff, PairDiff
 from .folders import CallDiff
 
-__all__ = ["HEADLINES", "MARKDOWN_LIMIT", "github", "markdown", "part_name"]
+__all__ = [
+    "HEADLINES",
+    "MARKDOWN_LIMIT",
+    "UNBUILT",
+    "github",
+    "github_errors",
+    "markdown",
+    "markdown_errors",
+    "part_name",
+]
 
 #: The most characters :func:`markdown` prints by default: GitHub refuses a comment over
 #: 65,536; the rest is left for what a workflow adds around it.
@@ -475,4 +485,44 @@ def github(report: DiffReport, *, strict: bool = False) -> list[str]:
         totals = result.comparison.verdict
     impact = KIND_NAMES.get(report.impact, report.impact)
     lines.append(_annotation("notice", "prefixlock diff", f"{totals}; deployment impact: {impact}"))
+    return lines
+
+
+# --- a side that does not build ------------------------------------------------------
+
+#: The heading of the comment and the title of the annotations when a side's specs do
+#: not build (``diff`` then compares nothing and exits 2).
+UNBUILT = "the specs do not build"
+
+
+def markdown_errors(errors: Sequence[SpecError]) -> list[str]:
+    """The comment when a side's specs do not build: the heading, then the build's own
+    ``file:line:col`` errors as ``prefixlock build`` prints them, in a code block."""
+    count = f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+    return [
+        f"### prefixlock diff: {UNBUILT}",
+        "",
+        f"Nothing was compared: `prefixlock build` rejects the specs ({count}).",
+        "",
+        *_fenced([str(error) for error in errors]),
+    ]
+
+
+def github_errors(errors: Sequence[SpecError]) -> list[str]:
+    """One ``::error`` per build error at its file, line and column (a file of a
+    revision, ``REV:path``, is not in the checkout: its location goes in the message)."""
+    lines = []
+    for error in errors:
+        where = error.location
+        if ":" in where.file or not where.file:
+            lines.append(
+                f"::error title={_property(f'prefixlock: {UNBUILT}')}::{_data(str(error))}"
+            )
+            continue
+        props = [f"file={_property(where.file)}"]
+        props += [f"line={where.line}"] if where.line > 0 else []
+        props += [f"col={where.column}"] if where.column > 0 else []
+        props.append(f"title={_property(f'prefixlock: {UNBUILT}')}")
+        message = f"{error.path}: {error.message}" if error.path else error.message
+        lines.append(f"::error {','.join(props)}::{_data(message)}")
     return lines

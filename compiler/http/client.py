@@ -1,0 +1,579 @@
+"""The HTTP client: sends a provider's :class:`~prefixlock.providers.transport.HttpRequest`
+and reads the answer with that provider's reader, sync (:class:`Client`) and async
+(:class:`AsyncClient`) with the same API.
+
+The only module that imports httpx2 (httpx's successor: the HTTP library the official
+OpenAI and Anthropic SDKs are built on). It knows no wire format: the provider's
+``http_request`` built the call, the provider's reader reads the answer, and its
+``is_retryable`` and :attr:`ResponseError.retry_safe` alone decide whether a failure is
+sent again. Every try sends the same bytes: the call's fragments, streamed, with their
+``content-length``.
+
+One pool of connections per client, kept across calls and conversations: make one
+client per provider and process, and share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, NoReturn
+
+import httpx2 as httpx
+
+from ..core.errors import (
+    CallError,
+    CallTimeoutError,
+    ConnectionLostError,
+    ProviderError,
+    ResponseError,
+    UsageError,
+)
+from ..core.output import ModelOutput
+from ..providers.readers import Reader, reader
+from ..providers.readers.base import Listener, StreamReader
+from ..providers.transport import HttpRequest, error_details
+from .config import Retry, Secret, Timeouts, endpoint, join_url, retry_after
+
+__all__ = ["ERROR_BODY_LIMIT", "AsyncClient", "Client"]
+
+#: An error response body is read up to this many bytes (its message is all we need).
+ERROR_BODY_LIMIT = 1 << 20
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context (the system's trusted certificates) for every client: loading the
+    certificates costs a tenth of a second, once per process rather than per client."""
+    return httpx.create_ssl_context()
+
+
+class _Failure(Exception):
+    """One try failed: the error to raise if no retry follows, and the server's wait."""
+
+    def __init__(self, error: CallError, wait: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.wait = wait
+
+
+class _Core:
+    """Everything but the I/O: configuration, auth, errors, the retry decision."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        region: str | None,
+        aws_access_key_id: str | None,
+        aws_secret_access_key: str | None,
+        aws_session_token: str | None,
+        timeouts: Timeouts,
+        retry: Retry,
+        env: Mapping[str, str] | None,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self.provider = provider
+        point = endpoint(provider)
+        environ = os.environ if env is None else env
+        self._reader: Reader = reader(provider)
+        self.timeouts = timeouts
+        self.retry = retry
+        self._rng = random.Random(retry.seed)
+        self._clock = clock
+        self._wall_clock = wall_clock
+        key = api_key
+        if key is None:
+            key = next((environ[v] for v in point.key_env if environ.get(v)), None)
+        self._key = None if key is None else Secret(key)
+        self._signer: Any = None
+        if provider == "bedrock-converse":
+            region = region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+            if not region:
+                raise UsageError("bedrock-converse: no region (give region=, or set AWS_REGION)")
+            if self._key is None:
+                from .bedrock import SigV4Signer  # botocore: the optional extra
+
+                access = aws_access_key_id or environ.get("AWS_ACCESS_KEY_ID")
+                secret = aws_secret_access_key or environ.get("AWS_SECRET_ACCESS_KEY")
+                token = aws_session_token or environ.get("AWS_SESSION_TOKEN")
+                self._signer = SigV4Signer(
+                    region,
+                    None if not access else Secret(access),
+                    None if not secret else Secret(secret),
+                    None if not token else Secret(token),
+                )
+        elif self._key is None:
+            names = " or ".join(point.key_env)
+            raise UsageError(f"{provider}: no API key (give api_key=, or set {names})")
+        if base_url is None:
+            base_url = next((environ[v] for v in point.base_url_env if environ.get(v)), None)
+        self.base_url = (base_url or point.base_url).replace("{region}", region or "")
+        secrets = [] if self._key is None else [self._key.value]
+        if self._signer is not None:
+            secrets += self._signer.secrets()
+        self._secrets = tuple(s for s in secrets if s)
+        self._key_header = (point.key_header, point.key_prefix)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r}, base_url={self.base_url!r})"
+
+    # -- a try ---------------------------------------------------------------------
+
+    def _check(self, call: HttpRequest) -> None:
+        if not isinstance(call, HttpRequest):
+            raise UsageError(
+                f"expected provider.http_request(...)'s HttpRequest, got {type(call).__name__}"
+            )
+        if call.provider and call.provider != self.provider:
+            raise UsageError(
+                f"a {call.provider} call sent through a {self.provider} client: "
+                "make one client per provider"
+            )
+
+    def _prepare(self, call: HttpRequest, digest: str | None) -> tuple[str, dict[str, str]]:
+        """The URL and the headers of one try (a SigV4 signature is made per try)."""
+        url = join_url(self.base_url, call.path)
+        headers = dict(call.headers)
+        if self._signer is not None:
+            assert digest is not None
+            headers = self._signer.sign(call.method, url, headers, digest)
+        elif self._key is not None:
+            name, prefix = self._key_header
+            headers[name] = prefix + self._key.value
+        headers["content-length"] = str(call.content_length)
+        return url, headers
+
+    def _digest(self, call: HttpRequest) -> str | None:
+        if self._signer is None:
+            return None
+        from .bedrock import payload_hash
+
+        return payload_hash(call.fragments)
+
+    def _timeout(self, deadline: float) -> httpx.Timeout:
+        left = max(deadline - self._clock(), 0.001)
+        t = self.timeouts
+        return httpx.Timeout(
+            connect=min(t.connect, left),
+            read=min(t.read, left),
+            write=min(t.write, left),
+            pool=min(t.connect, left),
+        )
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _where(self, call: HttpRequest) -> str:
+        return f"{self.provider} {call.method} {call.path.partition('?')[0]}"
+
+    def _status_failure(
+        self, call: HttpRequest, status: int, headers: Mapping[str, str], body: bytes
+    ) -> _Failure:
+        kind, message, request_id = error_details(self.provider, headers, body)
+        message = None if message is None else self._scrub(message)
+        text = f"{self._where(call)}: HTTP {status}"
+        if kind:
+            text += f" {kind}"
+        if message:
+            text += f": {message}"
+        error = ProviderError(
+            text,
+            retry_safe=self._reader.is_retryable(status, body),
+            status=status,
+            error_type=kind,
+            provider_message=message,
+            request_id=request_id,
+        )
+        return _Failure(error, retry_after(headers, self._wall_clock()))
+
+    def _read_failure(
+        self,
+        call: HttpRequest,
+        err: ResponseError,
+        status: int,
+        headers: Mapping[str, str],
+        *,
+        ended: bool,
+    ) -> _Failure:
+        """A response the reader refused: an error event mid-stream, an unreadable body,
+        or (``ended``: refused when the stream was over) a stream cut short."""
+        request_id = _request_id(self.provider, headers)
+        reason = self._scrub(err.reason)
+        kind: type[CallError] = ProviderError
+        if ended and err.retry_safe and err.error_type is None:
+            kind = ConnectionLostError
+        error = kind(
+            f"{self._where(call)}: HTTP {status}: {reason}",
+            retry_safe=err.retry_safe,
+            status=status,
+            error_type=err.error_type,
+            provider_message=reason,
+            request_id=request_id,
+        )
+        error.__cause__ = err
+        return _Failure(error, None)
+
+    def _transport_failure(self, call: HttpRequest, err: httpx.HTTPError) -> _Failure:
+        """An exception of httpx: a timeout, or a connection that failed, closed or
+        reset (retry-safe: the same bytes go again)."""
+        if isinstance(err, httpx.TimeoutException):
+            t = self.timeouts
+            which, seconds = {
+                httpx.ConnectTimeout: ("connect", t.connect),
+                httpx.ReadTimeout: ("read", t.read),
+                httpx.WriteTimeout: ("write", t.write),
+                httpx.PoolTimeout: ("pool", t.connect),
+            }.get(type(err), ("total", t.total))
+            error: CallError = CallTimeoutError(
+                f"{self._where(call)}: {which} timeout of {seconds:g} s", retry_safe=True
+            )
+        else:
+            detail = self._scrub(str(err)) or type(err).__name__
+            error = ConnectionLostError(
+                f"{self._where(call)}: connection lost ({type(err).__name__}: {detail})",
+                retry_safe=True,
+            )
+        return _Failure(error, None)
+
+    def _total_failure(self, call: HttpRequest) -> _Failure:
+        return _Failure(
+            CallTimeoutError(
+                f"{self._where(call)}: total timeout of {self.timeouts.total:g} s passed",
+                retry_safe=False,
+            )
+        )
+
+    def _next_wait(self, failure: _Failure, tries: int, waited: float, deadline: float) -> float:
+        """The wait before the next try, or the error raised (with ``tries``) when there
+        is none: not retry-safe, the retries or the wait budget spent, or the total
+        timeout would pass."""
+        error = failure.error
+        error.tries = tries
+        if not error.retry_safe or tries > self.retry.max_retries:
+            self._give_up(error, tries)
+        wait = failure.wait if failure.wait is not None else self.retry.backoff(tries, self._rng)
+        if waited + wait > self.retry.max_wait or self._clock() + wait >= deadline:
+            self._give_up(error, tries, f"waiting {wait:g} s more is past the retry budget")
+        return wait
+
+    @staticmethod
+    def _give_up(error: CallError, tries: int, why: str = "") -> NoReturn:
+        tail = f"{tries} {'try' if tries == 1 else 'tries'}" + (f"; {why}" if why else "")
+        head = error.reason
+        if error.request_id:
+            head += f" (request id {error.request_id})"
+        # ResponseError's message is fixed at construction: rebuild it with the count.
+        Exception.__init__(error, f"{head} [{tail}] ({_hint(error)})")
+        raise error
+
+    def _stream_reader(self, on_event: Listener | None) -> StreamReader:
+        stream = self._reader.stream_reader()
+        if on_event is not None:
+            stream.listener = on_event
+        return stream
+
+
+def _hint(error: ResponseError) -> str:
+    return "a retry with the same event id is safe" if error.retry_safe else "do not retry as is"
+
+
+def _request_id(provider: str, headers: Mapping[str, str]) -> str | None:
+    return error_details(provider, headers, b"")[2]
+
+
+def _lower(headers: httpx.Headers) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+class Client(_Core):
+    """A synchronous client for one provider (``"anthropic"``, ``"openai-chat"``, ...).
+
+    ``api_key`` and ``base_url`` default to the official SDKs' environment variables
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY``/``GOOGLE_API_KEY``;
+    ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, with or without its ``/v1``) and the
+    public API. Bedrock signs with AWS SigV4 (``region`` or ``AWS_REGION``; explicit
+    keys, else botocore's credential chain; needs ``prefixlock[bedrock]``), or sends a
+    Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``).
+
+    ``sleep`` and ``clock`` are injectable so tests never wait."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        region: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        timeouts: Timeouts | None = None,
+        retry: Retry | None = None,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            provider,
+            api_key=api_key,
+            base_url=base_url,
+            region=region,
+            aws_access_key_id=aws_access_key_id,
+            aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token,
+            timeouts=timeouts or Timeouts(),
+            retry=retry or Retry(),
+            env=env,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+        self._sleep = sleep
+        self._http = httpx.Client(transport=transport, verify=_tls(), follow_redirects=False)
+
+    def send(self, call: HttpRequest) -> ModelOutput:
+        """Send a non-streaming call (``provider.http_request(request)``) and read its
+        JSON response; retried as :class:`~.config.Retry` says."""
+        return self._run(call, False, None)
+
+    def stream(self, call: HttpRequest, on_event: Listener | None = None) -> ModelOutput:
+        """Send a streaming call (``provider.http_request(request, stream=True)``) and
+        read the stream; ``on_event(name, data)`` sees every event as it arrives (a
+        retried call's events come again from the start)."""
+        return self._run(call, True, on_event)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, call: HttpRequest, stream: bool, on_event: Listener | None) -> ModelOutput:
+        self._check(call)
+        digest = self._digest(call)
+        deadline = self._clock() + self.timeouts.total
+        tries, waited = 0, 0.0
+        while True:
+            tries += 1
+            try:
+                return self._try(call, digest, stream, on_event, deadline)
+            except _Failure as failure:
+                wait = self._next_wait(failure, tries, waited, deadline)
+            waited += wait
+            self._sleep(wait)
+
+    def _try(
+        self,
+        call: HttpRequest,
+        digest: str | None,
+        stream: bool,
+        on_event: Listener | None,
+        deadline: float,
+    ) -> ModelOutput:
+        url, headers = self._prepare(call, digest)
+        request = self._http.build_request(
+            call.method,
+            url,
+            headers=headers,
+            content=iter(call.fragments),
+            timeout=self._timeout(deadline),
+        )
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as err:
+            raise self._transport_failure(call, err) from None
+        try:
+            status, got = response.status_code, _lower(response.headers)
+            if not 200 <= status < 300:
+                raise self._status_failure(call, status, got, _read_error(response))
+            if stream:
+                reader = self._stream_reader(on_event)
+                for chunk in response.iter_bytes():
+                    if self._clock() >= deadline:
+                        raise self._total_failure(call)
+                    _feed(self, call, reader, chunk, status, got)
+                return _result(self, call, reader, status, got)
+            body = response.read()
+            try:
+                return self._reader.parse_response(body)
+            except ResponseError as err:
+                raise self._read_failure(call, err, status, got, ended=False) from None
+        except httpx.HTTPError as err:
+            raise self._transport_failure(call, err) from None
+        finally:
+            response.close()
+
+
+def _read_error(response: httpx.Response) -> bytes:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) >= ERROR_BODY_LIMIT:
+            break
+    return bytes(body[:ERROR_BODY_LIMIT])
+
+
+async def _aread_error(response: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= ERROR_BODY_LIMIT:
+            break
+    return bytes(body[:ERROR_BODY_LIMIT])
+
+
+def _feed(
+    core: _Core,
+    call: HttpRequest,
+    reader: StreamReader,
+    chunk: bytes,
+    status: int,
+    headers: Mapping[str, str],
+) -> None:
+    try:
+        reader.feed(chunk)
+    except ResponseError as err:
+        raise core._read_failure(call, err, status, headers, ended=False) from None
+
+
+def _result(
+    core: _Core, call: HttpRequest, reader: StreamReader, status: int, headers: Mapping[str, str]
+) -> ModelOutput:
+    try:
+        return reader.result()
+    except ResponseError as err:
+        raise core._read_failure(call, err, status, headers, ended=True) from None
+
+
+async def _fragments(call: HttpRequest) -> AsyncIterator[bytes]:
+    for fragment in call.fragments:
+        yield fragment
+
+
+class AsyncClient(_Core):
+    """The asynchronous :class:`Client`: the same arguments (``sleep`` a coroutine
+    function), ``await client.send(call)``, ``await client.stream(call, on_event)``."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        region: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        timeouts: Timeouts | None = None,
+        retry: Retry | None = None,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            provider,
+            api_key=api_key,
+            base_url=base_url,
+            region=region,
+            aws_access_key_id=aws_access_key_id,
+            aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token,
+            timeouts=timeouts or Timeouts(),
+            retry=retry or Retry(),
+            env=env,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(transport=transport, verify=_tls(), follow_redirects=False)
+
+    async def send(self, call: HttpRequest) -> ModelOutput:
+        """As :meth:`Client.send`."""
+        return await self._run(call, False, None)
+
+    async def stream(self, call: HttpRequest, on_event: Listener | None = None) -> ModelOutput:
+        """As :meth:`Client.stream`."""
+        return await self._run(call, True, on_event)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run(self, call: HttpRequest, stream: bool, on_event: Listener | None) -> ModelOutput:
+        self._check(call)
+        digest = self._digest(call)
+        deadline = self._clock() + self.timeouts.total
+        tries, waited = 0, 0.0
+        while True:
+            tries += 1
+            try:
+                return await self._try(call, digest, stream, on_event, deadline)
+            except _Failure as failure:
+                wait = self._next_wait(failure, tries, waited, deadline)
+            waited += wait
+            await self._sleep(wait)
+
+    async def _try(
+        self,
+        call: HttpRequest,
+        digest: str | None,
+        stream: bool,
+        on_event: Listener | None,
+        deadline: float,
+    ) -> ModelOutput:
+        url, headers = self._prepare(call, digest)
+        request = self._http.build_request(
+            call.method,
+            url,
+            headers=headers,
+            content=_fragments(call),
+            timeout=self._timeout(deadline),
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.HTTPError as err:
+            raise self._transport_failure(call, err) from None
+        try:
+            status, got = response.status_code, _lower(response.headers)
+            if not 200 <= status < 300:
+                raise self._status_failure(call, status, got, await _aread_error(response))
+            if stream:
+                reader = self._stream_reader(on_event)
+                async for chunk in response.aiter_bytes():
+                    if self._clock() >= deadline:
+                        raise self._total_failure(call)
+                    _feed(self, call, reader, chunk, status, got)
+                return _result(self, call, reader, status, got)
+            body = await response.aread()
+            try:
+                return self._reader.parse_response(body)
+            except ResponseError as err:
+                raise self._read_failure(call, err, status, got, ended=False) from None
+        except httpx.HTTPError as err:
+            raise self._transport_failure(call, err) from None
+        finally:
+            await response.aclose()
