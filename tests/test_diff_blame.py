@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from prefixlock.cli.commands import main
+from prefixlock.review.sources import changed_lines
 
 
 def _git(root: Path, *args: str) -> None:
@@ -250,3 +251,29 @@ def test_a_rule_moved_within_its_file_changes_nothing_and_blames_nothing(
 
     root = edited(base, tmp_path, move)
     assert causes(root, monkeypatch, capsys) == {"text": set(), "markdown": set(), "github": set()}
+
+
+def test_changed_lines_of_two_roots(tmp_path: Path) -> None:
+    """New lines where they are; a removed line at the new file's line now in its place;
+    files compared in path order; a symbolic link is not followed."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    for root in (old, new):
+        (root / "rules").mkdir(parents=True)
+        (root / "prompt").mkdir()
+    (old / "rules" / "a.yaml").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (new / "rules" / "a.yaml").write_text("one\nTWO\nthree\nfour\n", encoding="utf-8")
+    (old / "prompt" / "x.md").write_text("keep\ndrop\nlast\n", encoding="utf-8")
+    (new / "prompt" / "x.md").write_text("keep\nlast\n", encoding="utf-8")
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret\n", encoding="utf-8")
+    (new / "prompt" / "link.md").symlink_to(outside)
+    found = [
+        (c.location.file.rpartition("new/")[2], c.location.line, c.text, c.removed)
+        for c in changed_lines(old, new)
+    ]
+    assert found == [
+        ("prompt/x.md", 2, "drop", True),
+        ("rules/a.yaml", 2, "TWO", False),
+        ("rules/a.yaml", 2, "two", True),
+        ("rules/a.yaml", 4, "four", False),
+    ]

@@ -101,11 +101,14 @@ class ChangedLine:
 
 
 def _spec_texts(root: Path) -> dict[str, str]:
-    """``{posix path: text}`` of the UTF-8 files below a root's spec folders."""
+    """``{posix path: text}`` of the regular UTF-8 files below a root's spec folders
+    (a symbolic link is not followed: what it names may lie outside the repository)."""
     found: dict[str, str] = {}
     for folder in SPEC_FOLDERS:
         base = root / folder
-        paths = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        if not base.is_dir() or base.is_symlink():
+            continue
+        paths = sorted(p for p in base.rglob("*") if p.is_file() and not p.is_symlink())
         for path in paths:
             try:
                 if path.stat().st_size > _MAX_COMPARED:
