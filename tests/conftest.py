@@ -25,7 +25,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from prefixlock.cli.commands import main
 
     root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     monkeypatch.chdir(root)
     return root
 

@@ -249,7 +249,7 @@ def test_check_reports_spec_errors(tmp_path: Path, capsys: pytest.CaptureFixture
 # --- usage, schema, init, python -m -------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [[], ["build", "--bogus"], ["nope"], ["schema"]])
+@pytest.mark.parametrize("argv", [[], ["build", "--bogus"], ["nope"], ["schema", "nope"]])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "usage: prefixlock" in capsys.readouterr().err
@@ -275,6 +275,44 @@ def test_schema_writes_every_schema(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert isinstance(canonical.loads(written), dict)
     assert len(out.splitlines()) == len(SCHEMA_NAMES)
     assert ref_problems(out_dir) == []  # side by side, every $ref resolves among the copies
+
+
+def test_schema_without_out_prints_one_schema_to_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "schema", "rules")
+    assert (code, err) == (0, "")
+    assert out == schema_text("rules")  # exactly the bytes --out writes, to redirect
+
+
+def test_schema_without_out_or_kind_prints_every_schema_by_file_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "schema")
+    assert (code, err) == (0, "")
+    printed = canonical.loads(out)
+    assert printed == {
+        f"{name}.schema.json": canonical.loads(schema_text(name)) for name in SCHEMA_NAMES
+    }
+    assert list(printed) == sorted(printed)
+
+
+def test_schema_with_a_kind_and_out_writes_that_schema_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "schema", "tools", "--out", str(tmp_path / "s"))
+    assert (code, out, err) == (0, f"wrote {tmp_path / 's' / 'tools.schema.json'}\n", "")
+    assert tree(tmp_path / "s") == {"tools.schema.json": schema_text("tools").encode()}
+
+
+def test_schema_refuses_an_unknown_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "schema", "rule")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "prefixlock schema: error: argument KIND: invalid choice: 'rule' (choose from "
+        + ", ".join(repr(n) for n in sorted(SCHEMA_NAMES))
+        + ")"
+    )
 
 
 def test_init_scaffolds_a_spec_root_that_builds(
@@ -321,7 +359,7 @@ def test_init_writes_the_schemas_and_points_the_yaml_headers_at_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "my-agent"
-    code, out, _ = run(capsys, "init", str(target))
+    code, out, _ = run(capsys, "init", str(target), "--name", "cursor")  # the example's files
     assert code == 0
     assert f"wrote {target / 'schemas'}/ ({len(SCHEMA_NAMES)} JSON Schemas;" in out
     schemas = target / "schemas"
@@ -410,6 +448,68 @@ def test_init_with_a_name_scaffolds_that_agent(
     assert (code, err) == (0, "")
     calls = (target / "golden" / "identical-context" / "calls.md").read_text(encoding="utf-8")
     assert f"- bundle: `{build_bundle(target).digest}`" in calls
+
+
+def test_init_names_the_agent_after_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "shop-helper"
+    code, out, err = run(capsys, "init", str(target))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == (
+        f"created {target}/ from the bundled example: agent 'shop-helper', 16 tools,"
+        " modes agent, ask, debug, plan"
+    )
+    assert sorted(p.name for p in (target / "prompt").iterdir()) == ["shop-helper"]
+    instructions = target / "prompt" / "shop-helper" / "instructions.md"
+    first = instructions.read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first.startswith("You are shop-helper, an AI coding agent working in")
+    assert "Cursor" not in instructions.read_text(encoding="utf-8")
+    assert build_bundle(target).agent == "shop-helper"
+
+
+@pytest.mark.parametrize(
+    ("folder", "agent"),
+    [
+        ("My Agent_2", "my-agent-2"),
+        ("--Shop..Helper--", "shop-helper"),
+        ("Ünïcode bot", "unicode-bot"),
+        ("x" * 70, "x" * 64),
+        ("___", "agent"),
+    ],
+)
+def test_init_sanitizes_the_folder_name_into_an_agent_name(
+    folder: str, agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / folder
+    assert run(capsys, "init", str(target))[0] == 0
+    assert build_bundle(target).agent == agent
+    assert sorted(p.name for p in (target / "prompt").iterdir()) == [agent]
+
+
+def test_init_of_a_relative_folder_names_the_agent_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert run(capsys, "init", "../Billing Bot/")[0] == 0
+    assert build_bundle(tmp_path / "Billing Bot").agent == "billing-bot"
+
+
+def test_init_prints_next_steps_with_update_diff_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "helper"
+    code, out, err = run(capsys, "init", str(target))
+    assert (code, err) == (0, "")
+    assert out.split("next steps:\n", 1)[1].splitlines() == [
+        f"  edit {target}/rules/*.yaml and {target}/prompt/helper/",
+        f"  cd {target}",
+        "  prefixlock update              # after an edit: rebuild, refresh prefixlock.lock and"
+        " golden/*/ bodies",
+        "  prefixlock diff HEAD WORKTREE  # what the edit does to the cache, before you commit",
+        "  prefixlock check               # in CI and pre-commit: the lock, golden/ and verify",
+    ]
 
 
 @pytest.mark.parametrize("name", ["Shop", "-x", "a b", "x" * 65, ""])
@@ -521,7 +621,7 @@ def test_build_renders_every_template_once_with_a_sample(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "agent"
-    assert run(capsys, "init", str(target))[0] == 0
+    assert run(capsys, "init", str(target), "--name", "cursor")[0] == 0
     template = target / "prompt" / "cursor" / "ask" / "runtime.md.j2"
     lines = template.read_text(encoding="utf-8").split("\n")
     number = next(i for i, line in enumerate(lines, 1) if "{{ mode.reminder" in line)

@@ -639,7 +639,7 @@ def test_deployment_impact_of_a_template_edit_and_an_instructions_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     monkeypatch.chdir(root)
     git(root, "init", "-q")
     commit(root, "init")
@@ -684,7 +684,7 @@ def test_golden_files_stale_against_the_lock_are_not_unchanged(
     """The issue's case: an instructions change committed with a rebuilt lock but stale
     golden files; ``diff HEAD~1 HEAD`` must say so, not "unchanged" with exit 0."""
     root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     monkeypatch.chdir(root)
     git(root, "init", "-q")
     commit(root, "init")
@@ -744,7 +744,7 @@ def test_a_changed_part_no_golden_case_renders_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "agent"
-    assert main(["init", str(root)]) == 0  # its one case is in agent mode
+    assert main(["init", str(root), "--name", "cursor"]) == 0  # one case, agent mode
     monkeypatch.chdir(root)
     git(root, "init", "-q")
     commit(root, "init")
@@ -766,8 +766,8 @@ def test_a_changed_part_no_golden_case_renders_is_named(
         [
             "### prefixlock diff: no deployment impact",
             "",
-            "- no golden case renders the changed"
-            " `templates/prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
+            "- no golden case renders what changed, the template"
+            " `prompt/cursor/plan/runtime.md.j2`; add a scenario that does",
             "",
         ],
     )

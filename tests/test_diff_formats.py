@@ -7,19 +7,24 @@ its lock and golden files rebuilt.
 
 from __future__ import annotations
 
+import re
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cli.commands import main
-from prefixlock.review.diff.formats import _data, _property
+from prefixlock.review.diff import diff
+from prefixlock.review.diff.formats import _data, _dollars, _property, markdown
 
 ROOT_CONSEQUENCE = (
     "every new conversation starts a new cached prefix (the old one goes cold fleet-wide); "
     "running conversations keep their root and their cache"
 )
 CONTENT_CONSEQUENCE = (
-    "only messages rendered from now on differ; running conversations keep their cache"
+    "only messages rendered from now on differ, appended at the tail of running"
+    " conversations, which keep their cache"
 )
 TEMPLATE = "prompt/cursor/agent/runtime.md.j2"
 TABLE_HEAD = [
@@ -43,7 +48,7 @@ def _rebuild_and_commit(root: Path, message: str) -> None:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("formats") / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     start = root / "golden" / "identical-context" / "scenario.yaml"
     ask = root / "golden" / "ask-mode" / "scenario.yaml"
     ask.parent.mkdir()
@@ -74,45 +79,106 @@ def _diff(
     return code, capsys.readouterr().out.split("\n")[:-1]
 
 
-def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_unchanged_rows(
+def check_cost_rows(rows: list[str], changed: str) -> list[str]:
+    """The cost rows are ``| provider | model | changed | old → new tokens | change |``
+    with change = new - old and its dollars at the model's list price; returns the
+    providers."""
+    providers = []
+    for row in rows:
+        cells = row.strip("|").split(" | ")
+        provider, model, calls, costs, change = (cell.strip() for cell in cells)
+        providers.append(provider)
+        assert calls == changed
+        match = re.fullmatch(r"([0-9,.]+) → ([0-9,.]+) tokens", costs)
+        assert match is not None, costs
+        old, new = (Fraction(m.replace(",", "")) for m in match.groups())
+        tokens, dollars = change.split(" tokens, ")
+        assert abs(Fraction(tokens) - (new - old)) <= Fraction(1, 100)
+        price = input_price(model)
+        assert price is not None
+        assert (
+            dollars == _dollars(Fraction(tokens) * price / 1_000_000)
+            or abs(float(dollars.replace("$", "")) - float(Fraction(tokens) * price / 1_000_000))
+            <= float(price) / 1e8
+        )  # the tokens cell is rounded
+    return providers
+
+
+COST_INTRO = (
+    "**Cost per changed call**, simulated on the golden conversations with each provider's"
+    " cache rules. Tokens: the cost in base input tokens (cache reads and writes at their"
+    " price multipliers; token counts: estimate: UTF-8 bytes / 4). Dollars: at the model's"
+    f" base input price in the table *{PRICE_TABLE}*."
+)
+COST_HEAD = [
+    "| provider | model | changed calls | cost per changed call, old → new"
+    " | change per changed call |",
+    "| --- | --- | ---: | ---: | ---: |",
+]
+CASES_HEAD = [
+    "| case | impact | changed calls | providers | largest share of an old body after the"
+    " first difference | caused by |",
+    "| --- | --- | ---: | ---: | ---: | --- |",
+]
+PROVIDERS = ["anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses"]
+
+
+def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_the_details(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, lines = _diff(project, monkeypatch, capsys, "HEAD~2", "HEAD~1", "--format=markdown")
     assert code == 0
-    assert lines[:4] == [
-        "### prefixlock diff: rendered-content change, running conversations unaffected",
+    assert lines[:8] == [
+        "### prefixlock diff: template/context change: running conversations keep their cache",
         "",
-        "- **rendered-content change** of `templates/prompt/cursor/agent/runtime.md.j2`,"
+        "- **template/context change** of the template `prompt/cursor/agent/runtime.md.j2`,"
         f" caused by `HEAD~1:{TEMPLATE}:45`: {CONTENT_CONSEQUENCE}",
         "",
-    ]
-    assert lines[4].startswith("compared 30 calls: 15 unchanged, 15 prefix break (old: golden/")
-    assert lines[5:8] == ["", *TABLE_HEAD]
-    changed = lines[8:13]
-    assert [row.split(" | ")[:2] for row in changed] == [
-        ["| identical-context", name]
-        for name in ("anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses")
-    ]
-    assert lines[13:17] == [
+        COST_INTRO,
         "",
-        "<details><summary>what changed, call by call</summary>",
+        *COST_HEAD,
+    ]
+    assert check_cost_rows(lines[8:13], "3 of 6") == PROVIDERS
+    assert lines[13:20] == [
+        "",
+        "**Affected cases**: 1 of 2; 15 of 30 golden calls changed",
+        "",
+        *CASES_HEAD,
+        "| identical-context | template/context change | 15 of 15 | 5 | 5.6% |"
+        f" `HEAD~1:{TEMPLATE}:45` |",
+        "",
+    ]
+    assert re.fullmatch(
+        r"Old: golden/ at HEAD~2 \([0-9a-f]{12}\); new: golden/ at HEAD~1 \([0-9a-f]{12}\)\.",
+        lines[20],
+    )
+    assert lines[21:25] == [
+        "",
+        "<details><summary>Details: each changed call (15 calls)</summary>",
         "",
         "```text",
     ]
     end = lines.index("```")
-    assert lines[17].startswith("identical-context/anthropic  (simulated cost")
-    assert f"             caused by HEAD~1:{TEMPLATE}:45" in lines[17:end]
-    assert lines[end : end + 6] == [
+    assert lines[25].startswith("identical-context/anthropic: 3 of 3 calls changed; cost ")
+    assert lines[26] == (
+        "  0001-0003: differs at $.messages[1].content[0].text: old '…uted?\\n</user_query>"
+        "\\n' new '…uted?\\n</user_query>\\nBe brief.\\n'"
+    )
+    assert lines[27] == f"             caused by HEAD~1:{TEMPLATE}:45"
+    assert lines[end:] == [
         "```",
         "",
         "</details>",
         "",
-        "<details><summary>5 unchanged rows</summary>",
+        "<details><summary>1 unchanged case</summary>",
         "",
+        "ask-mode",
+        "",
+        "</details>",
     ]
-    assert lines[end + 6 : end + 8] == TABLE_HEAD
-    assert lines[end + 8] == "| ask-mode | anthropic | 3 | 3 | 0 | 0 | - | 0 |"
-    assert lines[end + 13 :] == ["", "</details>"]
+    text = "\n".join(lines)
+    for internal in ("templates/", "context-defaults.json", "prefix break", "PREFIX BREAK"):
+        assert internal not in text
 
 
 def test_markdown_of_an_instructions_edit_is_a_root_change_and_exits_1(
@@ -120,14 +186,44 @@ def test_markdown_of_an_instructions_edit_is_a_root_change_and_exits_1(
 ) -> None:
     code, lines = _diff(project, monkeypatch, capsys, "HEAD~1", "HEAD", "--format=markdown")
     assert code == 1
-    assert lines[:4] == [
-        "### prefixlock diff: root change: new conversations start a new cached prefix",
+    assert lines[:8] == [
+        "### prefixlock diff: root change: running conversations keep their cache; new"
+        " conversations start a new cached prefix",
         "",
-        "- **root change** of `instructions.md`, caused by"
+        "- **root change** of the instructions, caused by"
         f" `HEAD:prompt/cursor/instructions.md:1`: {ROOT_CONSEQUENCE}",
         "",
+        COST_INTRO,
+        "",
+        *COST_HEAD,
     ]
-    assert "unchanged rows</summary>" not in "\n".join(lines)
+    assert check_cost_rows(lines[8:13], "6 of 6") == PROVIDERS
+    assert (
+        lines[13:17]
+        == ["", "**Affected cases**: 2 of 2; 30 of 30 golden calls changed", "", *CASES_HEAD][:4]
+    )
+    assert "unchanged case" not in "\n".join(lines)
+
+
+def test_markdown_full_report_is_written_and_named(
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "full.md"
+    code, lines = _diff(
+        project,
+        monkeypatch,
+        capsys,
+        "HEAD~2",
+        "HEAD~1",
+        "--format=markdown",
+        f"--full-report={report}",
+    )
+    assert code == 0
+    assert lines[-2:] == ["", f"The full report: `{report}`."]
+    assert report.read_text(encoding="utf-8") == "\n".join(lines[:-2]) + "\n"
 
 
 def test_github_annotations_at_the_spec_lines(
@@ -137,20 +233,20 @@ def test_github_annotations_at_the_spec_lines(
     assert code == 1
     assert lines == [
         "::error file=prompt/cursor/instructions.md,line=1,title=prefixlock%3A root change::"
-        f"root change of instructions.md: {ROOT_CONSEQUENCE}",
-        "::notice title=prefixlock diff::compared 30 calls: 30 prefix break;"
+        f"root change of the instructions: {ROOT_CONSEQUENCE}",
+        "::notice title=prefixlock diff::30 of 30 golden calls changed;"
         " deployment impact: root change",
     ]
     code, lines = _diff(project, monkeypatch, capsys, "HEAD~2", "HEAD~1", "--format=github")
     assert code == 0
     content = (
-        f"file={TEMPLATE},line=45,title=prefixlock%3A rendered-content change::"
-        f"rendered-content change of templates/prompt/cursor/agent/runtime.md.j2:"
+        f"file={TEMPLATE},line=45,title=prefixlock%3A template/context change::"
+        f"template/context change of the template prompt/cursor/agent/runtime.md.j2:"
         f" {CONTENT_CONSEQUENCE}"
     )
     totals = (
-        "::notice title=prefixlock diff::compared 30 calls: 15 unchanged, 15 prefix break;"
-        " deployment impact: rendered-content change"
+        "::notice title=prefixlock diff::15 of 30 golden calls changed;"
+        " deployment impact: template/context change"
     )
     assert lines == [f"::notice {content}", totals]
     code, lines = _diff(
@@ -201,14 +297,14 @@ def test_two_body_files_in_both_formats(
     assert (code, lines) == (
         0,
         [
-            "### prefixlock diff: rendered-content change, running conversations unaffected",
+            "### prefixlock diff: template/context change: running conversations keep their cache",
             "",
-            f"- **rendered-content change**: {CONTENT_CONSEQUENCE}",
+            f"- **template/context change**: {CONTENT_CONSEQUENCE}",
             "",
             f"`{one}` → `{two}`",
             "",
             "```text",
-            "anthropic: tail append (+1 item)",
+            "anthropic: the old body is a prefix of the new one (+1 item)",
             "```",
         ],
     )
@@ -216,8 +312,61 @@ def test_two_body_files_in_both_formats(
     assert (code, lines) == (
         0,
         [
-            "::notice title=prefixlock%3A rendered-content change::rendered-content change:"
+            "::notice title=prefixlock%3A template/context change::template/context change:"
             f" {CONTENT_CONSEQUENCE}",
-            "::notice title=prefixlock diff::tail-only; deployment impact: rendered-content change",
+            "::notice title=prefixlock diff::tail-only; deployment impact: template/context change",
         ],
     )
+
+
+def test_two_body_files_with_a_break_say_where_they_differ_not_prefix_break(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "anthropic" / "old.json"
+    new = tmp_path / "anthropic" / "new.json"
+    old.parent.mkdir()
+    body = '{"model":"m","max_tokens":1,"messages":[%s]}'
+    old.write_text(body % '{"role":"user","content":"hello there"}', encoding="utf-8")
+    new.write_text(body % '{"role":"user","content":"hello world"}', encoding="utf-8")
+    code, lines = _diff(tmp_path, monkeypatch, capsys, str(old), str(new), "--format=markdown")
+    assert (code, lines) == (
+        0,
+        [
+            "### prefixlock diff: template/context change: running conversations keep their cache",
+            "",
+            f"- **template/context change**: {CONTENT_CONSEQUENCE}",
+            "",
+            f"`{old}` → `{new}`",
+            "",
+            "```text",
+            "anthropic: differs at $.messages[0].content: old 'hello there' new 'hello world'",
+            "  11.1% of the old body follows the first difference (9 of 81 bytes)",
+            "```",
+        ],
+    )
+
+
+def test_markdown_counts_the_details_that_do_not_fit(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    report = diff("HEAD~2", "HEAD~1")
+    whole = markdown(report, limit=None)
+    details = whole.index("<details><summary>Details: each changed call (15 calls)</summary>")
+    limit = sum(len(line) + 1 for line in whole) - 400  # room for all but one or two
+    short = markdown(report, limit=limit, full_report="full.md")
+    assert sum(len(line) + 1 for line in short) <= limit
+    assert short[:details] == whole[:details]
+    shown = [line.split(":")[0] for line in short if re.match(r"identical-context/\S+: ", line)]
+    assert shown == PROVIDERS_SHOWN[: len(shown)] and 0 < len(shown) < 5
+    end = short.index("</details>")
+    assert short[end - 2 : end + 1] == [
+        f"… and {5 - len(shown)} more case/provider results, not shown here; the full report:"
+        " `full.md`",
+        "",
+        "</details>",
+    ]
+    assert "The full report: `full.md`." not in short
+
+
+PROVIDERS_SHOWN = [f"identical-context/{name}" for name in PROVIDERS]

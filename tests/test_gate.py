@@ -95,7 +95,7 @@ WINDOW = re.compile(r"  (golden|replayed): {1,3}'\u2026?[^\n]{1,160}\u2026?'")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project made by ``prefixlock init``, copied by each test that edits it."""
     root = tmp_path_factory.mktemp("gate") / "agent"
-    assert main(["init", str(root)]) == 0
+    assert main(["init", str(root), "--name", "cursor"]) == 0
     return root
 
 

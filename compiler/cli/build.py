@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core import canonical
 from ..core.errors import SpecErrors, UsageError
 from ..review.golden import update_golden
 from ..runtime.context import check_templates
@@ -18,8 +19,14 @@ from ..spec.build import (
     write_outputs,
 )
 from ..spec.bundle import Bundle
-from ..spec.scaffold import GOLDEN, SCHEMAS_FOLDER, init_project, write_schemas
-from ..spec.validate import SCHEMA_NAMES
+from ..spec.scaffold import (
+    GOLDEN,
+    SCHEMAS_FOLDER,
+    agent_name_for,
+    init_project,
+    write_schemas,
+)
+from ..spec.validate import SCHEMA_NAMES, schema, schema_text
 from .console import FINDING, OK, Command, err, out, safe
 
 __all__ = ["COMMANDS"]
@@ -113,13 +120,33 @@ def _summary(bundle: Bundle) -> list[str]:
 
 def _schema_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out", type=Path, required=True, metavar="DIR", help="folder to write the schemas to"
+        "kind",
+        nargs="?",
+        choices=sorted(SCHEMA_NAMES),
+        metavar="KIND",
+        help=f"one schema: {', '.join(sorted(SCHEMA_NAMES))} (default: every one)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="folder to write the schemas to, side by side as KIND.schema.json (default: print"
+        " to stdout: KIND's schema as shipped, or every schema as one JSON object keyed by"
+        " file name)",
     )
 
 
 def _run_schema(args: argparse.Namespace) -> int:
-    for path in write_schemas(args.out):
-        out(f"wrote {path}")
+    names = [args.kind] if args.kind is not None else None
+    if args.out is not None:
+        for path in write_schemas(args.out, names):
+            out(f"wrote {path}")
+        return OK
+    if args.kind is not None:
+        out(schema_text(args.kind).rstrip("\n"))
+        return OK
+    every = {f"{name}.schema.json": schema(name) for name in sorted(SCHEMA_NAMES)}
+    out(canonical.dumps_pretty(every).rstrip("\n"))
     return OK
 
 
@@ -128,15 +155,15 @@ def _init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--name",
         metavar="AGENT",
-        help="the agent's name (prompt/AGENT/, rules/agent.yaml); default: the example's",
+        help="the agent's name (prompt/AGENT/, rules/agent.yaml, the instructions' 'You are"
+        " AGENT'); default: DIR's folder name, lowercase, other characters as '-'",
     )
 
 
 def _run_init(args: argparse.Namespace) -> int:
     target: Path = args.dir
-    bundle = init_project(
-        target, name=args.name, populate=lambda root: update_golden([root / GOLDEN])
-    )
+    name = args.name if args.name is not None else agent_name_for(target.resolve().name)
+    bundle = init_project(target, name=name, populate=lambda root: update_golden([root / GOLDEN]))
     agent_dir = target / "prompt" / bundle.agent
     out(
         f"created {target}/ from the bundled example: agent {bundle.agent!r},"
@@ -149,21 +176,30 @@ def _run_init(args: argparse.Namespace) -> int:
     )
     out("")
     out("next steps:")
+    out(f"  edit {target / 'rules'}/*.yaml and {agent_dir}/")
+    out(f"  cd {target}")
     steps = [
-        (f"edit {target / 'rules'}/*.yaml and {agent_dir}/", ""),
-        (f"prefixlock build --root {target}", f"compile; updates {LOCK_FILE}"),
-        (f"prefixlock build --root {target} --check", "in CI and pre-commit"),
-        (f"cd {target} && prefixlock verify", f"replay {GOLDEN}/*/scenario.yaml, check invariants"),
+        (
+            "prefixlock update",
+            f"after an edit: rebuild, refresh {LOCK_FILE} and {GOLDEN}/*/ bodies",
+        ),
+        ("prefixlock diff HEAD WORKTREE", "what the edit does to the cache, before you commit"),
+        ("prefixlock check", f"in CI and pre-commit: the lock, {GOLDEN}/ and verify"),
     ]
-    width = max(len(step) for step, note in steps if note)
+    width = max(len(step) for step, _ in steps)
     for step, note in steps:
-        out(f"  {step:<{width}}  # {note}" if note else f"  {step}")
+        out(f"  {step:<{width}}  # {note}")
     return OK
 
 
 COMMANDS = (
     Command("build", "compile a spec root into a bundle", _build_arguments, _run_build),
-    Command("schema", "write the JSON Schemas of the spec files", _schema_arguments, _run_schema),
+    Command(
+        "schema",
+        "print or write the JSON Schemas of the spec files",
+        _schema_arguments,
+        _run_schema,
+    ),
     Command(
         "init", "scaffold a new spec root from the bundled example", _init_arguments, _run_init
     ),

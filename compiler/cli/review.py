@@ -232,6 +232,13 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
         "spec lines",
     )
     parser.add_argument(
+        "--full-report",
+        type=Path,
+        metavar="PATH",
+        help="also write the whole markdown report to PATH, unbounded (the markdown comment "
+        "stops at 60,000 characters and names PATH for the rest; CI uploads it as an artifact)",
+    )
+    parser.add_argument(
         "--allow-prefix-break", action="store_true", help="exit 0 even on a root change"
     )
     parser.add_argument(
@@ -251,12 +258,16 @@ def _run_diff(args: argparse.Namespace) -> int:
     except SpecErrors as error:
         return _unbuilt(args, error.errors)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
+    if args.full_report is not None:
+        text = "\n".join(markdown(report, limit=None)) + "\n"
+        replace_file(args.full_report, text.encode("utf-8"))
     if args.json or args.format == "json":
         out_json("diff", report.to_json())
     elif args.format in ("markdown", "github"):
+        full = None if args.full_report is None else str(args.full_report)
         if args.format == "github":
             out_commands(github(report, strict=args.strict))
-        lines = markdown(report) if args.format == "markdown" else []
+        lines = markdown(report, full_report=full) if args.format == "markdown" else []
         for line in lines:
             out(line)
     else:

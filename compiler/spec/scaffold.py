@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.atomic import staging_dir
@@ -24,10 +25,12 @@ from .bundle import Bundle
 from .validate import SCHEMA_NAMES, schema_text
 
 __all__ = [
+    "DEFAULT_AGENT",
     "GITATTRIBUTES",
     "GITIGNORE",
     "GOLDEN",
     "SCHEMAS_FOLDER",
+    "agent_name_for",
     "init_project",
     "point_headers_at_schemas",
     "write_schemas",
@@ -39,7 +42,19 @@ GOLDEN = "golden"
 SCHEMAS_FOLDER = "schemas"
 #: An agent name, as ``agent.schema.json`` has it.
 _AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+#: What :func:`agent_name_for` gives a folder name with no letter or digit in it.
+DEFAULT_AGENT = "agent"
 _HEADER = re.compile(rb"# yaml-language-server: \$schema=(?:\S*/)?(?P<kind>[a-z_]+)\.schema\.json")
+
+
+def agent_name_for(folder: str) -> str:
+    """An agent name made of a folder's name: ASCII-folded, lowercase, every run of other
+    characters one ``-``, trimmed to 64 characters (``My Agent_2`` -> ``my-agent-2``);
+    :data:`DEFAULT_AGENT` when nothing is left."""
+    ascii_name = unicodedata.normalize("NFKD", folder).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
+    name = name[:64].rstrip("-")
+    return name if _AGENT_NAME.fullmatch(name) else DEFAULT_AGENT
 
 
 def point_headers_at_schemas(folder: Path, *, up: int = 1) -> None:
@@ -66,11 +81,12 @@ def _starter_scenarios() -> list[Path]:
     return sorted((example_dir() / GOLDEN).glob("*/scenario.yaml"))
 
 
-def write_schemas(out: Path) -> list[Path]:
-    """Write every schema into ``out``, side by side: their relative ``$ref``s resolve there."""
+def write_schemas(out: Path, names: Sequence[str] | None = None) -> list[Path]:
+    """Write every schema (or those ``names``) into ``out``, side by side: their relative
+    ``$ref``s resolve there."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in sorted(SCHEMA_NAMES):
+    for name in sorted(SCHEMA_NAMES if names is None else names):
         path = out / f"{name}.schema.json"
         path.write_bytes(schema_text(name).encode("utf-8"))
         written.append(path)
@@ -107,13 +123,19 @@ __pycache__/
 
 
 def _rename_agent(root: Path, old: str, new: str) -> None:
-    """Call the scaffold's agent ``new``: move ``prompt/<old>/`` and rewrite the
-    ``name:`` line and the ``prompt/<old>/`` paths of ``rules/agent.yaml``."""
+    """Call the scaffold's agent ``new``: move ``prompt/<old>/``, rewrite the ``name:``
+    line and the ``prompt/<old>/`` paths of ``rules/agent.yaml``, and the name the
+    instructions introduce the agent by (``You are <Old>,``)."""
     (root / "prompt" / old).rename(root / "prompt" / new)
     agent = root / "rules" / "agent.yaml"
     text = agent.read_text(encoding="utf-8")
     text = re.sub(rf"(?m)^name: {re.escape(old)}$", f"name: {new}", text, count=1)
     agent.write_text(text.replace(f"prompt/{old}/", f"prompt/{new}/"), encoding="utf-8")
+    instructions = root / "prompt" / new / "instructions.md"
+    text = instructions.read_text(encoding="utf-8")
+    # Only the introduction: "cursor" elsewhere (a cursor position) is not the name.
+    text = text.replace(f"You are {old.capitalize()},", f"You are {new},", 1)
+    instructions.write_text(text, encoding="utf-8")
 
 
 def init_project(

@@ -255,15 +255,24 @@ class FolderDiff:
 
 
 class SourceIndexes:
-    """One :class:`SourceIndex` per spec root, built when first asked for."""
+    """One :class:`SourceIndex` per spec root (and per pair of roots compared), built
+    when first asked for."""
 
     def __init__(self) -> None:
         self._built: dict[Path, SourceIndex] = {}
+        self._changed: dict[tuple[Path, Path], SourceIndex] = {}
 
     def __call__(self, root: Path) -> SourceIndex:
         index = self._built.get(root)
         if index is None:
             index = self._built[root] = SourceIndex(root)
+        return index
+
+    def changed(self, old_root: Path, new_root: Path) -> SourceIndex:
+        """``new_root``'s index that blames only lines changed since ``old_root``."""
+        index = self._changed.get((old_root, new_root))
+        if index is None:
+            index = self._changed[old_root, new_root] = self(new_root).with_changes(old_root)
         return index
 
 
@@ -406,7 +415,7 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
     old_sets, new_sets = call_sets(old.path), call_sets(new.path)
     if not old_sets and not new_sets:
         raise InputError(f"no <provider>/NNNN.json bodies below {old.label} or {new.label}")
-    old_index, new_index = indexes(old.root), indexes(new.root)
+    old_index, new_index = indexes(old.root), indexes.changed(old.root, new.root)
     times = CallTimes()
     pairs: list[PairDiff] = []
     notes: dict[str, None] = {}
