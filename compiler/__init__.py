@@ -27,6 +27,7 @@ from .core.errors import (
     ConflictError,
     HistoryError,
     InputError,
+    LimitError,
     Location,
     PrefixlockError,
     ResponseError,
@@ -36,17 +37,19 @@ from .core.errors import (
     UnknownCallError,
     UnknownNameError,
     UsageError,
+    WrongTypeError,
 )
 from .core.messages import CanonicalMessage, MessageKind, Role
 from .core.model import ModelRequest
 from .core.output import ModelOutput, Usage
 from .providers import Provider
 from .runtime.conversation import Conversation
+from .runtime.limits import Limits
 from .runtime.request import AgentRunRequest, RequestKind
 from .runtime.tools import ToolCall, ToolResult
 from .spec.build import build_bundle, check_outputs, find_example_root, write_lock, write_outputs
 from .spec.bundle import Bundle
-from .store.contract import MemoryStore, Store
+from .store.contract import DurableStore, MemoryStore, Store
 from .store.sqlite import SQLiteStore
 from .store.urls import open_store
 
@@ -60,8 +63,11 @@ __all__ = [
     "CheckpointRaceError",
     "ConflictError",
     "Conversation",
+    "DurableStore",
     "HistoryError",
     "InputError",
+    "LimitError",
+    "Limits",
     "Location",
     "MemoryStore",
     "MessageKind",
@@ -83,6 +89,7 @@ __all__ = [
     "UnknownNameError",
     "Usage",
     "UsageError",
+    "WrongTypeError",
     "__version__",
     "build_bundle",
     "check_outputs",

@@ -246,7 +246,7 @@ def _naive_encode(body: dict[str, Any]) -> bytes:
 
 def _cid(calls: Sequence[Call]) -> str:
     first = calls[0].request
-    assert first is not None
+    assert first is not None and first.conversation_id is not None
     return first.conversation_id
 
 

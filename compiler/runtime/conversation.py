@@ -21,8 +21,8 @@ retried event stays idempotent even across processes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -35,6 +35,7 @@ from ..core.errors import (
     UnknownCallError,
     UnknownNameError,
     UsageError,
+    require_type,
 )
 from ..core.messages import (
     CanonicalMessage,
@@ -111,6 +112,11 @@ class Conversation:
         SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
         with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        bundle_hint = " (build_bundle(...) or Bundle.load(...))"
+        require_type(bundle, Bundle, "Conversation.open bundle", bundle_hint)
+        require_type(conversation_id, str, "Conversation.open conversation_id")
+        if limits is not None:
+            require_type(limits, Limits, "Conversation.open limits")
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -151,8 +157,44 @@ class Conversation:
         return self.history.project()
 
     def handle(self, request: AgentRunRequest) -> ModelRequest:
-        """A user turn, background completion or injected event -> the model call."""
+        """A user turn, background completion or injected event -> the model call.
+
+        The request's ``conversation_id`` may be left out (the conversation knows it);
+        given, it must be this conversation's. A re-delivered event appends nothing and
+        returns the request it got the first time (:meth:`deliver` says, besides, whether
+        the model already answered it)."""
+        require_type(request, AgentRunRequest, "handle(request)", _REQUEST_HINT)
         return self._with_race_retry(lambda: self._handle(request))
+
+    def user_turn(
+        self,
+        event_id: str,
+        query: str,
+        *,
+        mode: str | None = None,
+        timestamp: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        selected_context: Sequence[Mapping[str, Any]] = (),
+        open_files: Sequence[Mapping[str, Any]] = (),
+        action_context: Mapping[str, Any] | None = None,
+    ) -> ModelRequest:
+        """A user turn without building its :class:`AgentRunRequest`: the same as
+        ``handle(AgentRunRequest.from_value({...}))`` with ``kind: user`` and this
+        conversation's id; the values are validated by the same JSON Schema (a problem is
+        a :class:`SpecErrors` naming its JSON path)."""
+        return self.handle(
+            user_request(
+                self.id,
+                event_id,
+                query,
+                mode=mode,
+                timestamp=timestamp,
+                context=context,
+                selected_context=selected_context,
+                open_files=open_files,
+                action_context=action_context,
+            )
+        )
 
     def assistant(
         self,
@@ -162,11 +204,14 @@ class Conversation:
         parts: Sequence[Part] = (),
     ) -> CanonicalMessage:
         """Record model output: ``parts`` (e.g. opaque reasoning) then text, then calls."""
+        require_type(tool_calls, (list, tuple), "assistant tool_calls")
+        require_type(parts, (list, tuple), "assistant parts")
         return self._with_race_retry(lambda: self._assistant(text, tool_calls, parts))
 
     def record(self, output: ModelOutput) -> CanonicalMessage:
         """Record a provider's :class:`ModelOutput` as the assistant message, parts in
         model order, and store its usage beside the record."""
+        require_type(output, ModelOutput, "record(output)")
         return self._with_race_retry(lambda: self._record(output))
 
     def tool_results(
@@ -179,6 +224,7 @@ class Conversation:
         lifetime lets its entries expire. Without it, the call counts as sent right after
         the one before. It is not part of the batch's identity: a retry of the same
         results with another timestamp is the same delivery, and keeps the first one."""
+        require_type(results, (list, tuple), "tool_results(results)")
         problem = None if timestamp is None else stamp_problem(timestamp)
         if problem is not None:
             raise UsageError(f"tool results timestamp: {problem}")
@@ -261,6 +307,8 @@ class Conversation:
 
     def _handle(self, request: AgentRunRequest) -> ModelRequest:
         h = self.history
+        if request.conversation_id is None:  # the conversation knows its id
+            request = attrs.evolve(request, conversation_id=self.id)
         if request.conversation_id != self.id:
             raise HistoryError(
                 f"event {request.event_id!r} is for conversation "
@@ -554,6 +602,51 @@ class Conversation:
             except CheckpointRaceError:
                 if self.catch_up() == 0:
                     raise
+
+
+_REQUEST_HINT = (
+    " (build it with AgentRunRequest.from_value({...}), or call conv.user_turn(...) "
+    "for a user turn)"
+)
+
+
+def user_request(
+    conversation_id: str,
+    event_id: str,
+    query: str,
+    *,
+    mode: str | None = None,
+    timestamp: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    selected_context: Sequence[Mapping[str, Any]] = (),
+    open_files: Sequence[Mapping[str, Any]] = (),
+    action_context: Mapping[str, Any] | None = None,
+) -> AgentRunRequest:
+    """The :class:`AgentRunRequest` of a user turn, from keyword values (absent ones left
+    out, so the request's digest is that of the same event written as JSON)."""
+    require_type(event_id, str, "user_turn event_id")
+    require_type(query, str, "user_turn query")
+    for field, given in (("context", context), ("action_context", action_context)):
+        if given is not None:
+            require_type(given, Mapping, f"user_turn {field}")
+    for field, items in (("selected_context", selected_context), ("open_files", open_files)):
+        require_type(items, (list, tuple), f"user_turn {field}")
+    value: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "event_id": event_id,
+        "kind": "user",
+        "query": query,
+    }
+    optional: dict[str, Any] = {
+        "mode": mode,
+        "timestamp": timestamp,
+        "context": None if context is None else dict(context),
+        "selected_context": list(selected_context) or None,
+        "open_files": list(open_files) or None,
+        "action_context": None if action_context is None else dict(action_context),
+    }
+    value.update({k: v for k, v in optional.items() if v is not None})
+    return AgentRunRequest.from_value(value, file=f"user_turn {event_id!r}")
 
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.

@@ -31,9 +31,13 @@ class RequestKind(StrEnum):
 
 @attrs.frozen
 class AgentRunRequest:
-    """A validated request. Nested JSON values are kept as canonical JSON text."""
+    """A validated request. Nested JSON values are kept as canonical JSON text.
 
-    conversation_id: str
+    ``conversation_id`` is ``None`` when the event left it out: a
+    :class:`~prefixlock.runtime.conversation.Conversation` fills in its own id (and checks
+    a given one against it)."""
+
+    conversation_id: str | None
     event_id: str
     kind: RequestKind
     mode: str | None = None
@@ -76,7 +80,7 @@ class AgentRunRequest:
             raise SpecErrors([SpecError(where, "$.timestamp", problem)])
         compact = value.get("compact")
         return cls(
-            conversation_id=value["conversation_id"],
+            conversation_id=value.get("conversation_id"),
             event_id=value["event_id"],
             kind=RequestKind(value["kind"]),
             mode=value.get("mode"),
@@ -97,11 +101,9 @@ class AgentRunRequest:
         return cls.from_value(doc.value, file=doc.file, doc=doc)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "conversation_id": self.conversation_id,
-            "event_id": self.event_id,
-            "kind": str(self.kind),
-        }
+        out: dict[str, Any] = {"event_id": self.event_id, "kind": str(self.kind)}
+        if self.conversation_id is not None:
+            out["conversation_id"] = self.conversation_id
         optional: dict[str, Any] = {
             "mode": self.mode,
             "query": self.query,
