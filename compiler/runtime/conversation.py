@@ -68,6 +68,7 @@ from .limits import Limits
 from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
+from .turn import Turn
 
 T = TypeVar("T")
 
@@ -88,6 +89,8 @@ class Conversation:
         self._admission: Admission | None = None
         #: one provider instance per name, so its encoding cache lasts the conversation
         self._wires: dict[str, Provider] = {}
+        #: the event id of the last record this instance appended (:meth:`deliver`)
+        self._last_appended: str | None = None
 
     # -- opening -------------------------------------------------------------------
 
@@ -166,6 +169,43 @@ class Conversation:
         require_type(request, AgentRunRequest, "handle(request)", _REQUEST_HINT)
         return self._with_race_retry(lambda: self._handle(request))
 
+    def deliver(self, request: AgentRunRequest) -> Turn:
+        """:meth:`handle`, returning where the event's turn stands (:class:`Turn`).
+
+        A first delivery appends the event; ``turn.request`` is the model call. A
+        re-delivery (after a crash, a queue's redelivery) appends nothing and says what
+        the store already holds: while the model has not answered, ``turn.request`` is
+        the same request, byte for byte; once it has, ``turn.outputs`` are its recorded
+        answers and ``turn.pending_calls`` the tool calls still without results, and
+        ``turn.request`` is the continuation only if one is due (results were stored).
+        A re-delivery with different content is a :class:`ConflictError`.
+        """
+        require_type(request, AgentRunRequest, "deliver(request)", _REQUEST_HINT)
+        self._last_appended = None
+        model_request = self.handle(request)
+        if self._last_appended == request.event_id:
+            return Turn(request.event_id, False, model_request)
+        return self._turn(request.event_id)
+
+    def _turn(self, event_id: str) -> Turn:
+        """The :class:`Turn` of an event already in the history."""
+        h = self.history
+        info = h.events[event_id]
+        outputs: list[CanonicalMessage] = []
+        superseded = info.epoch != h.epoch
+        for message in h.epochs[info.epoch][info.length :]:
+            if message.kind in _TURN_STARTS:
+                superseded = True  # the next event's messages: this turn is over
+                break
+            if message.kind is MessageKind.ASSISTANT:
+                outputs.append(message)
+        if superseded:
+            return Turn(event_id, True, None, tuple(outputs), superseded=True)
+        request = None
+        if h.awaiting_output:
+            request = h.project() if outputs else h.project(info)
+        return Turn(event_id, True, request, tuple(outputs), self.pending_calls)
+
     def user_turn(
         self,
         event_id: str,
@@ -236,9 +276,10 @@ class Conversation:
         return self.history.awaiting_output
 
     @property
-    def pending_tool_calls(self) -> tuple[ToolCallPart, ...]:
-        """The recorded tool calls that have no results yet, in model order: after a
-        restart, the calls to run before :meth:`tool_results`."""
+    def pending_calls(self) -> tuple[ToolCallPart, ...]:
+        """The recorded tool calls that have no results yet, in model order (each with
+        its ``call_id``, ``name`` and raw ``arguments``): after a restart, the calls to
+        run before :meth:`tool_results`. Empty when none is waiting."""
         pending = self.history.pending_calls
         if not pending:
             return ()
@@ -451,6 +492,9 @@ class Conversation:
     def _append_output(self, parts: Sequence[Part], usage: Usage | None) -> CanonicalMessage:
         h = self.history
         if not h.awaiting_output:
+            repeated = self._repeated_output(parts)
+            if repeated is not None:
+                return repeated
             raise HistoryError("assistant output without a pending model call")
         parts = drop_blank_texts(parts, "assistant output")
         seen: set[str] = set()
@@ -467,6 +511,33 @@ class Conversation:
         record = Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,), usage=usage)
         self._append(record)
         return message
+
+    def _repeated_output(self, parts: Sequence[Part]) -> CanonicalMessage | None:
+        """The answer already recorded for the last model call, when ``parts`` are that
+        answer again (a server that recorded it, crashed before it knew, and records it
+        once more): the same message, nothing appended, the first usage kept. Another
+        answer for the same call is a :class:`ConflictError`: a call has one answer.
+
+        The identity of an answer is its content (the message digest over its parts,
+        tool call ids and opaque signatures included): a provider's response id is not
+        part of what is stored, and two reads of one response (a stream, the whole body)
+        give the same parts but may differ in usage."""
+        messages = self.history.messages
+        if not messages or messages[-1].kind is not MessageKind.ASSISTANT:
+            return None
+        latest = messages[-1]
+        try:
+            kept = drop_blank_texts(parts, "assistant output")
+        except HistoryError:
+            kept = tuple(parts)
+        again = CanonicalMessage.create(latest.id, MessageKind.ASSISTANT, Role.ASSISTANT, kept)
+        if again.digest == latest.digest:
+            return latest
+        raise ConflictError(
+            f"model output for the call answered by {latest.id!r} was already recorded with "
+            f"different content ({latest.digest} != {again.digest}); a model call has one "
+            "answer: deliver the event again to see the recorded one"
+        )
 
     def _tool_results(self, results: Sequence[ToolResult], timestamp: str | None) -> ModelRequest:
         h = self.history
@@ -553,6 +624,7 @@ class Conversation:
         data = record.encode(self.id, self.history.head)
         head = self.store.append(self.id, record.seq, record.event_id, data)
         self.history.apply(record, head.digest)
+        self._last_appended = record.event_id
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.
@@ -648,6 +720,11 @@ def user_request(
     value.update({k: v for k, v in optional.items() if v is not None})
     return AgentRunRequest.from_value(value, file=f"user_turn {event_id!r}")
 
+
+#: Message kinds that begin a new event's messages in an epoch (the end of a turn).
+_TURN_STARTS = frozenset(
+    {MessageKind.REQUEST_CONTEXT, MessageKind.RUNTIME, MessageKind.EVENT, MessageKind.SUMMARY}
+)
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.
 PART_TYPES = (TextPart, ToolCallPart, OpaquePart, ImagePart)
