@@ -21,6 +21,7 @@ from importlib import metadata as _metadata
 from . import providers
 from .core.errors import (
     BuildError,
+    BundleError,
     CacheSimulationError,
     CheckpointError,
     CheckpointRaceError,
@@ -57,6 +58,7 @@ __all__ = [
     "AgentRunRequest",
     "BuildError",
     "Bundle",
+    "BundleError",
     "CacheSimulationError",
     "CanonicalMessage",
     "CheckpointError",

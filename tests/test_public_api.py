@@ -17,6 +17,7 @@ PUBLIC = [
     "AgentRunRequest",
     "BuildError",
     "Bundle",
+    "BundleError",
     "CacheSimulationError",
     "CanonicalMessage",
     "CheckpointError",

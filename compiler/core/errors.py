@@ -9,6 +9,8 @@
     ├── InputError                  a file, folder, body or revision that is missing,
     │   │                           unreadable or not what the operation reads
     │   ├── GitError                git is missing, or refused a command
+    │   ├── BundleError             a compiled bundle (build/) with a part missing or not
+    │   │                           the one its prefixlock.lock pins (Bundle.load)
     │   └── WrongTypeError          a value of the wrong type handed to the public API (a
     │                               dict where an AgentRunRequest goes); also a TypeError
     ├── UsageError                  arguments the operation cannot use (a history length
@@ -101,6 +103,11 @@ class InputError(PrefixlockError):
 
 class GitError(InputError):
     """git is missing, or refused a command."""
+
+
+class BundleError(InputError):
+    """A compiled bundle that cannot be loaded: a part missing, not a regular file, or
+    not the bytes its lock pins; every problem is one line of the message, naming it."""
 
 
 class WrongTypeError(InputError, TypeError):
