@@ -63,6 +63,7 @@ from ..store.records import Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .calling import AsyncModelClient, ModelClient
 from .context import render_request_context, render_runtime
+from .failover import opaque_providers, retarget
 from .history import EventInfo, History
 from .limits import Limits
 from .redact import redact_text, redact_user_content
@@ -89,6 +90,8 @@ class Conversation:
         self._admission: Admission | None = None
         #: one provider instance per name, so its encoding cache lasts the conversation
         self._wires: dict[str, Provider] = {}
+        #: (epoch list, messages read, providers of their opaque parts): :meth:`_opaque`
+        self._opaque_scan: tuple[list[CanonicalMessage] | None, int, set[str]] = (None, 0, set())
         #: the event id of the last record this instance appended (:meth:`deliver`)
         self._last_appended: str | None = None
 
@@ -155,9 +158,29 @@ class Conversation:
 
     # -- operations ----------------------------------------------------------------
 
-    def request(self) -> ModelRequest:
-        """The current projected request (no model call is recorded)."""
-        return self.history.project()
+    def request(self, *, provider: str | None = None, model: str | None = None) -> ModelRequest:
+        """The current projected request (no model call is recorded).
+
+        ``provider`` / ``model``: the request for one call on that (configured) provider
+        and model instead, e.g. a failover from Anthropic to Claude on Bedrock; parts the
+        target did not produce follow the rules of :mod:`prefixlock.runtime.failover`
+        (Claude thinking signatures stay between Claude platforms; other opaque parts are
+        left out of that call's body, never out of the history)."""
+        request = self.history.project()
+        if provider is None and model is None:
+            return request
+        if provider is None:
+            names = [s.provider for s in request.settings]
+            if len(names) != 1:
+                raise UsageError(
+                    f"request(model={model!r}): name the provider too, this conversation "
+                    f"is configured for {', '.join(names)}"
+                )
+            provider = names[0]
+        require_type(provider, str, "request provider")
+        if model is not None:
+            require_type(model, str, "request model")
+        return retarget(request, provider, model)
 
     def handle(self, request: AgentRunRequest) -> ModelRequest:
         """A user turn, background completion or injected event -> the model call.
@@ -296,12 +319,14 @@ class Conversation:
         *,
         stream: bool = False,
         on_event: Listener | None = None,
+        model: str | None = None,
     ) -> ModelOutput:
-        """One model call: build the current request for ``client.provider``, send it
+        """One model call: build the current request for ``client.provider`` (and
+        ``model``, for this call only: see :meth:`request`), send it
         (``prefixlock.http.Client`` retries what is safe to retry, with the same bytes),
         record the output and return it. ``stream=True`` reads a stream, ``on_event``
         sees its events as they arrive. Nothing is recorded when the call fails."""
-        call = self._http_call(client.provider, stream)
+        call = self._http_call(client.provider, stream, model)
         output = client.stream(call, on_event) if stream else client.send(call)
         self.record(output)
         return output
@@ -312,16 +337,17 @@ class Conversation:
         *,
         stream: bool = False,
         on_event: Listener | None = None,
+        model: str | None = None,
     ) -> ModelOutput:
         """:meth:`call` on an asynchronous client (``prefixlock.http.AsyncClient``).
 
         Recording writes to the store synchronously, as every other operation does."""
-        call = self._http_call(client.provider, stream)
+        call = self._http_call(client.provider, stream, model)
         output = await (client.stream(call, on_event) if stream else client.send(call))
         self.record(output)
         return output
 
-    def _http_call(self, provider: str, stream: bool) -> HttpRequest:
+    def _http_call(self, provider: str, stream: bool, model: str | None = None) -> HttpRequest:
         if not self.history.awaiting_output:
             pending = ", ".join(self.history.pending_calls)
             raise HistoryError(
@@ -335,7 +361,20 @@ class Conversation:
         wire = self._wires.get(provider)
         if wire is None:
             wire = self._wires[provider] = get_provider(provider)
-        return wire.http_request(self.history.project(), stream=stream)
+        # Another provider's answers, or another model: this call's own request (failover).
+        request = retarget(self.history.project(), provider, model, opaque=self._opaque())
+        return wire.http_request(request, stream=stream)
+
+    def _opaque(self) -> set[str]:
+        """The providers of the opaque parts in the current epoch, read incrementally
+        (each message once), so a call's failover check does not grow with history."""
+        messages = self.history.messages
+        if self._opaque_scan[0] is not messages:
+            self._opaque_scan = (messages, 0, set())
+        _, count, seen = self._opaque_scan
+        seen.update(opaque_providers(messages[count:]))
+        self._opaque_scan = (messages, len(messages), seen)
+        return seen
 
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).
