@@ -256,6 +256,7 @@ class Conversation:
                 selected_context=selected_context,
                 open_files=open_files,
                 action_context=action_context,
+                context_fields=self.bundle.context_schemas(),
             )
         )
 
@@ -732,6 +733,7 @@ def user_request(
     selected_context: Sequence[Mapping[str, Any]] = (),
     open_files: Sequence[Mapping[str, Any]] = (),
     action_context: Mapping[str, Any] | None = None,
+    context_fields: Mapping[str, Any] | None = None,
 ) -> AgentRunRequest:
     """The :class:`AgentRunRequest` of a user turn, from keyword values (absent ones left
     out, so the request's digest is that of the same event written as JSON)."""
@@ -757,7 +759,9 @@ def user_request(
         "action_context": None if action_context is None else dict(action_context),
     }
     value.update({k: v for k, v in optional.items() if v is not None})
-    return AgentRunRequest.from_value(value, file=f"user_turn {event_id!r}")
+    return AgentRunRequest.from_value(
+        value, file=f"user_turn {event_id!r}", context_fields=context_fields
+    )
 
 
 #: Message kinds that begin a new event's messages in an epoch (the end of a turn).

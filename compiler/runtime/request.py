@@ -56,9 +56,18 @@ class AgentRunRequest:
 
     @classmethod
     def from_value(
-        cls, value: Any, *, file: str = "<request>", doc: LoadedDocument | None = None
+        cls,
+        value: Any,
+        *,
+        file: str = "<request>",
+        doc: LoadedDocument | None = None,
+        context_fields: Mapping[str, Any] | None = None,
     ) -> AgentRunRequest:
         """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem.
+
+        ``context_fields``: the declared context fields of the bundle the request is for
+        (``bundle.context_schemas()``), accepted in ``context`` and validated against
+        their schemas; any other unknown key stays an error, with "did you mean".
 
         The value is first held to the canonical encoder's rules with NUL refused in
         strings (:func:`prefixlock.core.canonical.check`): nesting, keys, surrogates and
@@ -69,7 +78,9 @@ class AgentRunRequest:
         except CanonicalJSONError as err:
             where = doc.location(err.path) if doc is not None else Location(file)
             raise SpecErrors([SpecError(where, err.path, err.reason)]) from None
-        errors = validate_value(value, "agent_run_request", doc, file)
+        errors = validate_value(
+            value, "agent_run_request", doc, file, context_fields=context_fields
+        )
         if errors:
             raise SpecErrors(errors)
         assert isinstance(value, Mapping)

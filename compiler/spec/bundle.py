@@ -73,6 +73,13 @@ class Bundle:
     #: selections, event texts, tool outputs) is redacted by value before it is saved.
     #: Off by default; on, it is the ``policy.json`` part, so it is in the digest.
     redact_user_content: bool = False
+    #: ``context_fields`` of ``agent.yaml``: name -> ``{"schema", "section"[,
+    #: "description"]}``, sorted by name; the ``context-fields.json`` part when not empty.
+    context_fields: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def context_schemas(self) -> dict[str, Any]:
+        """The declared context fields' JSON Schemas, by name (for request validation)."""
+        return {name: field["schema"] for name, field in self.context_fields.items()}
 
     @classmethod
     def load(cls, build_dir: Path | str, lock: Path | str | None = None) -> Bundle:

@@ -40,6 +40,7 @@ __all__ = ["load_bundle"]
 #: The parts this version reads back (``policy.json`` only when the spec sets one).
 _KNOWN = (
     "context-defaults.json",
+    "context-fields.json",
     "instructions.md",
     "modes.json",
     "policy.json",
@@ -181,21 +182,23 @@ def _json(parts: Mapping[str, bytes], name: str) -> Any:
     return canonical.loads(parts[name])
 
 
-def _template(name: str, source: str, *, runtime: bool) -> CompiledTemplate:
+def _template(
+    name: str, source: str, *, runtime: bool, declared: frozenset[str]
+) -> CompiledTemplate:
     """Compiled and checked as the build compiles it (:mod:`prefixlock.spec.build`)."""
     if runtime:
         return compile_template(
             name,
             source,
             TURN_VARIABLES,
-            CONVERSATION_VARIABLES,
+            CONVERSATION_VARIABLES | declared,
             "conversation-level",
             template_kind="runtime",
         )
     return compile_template(
         name,
         source,
-        CONVERSATION_VARIABLES,
+        CONVERSATION_VARIABLES | declared,
         TURN_VARIABLES,
         "turn-level",
         template_kind="request-context",
@@ -207,6 +210,7 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
     unknown = sorted(n for n in parts if n not in _KNOWN and not n.startswith(_TEMPLATES))
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: not a part this version of prefixlock reads")
+    fields = _json(parts, "context-fields.json") if "context-fields.json" in parts else None
     modes_value = _json(parts, "modes.json")
     runtime_parts = {m["template"] for m in modes_value["modes"]}
     context_parts = sorted(n for n in parts if n.startswith(_TEMPLATES) and n not in runtime_parts)
@@ -217,6 +221,7 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
             name[len(_TEMPLATES) :],
             parts[name].decode("utf-8"),
             runtime=name in runtime_parts,
+            declared=frozenset(fields or ()),
         )
         for name in sorted(n for n in parts if n.startswith(_TEMPLATES))
     }
@@ -243,4 +248,5 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
         default_mode=modes_value["default_mode"],
         defaults=_json(parts, "context-defaults.json"),
         user_content="keep" if policy is None else policy["secrets"]["user_content"],
+        context_fields=fields,
     )
