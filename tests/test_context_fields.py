@@ -160,3 +160,25 @@ def test_a_bundle_with_declared_fields_loads_from_build(project: Path) -> None:
     loaded = Bundle.load(project / "build")
     assert loaded.digest == bundle.digest
     assert dict(loaded.context_fields) == dict(bundle.context_fields)
+
+
+def test_a_scenario_sends_a_declared_field(project: Path) -> None:
+    from prefixlock.review.replay import replay
+    from prefixlock.review.scenario import load_scenario
+
+    _declare(project)
+    path = project / "terminal.yaml"
+    path.write_text(
+        "name: terminal context\n"
+        "conversation: conv-terminal\n"
+        "steps:\n"
+        "  - user:\n"
+        "      event: u1\n"
+        "      query: why did it fail?\n"
+        "      context: {terminal: {cwd: /app, last_command: make, exit_code: 2}}\n",
+        encoding="utf-8",
+    )
+    (call,) = replay(load_scenario(path, bundle=build_bundle(project)))
+    texts = [m.parts[0] for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT]
+    assert isinstance(texts[0], TextPart)
+    assert "<terminal>\ncwd: /app; last command: make (exit 2)\n</terminal>" in texts[0].text

@@ -201,22 +201,18 @@ class _Locator:
         return self.doc.key_location(path) if self.doc is not None else Location(self.file)
 
 
-#: The name a request schema with declared context fields gives its context schema.
-_DECLARED_CONTEXT = "context+declared.schema.json"
-
-
 @functools.lru_cache(maxsize=32)
-def _declared_validator(fields_json: str) -> Draft202012Validator:
-    """The AgentRunRequest schema whose closed ``context`` also has the declared fields
-    (``fields_json``: canonical JSON of name -> JSON Schema): one validation finds every
-    problem, and an unknown key's "did you mean" knows the declared names."""
-    fields = canonical.loads(fields_json)
+def _declared_validator(name: str, fields_json: str) -> Draft202012Validator:
+    """Schema ``name`` where the closed conversation-level ``context`` object also has the
+    declared fields (``fields_json``: canonical JSON of name -> JSON Schema), wherever it
+    is referenced (a request's ``context``, a scenario's steps): one validation finds
+    every problem, and an unknown key's "did you mean" knows the declared names."""
     context = copy.deepcopy(_parsed("context"))
-    context["properties"].update(fields)
-    request = copy.deepcopy(_parsed("agent_run_request"))
-    request["properties"]["context"]["$ref"] = _DECLARED_CONTEXT
-    registry = _registry().with_resource(_DECLARED_CONTEXT, DRAFT202012.create_resource(context))
-    return Draft202012Validator(request, registry=registry)
+    context["properties"].update(canonical.loads(fields_json))
+    registry = _registry().with_resource(
+        _file_name("context"), DRAFT202012.create_resource(context)
+    )
+    return Draft202012Validator(context if name == "context" else _parsed(name), registry=registry)
 
 
 def context_field_problems(field_schema: Any) -> list[str]:
@@ -250,15 +246,15 @@ def validate_value(
     """Every problem of ``value`` against schema ``schema_name``, sorted.
 
     Locations come from ``doc`` when given (its file), else they name ``file`` only.
-    ``context_fields`` (``agent_run_request`` only): the spec's declared context fields,
-    name -> JSON Schema, accepted in ``context`` beside the built-in ones.
+    ``context_fields``: the spec's declared context fields, name -> JSON Schema, accepted
+    in the conversation-level context (``context`` schema) beside the built-in ones.
     """
     _check_name(schema_name)
     locate = _Locator(doc, doc.file if doc is not None else file)
     errors: set[SpecError] = set()
     validator = _validator(schema_name)
-    if context_fields and schema_name == "agent_run_request":
-        validator = _declared_validator(canonical.dumps(dict(context_fields)))
+    if context_fields:
+        validator = _declared_validator(schema_name, canonical.dumps(dict(context_fields)))
     for error in validator.iter_errors(value):
         errors.update(_convert(error, (), locate, ""))
     errors.update(_unique_names(value, schema_name, locate))
@@ -269,9 +265,11 @@ def validate_value(
     return sorted(errors)
 
 
-def validate_document(doc: LoadedDocument, schema_name: str) -> list[SpecError]:
+def validate_document(
+    doc: LoadedDocument, schema_name: str, *, context_fields: Mapping[str, Any] | None = None
+) -> list[SpecError]:
     """:func:`validate_value` of a loaded document, located in it."""
-    return validate_value(doc.value, schema_name, doc)
+    return validate_value(doc.value, schema_name, doc, context_fields=context_fields)
 
 
 def check_document(doc: LoadedDocument, schema_name: str) -> None:
