@@ -48,6 +48,7 @@ from .runtime.conversation import Conversation
 from .runtime.limits import Limits
 from .runtime.request import AgentRunRequest, RequestKind
 from .runtime.tools import ToolCall, ToolResult
+from .runtime.turn import Turn
 from .spec.build import build_bundle, check_outputs, find_example_root, write_lock, write_outputs
 from .spec.bundle import Bundle
 from .store.contract import DurableStore, MemoryStore, Store
@@ -87,6 +88,7 @@ __all__ = [
     "Store",
     "ToolCall",
     "ToolResult",
+    "Turn",
     "UnknownCallError",
     "UnknownNameError",
     "Usage",

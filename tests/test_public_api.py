@@ -46,6 +46,7 @@ PUBLIC = [
     "Store",
     "ToolCall",
     "ToolResult",
+    "Turn",
     "UnknownCallError",
     "UnknownNameError",
     "Usage",
