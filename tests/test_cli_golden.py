@@ -39,13 +39,23 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     capsys.readouterr()
     assert main(["golden", "--check"]) == 1
     err = capsys.readouterr().err
-    assert "identical-context/gemini/0002.json: first differing byte at offset" in err
-    assert "JSON path: $.contents[" in err
-    assert "identical-context/openai-chat/0009.json: stale golden file" in err
+    # one line per file: where (JSON path, byte offset), then a short window of each side
+    assert err.splitlines()[:4] == [
+        "identical-context/gemini/0002.json: differs at $.contents[2].role, byte 28220"
+        " (golden 28885 bytes, replayed 28886)",
+        """  golden:   '…?\\n</user_query>\\n"}]},{"role":"user","parts":[{"text":"I'll"""
+        """ search the codebase…'""",
+        """  replayed: '…?\\n</user_query>\\n"}]},{"role":"model","parts":[{"text":"I'll"""
+        """ search the codebas…'""",
+        "identical-context/openai-chat/0009.json: stale golden file",
+    ]
     assert err.endswith(
-        "prefixlock golden: 2 stale golden file(s); review the change and run "
-        "`prefixlock golden --update`\n"
+        "prefixlock golden: 2 stale golden file(s); review the change and run `prefixlock update`\n"
     )
+    assert main(["golden", "--check", "--full"]) == 1
+    full = capsys.readouterr().err
+    assert "identical-context/gemini/0002.json: first differing byte at offset 28220" in full
+    assert '  -      "role": "user",' in full and '  +      "role": "model",' in full
     assert main(["golden", "--update"]) == 0
     assert capsys.readouterr().out == f"updated {CASE}/\n1 case(s), 1 updated\n"
     assert body.read_bytes() == original
@@ -98,10 +108,10 @@ def test_check_names_the_bundle_the_golden_files_were_built_from(
     err = capsys.readouterr().err.split("\n")
     assert err[0] == (
         f"golden/identical-context was built from bundle {built}, the lock is {lock};"
-        " run `prefixlock golden --update`"
+        " run `prefixlock update`"
     )
     assert err[-2].startswith("prefixlock golden: 1 case(s) built from another bundle, ")
-    assert err[-2].endswith(" stale golden file(s)")
+    assert err[-2].endswith(" stale golden file(s); review the change and run `prefixlock update`")
     assert main(["golden", "--update"]) == 0
     assert main(["golden", "--check"]) == 0
 
@@ -115,12 +125,24 @@ def test_check_names_the_specs_bundle_when_the_lock_is_stale_too(
     assert main(["golden", "--check"]) == 1  # neither the lock nor the golden files rebuilt
     err = capsys.readouterr().err.split("\n")
     new = build_bundle(project).digest
-    assert err[0] == (
-        f"golden/identical-context was built from bundle {built}, the specs build {new}"
-        f" (the lock records {built}); run `prefixlock build` and `prefixlock golden --update`"
+    stale = (
+        f"prefixlock.lock is stale: it records bundle {built}, the specs build {new};"
+        " run `prefixlock update`"
     )
-    # Golden files that follow the specs pass; the stale lock is `build --check`'s finding.
+    assert err[:2] == [
+        stale,
+        f"golden/identical-context was built from bundle {built}, the specs build {new}"
+        f" (the lock records {built}); run `prefixlock update`",
+    ]
+    # Golden files that follow the specs match, and the stale lock is still named.
     assert main(["golden", "--update"]) == 0
-    assert main(["golden", "--check"]) == 0
+    capsys.readouterr()
+    assert main(["golden", "--check"]) == 1
+    assert capsys.readouterr().err == (
+        f"{stale}\nprefixlock golden: every golden file matches a fresh replay, but"
+        " prefixlock.lock is stale\n"
+    )
     assert recorded_bundle((project / CASE / "calls.md").read_bytes()) == new
     assert main(["build", "--check"]) == 1
+    assert main(["build"]) == 0
+    assert main(["golden", "--check"]) == 0

@@ -703,12 +703,12 @@ def test_golden_files_stale_against_the_lock_are_not_unchanged(
     out = captured.out.splitlines()
     assert out[-2:] == [
         f"HEAD: golden/identical-context was built from bundle {built}, the lock is {lock};"
-        " run `prefixlock golden --update`",
+        " run `prefixlock update`",
         "deployment impact: unknown: the golden files are stale against the lock",
     ]
     assert captured.err == (
         "prefixlock diff: 1 case(s) of golden files stale against the lock; run"
-        " `prefixlock golden --update` and commit the result\n"
+        " `prefixlock update` and commit the result\n"
     )
     assert main(["diff", "HEAD~1", "HEAD", "--allow-prefix-break"]) == 1
     capsys.readouterr()
@@ -731,7 +731,7 @@ def test_golden_files_stale_against_the_lock_are_not_unchanged(
     assert code == 1
     assert out[-2] == (
         f"note: HEAD: golden/identical-context was built from bundle {built}, the lock is"
-        f" {lock}; run `prefixlock golden --update`"
+        f" {lock}; run `prefixlock update`"
     )
     # (the specs are the same on both sides: no changed part to name)
     assert out[-1].startswith("deployment impact: root change at prompt/cursor/instructions.md:1: ")

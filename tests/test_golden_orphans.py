@@ -113,7 +113,7 @@ def test_check_names_the_leftovers_of_an_interrupted_update_and_update_removes_t
         [
             *(
                 f"golden/identical-context/{name}: left over from an interrupted golden update;"
-                " delete it, or run `prefixlock golden --update` (it removes it)\n"
+                " delete it, or run `prefixlock update` (it removes it)\n"
                 for name in left
             ),
             f"{_strays(3)}\n",

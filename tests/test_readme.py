@@ -40,3 +40,21 @@ def test_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     exec(compile(source, "README.md", "exec"), namespace)
     body = namespace["body"]
     assert isinstance(body, bytes) and body.startswith(b"{")
+
+
+def test_readme_is_a_product_page_and_the_lab_notes_live_in_docs() -> None:
+    """At most 250 lines; measured figures name no commit and no session: their history
+    is docs/bench.md's, which the README links."""
+    assert len(README.splitlines()) <= 250
+    assert re.findall(r"`[0-9a-f]{7,40}`", README) == []
+    assert re.findall(r"(?<!long-)session", README.lower()) == []
+    assert "(docs/bench.md)" in README
+
+
+def test_readme_states_the_test_time_and_the_install_lines() -> None:
+    text = " ".join(README.split())
+    assert (
+        "315\u2013344 s in clean CI runs on an idle 2-core machine, 14 min 37 s on a busy" in text
+    )
+    assert "pip wheel --no-deps -w dist . && pip install dist/prefixlock-" in README
+    assert "pip install 'prefixlock @ git+https://" in README

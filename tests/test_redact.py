@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from conv_helpers import CONTEXT_A, CONV, REPO, example_bundle, user
 from prefixlock.core import canonical
-from prefixlock.core.errors import SpecErrors
+from prefixlock.core.errors import HistoryError, SpecErrors, UsageError
 from prefixlock.core.model import ModelRequest
+from prefixlock.core.secrets import is_sensitive_name, redact_mapping, redact_text
 from prefixlock.providers import NAMES, get
 from prefixlock.runtime.conversation import Conversation
-from prefixlock.runtime.redact import is_sensitive_name, redact_mapping, redact_text
 from prefixlock.runtime.request import AgentRunRequest
 from prefixlock.runtime.tools import ToolCall, ToolResult
 from prefixlock.spec.build import build_bundle
@@ -71,6 +71,49 @@ CAUGHT: dict[str, tuple[str, str]] = {
         f"https://{R}@o1.ingest.sentry.io/1",
         "DSNSECRET123",
     ),
+    # issue 43, finding 6
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXpgpSECRET\n=aBcD\n"
+    "-----END PGP PRIVATE KEY BLOCK-----\nafter": (f"{R}\nafter", "lQOYBGXpgpSECRET"),
+    "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": (
+        f"{R} {R}",
+        "wJalrXUtnFEMI/K7MDENG",
+    ),
+    "AccessKeyId,SecretAccessKey\nASIAIOSFODNN7EXAMPLE,je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY": (
+        f"AccessKeyId,SecretAccessKey\n{R},{R}",
+        "je7MtGbClwBF/2Zp9Utk",
+    ),
+    "curl -H 'Authorization: Bearer abcDEF123456ghiJKL' https://api": (
+        f"curl -H 'Authorization: Bearer {R}' https://api",
+        "abcDEF123456ghiJKL",
+    ),
+    "Authorization: Basic dXNlcjpwYXNzd29yZA==": (
+        f"Authorization: Basic {R}",
+        "dXNlcjpwYXNzd29yZA",
+    ),
+    "the header was authorization=Zm9vYmFyYmF6cXV4MTIzNDU2": (
+        f"the header was authorization={R}",
+        "Zm9vYmFyYmF6cXV4MTIzNDU2",
+    ),
+    "token Bearer 9f8e7d6c5b4a39281706abcd": (f"token Bearer {R}", "9f8e7d6c5b4a3928"),
+    "maps key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY in js": (
+        f"maps key {R} in js",
+        "AIzaSyD-9tSrke72PouQMnMX",
+    ),
+    "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc and rk_test_51Habcdefghij": (
+        f"stripe {R} and {R}",
+        "4eC39HqLyjWDarjtT1zdp7dc",
+    ),
+    "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDX"
+    "J1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net": (
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={R};"
+        "EndpointSuffix=core.windows.net",
+        "Eby8vdM02xNOcqFlqUwJ",
+    ),
+    "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+    "SharedAccessKey=abcSASsecret0123456789=": (
+        f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={R}",
+        "abcSASsecret0123456789",
+    ),
 }
 
 #: Values that must come through unchanged: code, hashes, UUIDs, plain URLs, references.
@@ -87,6 +130,13 @@ KEPT = (
     "export TOKEN=${GITHUB_TOKEN}",
     "risk-assessment and desk-top tools",
     "Use tabs; run `pytest -k test_token_refresh`.",
+    "authorization: required",
+    "Bearer tokens expire after an hour; send Authorization: Bearer ${TOKEN}",
+    "AccountKey=<your storage key>",
+    # a 40-character token with no AWS key id near it (a base64 digest)
+    "digest qL8R4QIcQ/ZsRqOAbeRfcZhilN/MksRtDaErMA+uvwE= of the file",
+    "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 after AKIA was rotated",
+    "pk_live_51HabcdefghijPUBLISHABLE",
 )
 
 #: env/header names: sensitive or not.
@@ -212,6 +262,25 @@ def secret_turns(conv: Conversation) -> list[ModelRequest]:
             )
         )
     )
+    # every other entry point of user content: an injected event, a manual compaction
+    # summary, an automatic one (user.compact)
+    conv.assistant("ok")
+    requests.append(
+        conv.handle(
+            AgentRunRequest.from_value(
+                {
+                    "conversation_id": CONV,
+                    "event_id": "inj-1",
+                    "kind": "injected",
+                    "text": "\n".join(texts),
+                }
+            )
+        )
+    )
+    conv.assistant("noted")
+    conv.compact("manual summary:\n" + "\n".join(texts))
+    requests.append(conv.request())
+    requests.append(conv.handle(user("u2", "go on", compact={"summary": "\n".join(texts)})))
     return requests
 
 
@@ -277,7 +346,7 @@ def test_an_unknown_policy_value_is_a_spec_error_at_its_line(tmp_path: Path) -> 
 def test_a_string_seen_before_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The context is redacted on every user turn; its unchanged strings are answered
     from memory (redaction is a pure function of the string), within a budget."""
-    from prefixlock.runtime import redact
+    from prefixlock.core import secrets as redact
 
     text = "token=s3cr3t-value-9 and https://u:p@example.com/x " + "z" * 50
     first = redact_text(text)
@@ -295,9 +364,72 @@ def test_a_string_seen_before_is_not_scanned_again(monkeypatch: pytest.MonkeyPat
 def test_an_assignment_name_is_matched_from_the_start_of_its_run_only() -> None:
     """A match may not start inside a run of name characters: with that, a long run
     (``'x' * 20_000``) is scanned once instead of once per position (quadratic: 17 s)."""
-    from prefixlock.runtime import redact
+    from prefixlock.core import secrets as redact
 
     text = "my_password=s3cr3t-v4lue"
     assert redact._ASSIGNMENT.match(text, 0) is not None
     assert [redact._ASSIGNMENT.match(text, i) for i in range(1, 6)] == [None] * 5
     assert redact_text(text) != text  # still redacted, whole name kept
+
+
+# Validation errors quote what the caller sent: never a secret (issue 43, finding 6).
+SECRET = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _request(**fields: Any) -> dict[str, Any]:
+    return {"conversation_id": "c", "event_id": "e", "kind": "user", "query": "q", **fields}
+
+
+def test_a_schema_error_quotes_a_value_with_its_secret_redacted() -> None:
+    with pytest.raises(SpecErrors) as info:
+        AgentRunRequest.from_value(_request(kind=f"user {SECRET}"))
+    assert str(info.value) == (
+        "<request>: $.kind: expected one of user, background, injected; got 'user [REDACTED]'"
+    )
+    with pytest.raises(SpecErrors) as info:
+        AgentRunRequest.from_value(_request(timestamp=f"{SECRET} and more text past sixty chars"))
+    assert str(info.value) == (
+        "<request>: $.timestamp: expected an RFC 3339 timestamp like 2026-12-02T10:00:00Z, "
+        "got '[REDACTED] and more text past sixty chars'"
+    )
+
+
+def test_a_shortened_quote_is_redacted_before_it_is_cut() -> None:
+    with pytest.raises(SpecErrors) as info:
+        AgentRunRequest.from_value(_request(kind="x" * 40 + " " + SECRET))
+    assert SECRET[:10] not in str(info.value)
+    assert str(info.value).endswith(f"got '{'x' * 40} [REDACTED]'")
+
+
+def test_tool_arguments_that_are_not_json_are_quoted_redacted() -> None:
+    with pytest.raises(HistoryError) as info:
+        ToolCall("c1", "read", '{"token": "' + SECRET).to_part()
+    assert str(info.value) == (
+        "tool call 'c1': arguments are not JSON (Unterminated string starting at: line 1 "
+        'column 11 (char 10)): \'{"token": "[REDACTED]\''
+    )
+    long = '{"a": "' + "y" * 100 + '", ' + SECRET
+    with pytest.raises(HistoryError) as info:
+        ToolCall("c1", "read", long).to_part()
+    assert SECRET[:8] not in str(info.value)
+    assert str(info.value).endswith(f"... ({len(long)} characters)")
+
+
+def test_a_value_of_the_wrong_type_is_quoted_redacted(tmp_path: Path) -> None:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    conv.handle(user("u1"))
+    with pytest.raises(HistoryError) as info:
+        conv.assistant({"key": SECRET})  # type: ignore[arg-type]
+    assert str(info.value) == "assistant text: expected a string, got dict {'key': '[REDACTED]'}"
+
+
+def test_a_timestamp_that_is_no_timestamp_is_quoted_redacted(tmp_path: Path) -> None:
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), CONV)
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("call-1", "read_file", '{"path":"a"}')])
+    with pytest.raises(UsageError) as info:
+        conv.tool_results([ToolResult("call-1", "ok")], timestamp=f"at {SECRET}")
+    assert str(info.value) == (
+        "tool results timestamp: 'at [REDACTED]' is not an RFC 3339 timestamp like "
+        "2026-12-02T10:00:00Z"
+    )

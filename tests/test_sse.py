@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 from prefixlock import ResponseError
-from prefixlock.providers.readers.sse import Event, SSEDecoder
+from prefixlock.core.errors import LimitError, ResponseLimitError
+from prefixlock.core.limits import MAX_RESPONSE_LINE_BYTES
+from prefixlock.providers.readers.sse import MAX_LINE_BYTES, Event, SSEDecoder
 from read_support import fixture, read_stream
 
 STREAMS = [
@@ -72,3 +74,69 @@ def test_one_leading_bom_is_ignored_in_any_chunking() -> None:
     expected = read_stream("gemini", stream)
     assert read_stream("gemini", bom + stream) == expected
     assert read_stream("gemini", [bom[:1], bom[1:] + stream]) == expected
+
+
+# -- linear work and a line cap (issue 43, finding 8) ------------------------------------
+#
+# The decoder once joined its buffer with each chunk and searched it from the start on
+# every feed: one 32 MB event in 4 KiB chunks took 17 s. Its work is counted here (bytes
+# searched, copied or decoded: ``SSEDecoder.scanned``), never timed.
+
+
+def fed(decoder: SSEDecoder, data: bytes, size: int) -> list[Event]:
+    return [e for i in range(0, len(data), size) for e in decoder.feed(data[i : i + size])]
+
+
+def test_one_long_event_in_small_chunks_takes_linear_work() -> None:
+    value = b"x" * (2 * 1024 * 1024)
+    stream = b"data: " + value + b"\n\n"
+    decoder = SSEDecoder()
+    assert fed(decoder, stream, 512) == [Event("message", value.decode())]
+    assert decoder.close() == []
+    # each byte: copied in once, searched once, decoded once (quadratic: ~4 GB here)
+    assert decoder.scanned <= 3 * len(stream)
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r", b"\r\n"])
+def test_many_lines_in_one_chunk_take_linear_work(ending: bytes) -> None:
+    stream = (b"data: y" + ending + ending) * 50_000
+    decoder = SSEDecoder()
+    events = fed(decoder, stream, len(stream)) + decoder.close()
+    assert events == [Event("message", "y")] * 50_000
+    # a search for "\r" alone once scanned to the end of the chunk for every LF line
+    assert decoder.scanned <= 3 * len(stream)
+
+
+def test_a_cr_waiting_for_its_lf_is_not_searched_again_and_again() -> None:
+    stream = b"data: " + b"z" * 100_000 + b"\r\n\r\n"
+    decoder = SSEDecoder()
+    assert fed(decoder, stream, 7) == [Event("message", "z" * 100_000)]
+    assert decoder.scanned <= 3 * len(stream)
+
+
+def test_a_line_past_the_cap_is_refused_as_soon_as_it_passes_it() -> None:
+    decoder = SSEDecoder(max_line=1000)
+    assert decoder.feed(b"data: " + b"a" * 900) == []
+    with pytest.raises(ResponseLimitError) as caught:
+        decoder.feed(b"a" * 200)  # no line end yet: refused before the line is whole
+    assert str(caught.value) == (
+        "the event stream has a line of more than 1000 bytes (the limit of a response line) "
+        "(do not retry as is)"
+    )
+    assert isinstance(caught.value, LimitError)
+    with pytest.raises(ResponseLimitError):
+        SSEDecoder(max_line=1000).feed(b"data: " + b"a" * 1000 + b"\n")  # whole, still over
+
+
+def test_an_event_joining_lines_past_the_cap_is_refused() -> None:
+    decoder = SSEDecoder(max_line=1000)
+    with pytest.raises(ResponseLimitError) as caught:
+        decoder.feed(b"data: " + b"b" * 400 + b"\n" + (b"data: " + b"b" * 400 + b"\n") * 2)
+    assert str(caught.value) == (
+        "the event stream has an event of more than 1000 bytes of data (the limit of a "
+        "response line) (do not retry as is)"
+    )
+
+
+def test_the_default_line_cap_is_the_documented_one() -> None:
+    assert SSEDecoder().max_line == MAX_LINE_BYTES == MAX_RESPONSE_LINE_BYTES == 16 * 1024 * 1024

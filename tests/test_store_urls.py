@@ -46,8 +46,12 @@ CASES = [
     ),
     # a value runs to the next '&': libpq gives '#' no meaning
     ("postgresql://h/x?password=a#b&user=q", "postgresql://h/x?password=***&user=q", ["a#b"]),
-    # a '/' ends the search for the '@': what follows is the database name
-    ("postgresql://u:p@w/x@h/y", "postgresql://u:***@w/x@h/y", ["p"]),
+    # libpq's password ends at the first '@' ("p"), its database is "x@h/y"; the author's
+    # password, up to the last '@' before the query, is hidden whole (issue 43, finding 6)
+    ("postgresql://u:p@w/x@h/y", "postgresql://u:***@h/y", ["p@w/x", "p", "w", "x"]),
+    # a '/' in the password: libpq reads host "u", port "pa", database "ss@h/db"
+    ("postgresql://u:pa/ss@h/db", "postgresql://u:***@h/db", ["pa/ss", "pa", "ss"]),
+    ("postgresql://u:a/b@c@h:5432/db", "postgresql://u:***@h:5432/db", ["a/b@c", "a", "b", "c"]),
     ("postgresql://u:pw@h/x#frag", "postgresql://u:***@h/x#frag", ["pw"]),
     ("postgresql://u:p:w@h/x", "postgresql://u:***@h/x", ["p:w"]),
     # an unencoded '@' in the password: libpq's password ends at the first one, the host
@@ -55,7 +59,7 @@ CASES = [
     (
         "postgres://app:p@ss@db/x?sslmode=require",
         "postgres://app:***@db/x?sslmode=require",
-        ["p@ss", "p"],
+        ["p@ss", "ss", "p"],
     ),
     # libpq refuses the upper-case name, but it is masked all the same
     (
@@ -110,6 +114,21 @@ def test_an_error_names_the_store_without_a_password_libpq_reads() -> None:
             "port 1 failed: Connection refused Is the server running on that host and "
             "accepting TCP/IP connections?"
         )
+
+
+@pytest.mark.parametrize("password", ["hun/ter2", "hu@n/ter2", "h@un@ter2"])
+def test_an_error_never_shows_a_password_holding_a_slash_or_an_at(password: str) -> None:
+    # libpq reads such a password as pieces of the host, port and database names, and
+    # quotes them in its errors (issue 43, finding 6)
+    with pytest.raises(CheckpointError) as info:
+        open_store(f"postgresql://postgres:{password}@127.0.0.1:1/x?connect_timeout=2")
+    message = str(info.value)
+    assert message.startswith(
+        "postgresql://postgres:***@127.0.0.1:1/x?connect_timeout=2: postgresql error while "
+        "opening the store: "
+    )
+    for piece in ("hun", "ter2", password):
+        assert piece not in message
 
 
 def test_a_password_found_in_the_name_does_not_mangle_it() -> None:

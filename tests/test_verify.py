@@ -374,7 +374,8 @@ def test_json_output_shape(scenario_file: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert out == canonical.dumps(json.loads(out)) + "\n"  # canonical JSON
     report = json.loads(out)
-    assert sorted(report) == ["failures", "format", "ok", "results", "tokenizer"]
+    assert sorted(report) == ["failures", "format", "ok", "results", "stale_locks", "tokenizer"]
+    assert report["stale_locks"] == []
     assert (report["ok"], report["failures"], report["tokenizer"]) == (True, [], "estimate")
     [row] = report["results"]
     assert sorted(row) == [

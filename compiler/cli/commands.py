@@ -19,7 +19,7 @@ from typing import NoReturn
 from ..core.errors import Location, PrefixlockError, SpecError, SpecErrors
 from ..core.names import hint
 from ..core.resources import PACKAGE
-from . import bench, build, review, store
+from . import bench, build, gate, review, store
 from .console import BAD_INPUT, Command, err, error_json
 
 __all__ = ["COMMANDS", "Command", "main"]
@@ -28,6 +28,7 @@ COMMANDS: tuple[Command, ...] = (
     *build.COMMANDS,
     *store.COMMANDS,
     *review.COMMANDS,
+    *gate.COMMANDS,
     *bench.COMMANDS,
 )
 

@@ -10,9 +10,11 @@ from pathlib import Path
 from ..cache.tokens import NAMES as TOKENIZERS
 from ..core import canonical
 from ..core.atomic import replace_file
+from ..core.errors import SpecError, SpecErrors, UsageError
+from ..review.built import UPDATE
 from ..review.compare import ROOT_CHANGE
 from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
-from ..review.diff.formats import github, markdown
+from ..review.diff.formats import UNBUILT, github, github_errors, markdown, markdown_errors
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.invariants import Failure
 from ..review.page import report_page
@@ -20,7 +22,8 @@ from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
-from .console import FINDING, OK, Command, choice, err, out, out_json, safe
+from ..spec.build import LOCK_FILE
+from .console import BAD_INPUT, FINDING, OK, Command, choice, err, error_json, out, out_json, safe
 
 __all__ = ["COMMANDS"]
 
@@ -143,16 +146,24 @@ def _run_verify(args: argparse.Namespace) -> int:
     if args.json:
         out_json("verify", report.to_json())
         return OK if report.ok else FINDING
-    if report.failures:
+    if report.failures or report.stale_locks:
         out()
     for failure in report.failures:
         for line in failure.lines():
             out(line)
+    for stale in report.stale_locks:
+        out(stale)
     cases = len({row.file for row in report.rows})
     names = len({row.provider for row in report.rows})
     if report.ok:
         out(f"\n{cases} scenario(s) x {names} provider(s): every invariant holds")
         return OK
+    if not report.failures:  # the lock alone: what holds was replayed from the specs
+        out(
+            f"\n{cases} scenario(s) x {names} provider(s): every invariant holds, but the"
+            " lock is stale"
+        )
+        return FINDING
     out(f"\n{len(report.failures)} invariant failure(s)")
     return FINDING
 
@@ -219,8 +230,14 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    """Exit 1 for a root change (with --strict: any prefix break), else 0."""
-    report = diff(args.old, args.new, provider=args.provider, root=args.root, golden=args.golden)
+    """Exit 1 for a root change (with --strict: any prefix break), else 0; 2 when a
+    side's specs do not build, with the build's errors in the chosen format."""
+    try:
+        report = diff(
+            args.old, args.new, provider=args.provider, root=args.root, golden=args.golden
+        )
+    except SpecErrors as error:
+        return _unbuilt(args, error.errors)
     failing = report.broken if args.strict else report.impact == ROOT_CHANGE
     if args.json or args.format == "json":
         out_json("diff", report.to_json())
@@ -247,6 +264,21 @@ def _run_diff(args: argparse.Namespace) -> int:
     return FINDING if failing and not args.allow_prefix_break else OK
 
 
+def _unbuilt(args: argparse.Namespace, errors: Sequence[SpecError]) -> int:
+    """A side's specs do not build: their errors in ``--format``, exit 2."""
+    if args.json or args.format == "json":
+        error_json("diff", errors)
+    elif args.format in ("markdown", "github"):
+        for line in markdown_errors(errors) if args.format == "markdown" else github_errors(errors):
+            out(line)
+    else:
+        for problem in errors:
+            err(str(problem))
+        count = f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+        err(f"prefixlock diff: {UNBUILT} ({count}); nothing was compared")
+    return BAD_INPUT
+
+
 def _golden_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths",
@@ -263,6 +295,13 @@ def _golden_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument(
         "--update", action="store_true", help="rewrite the bodies and calls.md that differ"
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="with --check: per differing file a unified diff of the whole pretty-printed "
+        "bodies (default: one line per file, with the JSON path and byte offset of the first "
+        "difference, and a short window of each side there)",
+    )
 
 
 def _strays(strays: Sequence[str]) -> None:
@@ -277,6 +316,8 @@ def _strays(strays: Sequence[str]) -> None:
 
 
 def _run_golden(args: argparse.Namespace) -> int:
+    if args.full and not args.check:
+        raise UsageError("--full goes with --check (an update shows no diff)")
     if args.update:
         report = update_golden(args.paths)
         for path in report.removed:
@@ -286,20 +327,25 @@ def _run_golden(args: argparse.Namespace) -> int:
         out(f"{len(report.cases)} case(s), {len(report.updated)} updated")
         _strays(report.strays)
         return FINDING if report.strays else OK
-    report = check_golden(args.paths)
-    for problem in (*report.bundles, *report.problems):
+    report = check_golden(args.paths, full=args.full)
+    for problem in (*report.locks, *report.bundles, *report.problems):
         err(problem)
     _strays(report.strays)
     if report.bundles:
         err(
             f"prefixlock golden: {len(report.bundles)} case(s) built from another bundle,"
-            f" {len(report.problems)} stale golden file(s)"
+            f" {len(report.problems)} stale golden file(s); review the change and run"
+            f" {UPDATE}"
         )
         return FINDING
     if report.problems:
         err(
             f"prefixlock golden: {len(report.problems)} stale golden file(s); "
-            "review the change and run `prefixlock golden --update`"
+            f"review the change and run {UPDATE}"
+        )
+    elif report.locks:
+        err(
+            f"prefixlock golden: every golden file matches a fresh replay, but {LOCK_FILE} is stale"
         )
     if not report.ok:
         return FINDING
@@ -404,8 +450,8 @@ COMMANDS = (
     ),
     Command(
         "report",
-        "write one self-contained HTML page of a verify run: per call, cached / written / "
-        "uncached tokens",
+        "write one self-contained HTML page of a verify run: a summary, the shared root once, "
+        "and per case and call the cached / written / uncached tokens, idle gaps and cold calls",
         _report_arguments,
         _run_report,
     ),

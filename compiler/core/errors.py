@@ -25,6 +25,8 @@
     ├── ResponseError               a provider response or stream that cannot be read or
     │   │                           reports an error; ``retry_safe`` says whether sending
     │   │                           the same request again (same event id) may succeed
+    │   ├── ResponseLimitError      a response, a stream line or event over its size limit
+    │   │                           (a limit error too)
     │   └── CallError               a model call over HTTP (prefixlock.http) failed after
     │       │                       ``tries`` sends: ``status``, ``error_type``,
     │       │                       ``provider_message``, ``request_id`` where known
@@ -35,8 +37,10 @@
     │       └── CallTimeoutError    connect, read or total timeout
     ├── CanonicalJSONError          a value with no canonical JSON form (NaN, a non-string
     │                               key, a lone surrogate, nesting past the limit, ...)
-    ├── LimitError                  a turn's text or a tool output over a configured size
-    │                               limit; refused before anything is saved
+    ├── LimitError                  a text input (a turn, a tool output, a summary, model
+    │                               output, instructions, a response) over its documented
+    │                               size limit (docs/limits.md); refused before anything
+    │                               is saved
     └── CacheSimulationError        a body the cache simulator cannot read or price
 
 A :class:`SpecError` is a value, not an exception: loaders collect all of them for a file
@@ -238,7 +242,14 @@ class CanonicalJSONError(PrefixlockError):
 
 
 class LimitError(PrefixlockError):
-    """A turn's text or a tool output over a configured size limit (nothing was saved)."""
+    """A text input over its documented size limit (nothing was saved): see
+    ``docs/limits.md``."""
+
+
+class ResponseLimitError(ResponseError, LimitError):
+    """A response body, a stream, a stream line or an event over its size limit
+    (:mod:`prefixlock.core.limits`): refused as soon as it passes it, never held whole.
+    Both a :class:`ResponseError` (what a reader raises) and a :class:`LimitError`."""
 
 
 class CacheSimulationError(PrefixlockError):

@@ -1,6 +1,8 @@
-"""What a provider's service refuses in a request's settings though each value has a form it
-takes: a combination of model and option. The build reports each with its file, line,
-column and field (:func:`settings_problems`, ``rules/providers.yaml``), the provider's
+"""Limits every stage may read: the fixed size limits of text inputs (instructions,
+responses, a response line: ``MAX_*_BYTES``, docs/limits.md), and what a provider's
+service refuses in a request's settings though each value has a form it takes: a
+combination of model and option. The build reports each with its file, line, column and
+field (:func:`settings_problems`, ``rules/providers.yaml``), the provider's
 ``serialize`` raises it, and the cache rules price nothing the service refuses. Every
 stage may read it (``core``).
 
@@ -34,10 +36,35 @@ from typing import Any
 
 __all__ = [
     "CACHE_TTL_OPTION",
+    "MAX_INSTRUCTIONS_BYTES",
+    "MAX_RESPONSE_BYTES",
+    "MAX_RESPONSE_LINE_BYTES",
     "ONE_HOUR_POLICIES",
     "one_hour_ttl_refusal",
     "settings_problems",
 ]
+
+MIB = 1024 * 1024
+
+# -- size limits of text inputs that no caller configures (docs/limits.md) ---------------
+#
+# Every text input has a size limit, refused with a LimitError before anything is held
+# whole or saved. Those a conversation checks are the fields of
+# ``prefixlock.runtime.limits.Limits`` (an agent server passes its own); these are fixed
+# where the input is read.
+
+#: A whole (non-streamed) response body, and the bytes of one streamed response: what a
+#: reader takes in at most. The largest model output (128k output tokens, about 0.5 MiB of
+#: text, with its reasoning and usage) is far below it; a stream's bytes repeat the text
+#: in their framing (SSE ``data:`` lines of JSON), hence the room.
+MAX_RESPONSE_BYTES = 32 * MIB
+#: One SSE line, and the data one event joins from its lines: an event is one JSON
+#: object, at most the whole response (OpenAI Responses' ``response.completed``).
+#: Bedrock's binary frames have the event-stream spec's own bound (24 MiB payload).
+MAX_RESPONSE_LINE_BYTES = 16 * MIB
+#: The compiled instructions (UTF-8): what every request repeats, checked at build and
+#: when a built bundle is loaded. Real agents' instructions are tens of KiB.
+MAX_INSTRUCTIONS_BYTES = 1 * MIB
 
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"

@@ -12,6 +12,8 @@ import calendar
 import re
 from datetime import datetime
 
+from .secrets import quoted
+
 __all__ = ["seconds", "stamp_problem", "timestamp_problem"]
 
 _RFC3339 = re.compile(
@@ -26,7 +28,8 @@ def timestamp_problem(text: str) -> str | None:
     a leap second) and offsets."""
     match = _RFC3339.fullmatch(text)
     if match is None:
-        return f"{text!r} is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
+        # quoted with its secrets redacted: an error is printed and logged
+        return f"{quoted(text)} is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
     year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
     if not 1 <= month <= 12:
         return f"{text!r}: month {month:02d} is not 01 to 12"
@@ -44,7 +47,7 @@ def timestamp_problem(text: str) -> str | None:
 def stamp_problem(value: object) -> str | None:
     """:func:`timestamp_problem` for a value of any type (a timestamp is a string)."""
     if not isinstance(value, str):
-        return f"expected an RFC 3339 string, got {value!r}"
+        return f"expected an RFC 3339 string, got {quoted(value)}"
     return timestamp_problem(value)
 
 

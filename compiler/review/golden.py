@@ -2,9 +2,12 @@
 
 A case is ``golden/<case>/scenario.yaml`` beside ``<provider>/0001.json`` ... (the exact
 bytes every model call POSTs) and ``calls.md`` (the readable form). :func:`check_golden`
-replays every case for every provider and compares byte for byte; a difference names
-the file, the first differing byte offset with the bytes around it, the JSON path of the
-first difference and a short diff of the pretty-printed JSON (wire key order kept).
+replays every case for every provider and compares byte for byte; a difference is one
+:func:`finding`: a line naming the file (case, provider, call), the JSON path of the first
+difference and its byte offset, then a short window of each side there (control
+characters escaped), so that one edit of a spec prints a readable page, not every body
+twice. :func:`report` is the whole-body form (``--full``): a unified diff of the
+pretty-printed JSON (wire key order kept).
 Each ``calls.md`` records the bundle digest it was built from (its root section);
 :func:`stale_bundle` says when that is not the bundle the specs build, naming the lock.
 :func:`update_golden` rewrites what differs (each provider folder swapped in whole, each
@@ -38,9 +41,10 @@ from ..core.canonical import Ordered
 from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
+from .built import UPDATE, check_bundles, stale_lock
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
-from .scenario import golden_scenarios, load_scenario, scenario_files
+from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
 
 __all__ = [
     "CALLS_MD",
@@ -50,6 +54,7 @@ __all__ = [
     "check_golden",
     "expected_case",
     "file_problems",
+    "finding",
     "folder_problems",
     "pretty_body",
     "report",
@@ -60,11 +65,11 @@ __all__ = [
 CALLS_MD = "calls.md"
 SCENARIO = "scenario.yaml"
 GOLDEN = "golden"
-UPDATE = "`prefixlock golden --update`"
-#: At most this many lines of unified diff per differing file.
-MAX_DIFF_LINES = 40
-#: Bytes shown on each side of the first difference.
+#: Bytes shown on each side of the first difference by :func:`report`.
 SNIPPET = 40
+#: Bytes a :func:`finding` shows before the first difference, and from it on.
+BEFORE = 32
+AFTER = 48
 
 #: What an interrupted update leaves in a case folder (:mod:`prefixlock.core.atomic`
 #: names: tempfile's random part is made of a-z, 0-9 and _).
@@ -145,12 +150,34 @@ class CaseGolden:
     lock: str | None = None  # the digest the spec root's lock file records
     bundle_root: Path | None = None  # the folder holding the scenario's bundle
 
-    def problems(self) -> list[str]:
+    def problems(self, *, full: bool = False) -> list[str]:
+        """Each differing file's :func:`finding` (``full``: its whole-body :func:`report`)."""
         found: list[str] = []
         for name, bodies in self.bodies.items():
-            found += folder_problems(self.folder / name, bodies)
-        found += file_problems(self.folder / CALLS_MD, self.page)
+            found += folder_problems(self.folder / name, bodies, full=full)
+        found += file_problems(self.folder / CALLS_MD, self.page, full=full)
         return [f"{self.folder.name}/{problem}" for problem in found]
+
+    def changed_files(self) -> list[str]:
+        """The files an update rewrites, adds or removes, relative to the case folder
+        (``anthropic/0002.json``, ``calls.md``), in folder order."""
+        found: list[str] = []
+        for name, bodies in self.bodies.items():
+            folder = self.folder / name
+            expected = {f"{n:04d}.json": data for n, data in enumerate(bodies, 1)}
+            present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            for file in sorted(expected.keys() | present):
+                path = folder / file
+                if (
+                    file not in expected
+                    or not path.is_file()
+                    or path.read_bytes() != expected[file]
+                ):
+                    found.append(f"{name}/{file}")
+        page = self.folder / CALLS_MD
+        if not page.is_file() or page.read_bytes() != self.page:
+            found.append(CALLS_MD)
+        return found
 
     def write(self) -> None:
         write_bodies(self.bodies, self.folder)
@@ -176,10 +203,14 @@ class GoldenReport:
     strays: tuple[str, ...] = ()
     #: leftovers of an interrupted update that ``update`` removed
     removed: tuple[str, ...] = ()
+    #: the cases' spec roots whose lock records another bundle than they build
+    locks: tuple[str, ...] = ()
+    #: per updated case (``update``), the files rewritten, added or removed
+    changed: tuple[tuple[str, ...], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.bundles and not self.strays
+        return not self.problems and not self.bundles and not self.strays and not self.locks
 
 
 def stale_bundle(
@@ -200,13 +231,25 @@ def stale_bundle(
     records = f"the lock records {lock}" if lock is not None else "no lock"
     return (
         f"{case} was built from bundle {recorded}, the specs build {built} ({records});"
-        f" run `prefixlock build` and {UPDATE}"
+        f" run {UPDATE}"
     )
 
 
 def expected_case(scenario_path: Path) -> CaseGolden:
     """Replay one case for every provider."""
-    scenario = load_scenario(scenario_path)
+    return _expected(load_scenario(scenario_path))
+
+
+def _loaded(files: Sequence[Path]) -> list[Scenario]:
+    """The cases' scenarios, after the build's template check of their bundles (a
+    template error ``build`` rejects fails here too, even where no case renders it)."""
+    scenarios = [load_scenario(path) for path in files]
+    check_bundles(scenario.bundle for scenario in scenarios)
+    return scenarios
+
+
+def _expected(scenario: Scenario) -> CaseGolden:
+    scenario_path = scenario.path
     calls = replay(scenario)
     bodies = serialize_calls(calls, registry.NAMES)
     page = render_calls(scenario, calls, bodies).encode("utf-8")
@@ -249,22 +292,35 @@ def _strays(cases: Sequence[CaseGolden], suites: Sequence[Path]) -> list[Stray]:
     return found
 
 
-def check_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> GoldenReport:
+def check_golden(
+    paths: Sequence[Path] = (), *, root: Path = Path("."), full: bool = False
+) -> GoldenReport:
     """Compare every case's golden files with a fresh replay, and report what lies in
-    the golden folders but belongs to no case; writes nothing."""
+    the golden folders but belongs to no case; writes nothing. Each differing file is a
+    bounded :func:`finding`; ``full``: a whole-body :func:`report`."""
     files, suites = _cases(paths, root)
     problems: list[str] = []
     bundles: list[str] = []
     cases = []
-    for path in files:
-        case = expected_case(path)
+    for scenario in _loaded(files):
+        case = _expected(scenario)
         stale = case.stale_bundle()
         bundles += [stale] if stale is not None else []
-        problems += case.problems()
+        problems += case.problems(full=full)
         cases.append(case)
     strays = tuple(stray.problem for stray in _strays(cases, suites))
+    locks: list[str] = []
+    for root in dict.fromkeys(case.bundle_root for case in cases if case.bundle_root):
+        built = next(case.built for case in cases if case.bundle_root == root)
+        stale = stale_lock(root, built)
+        locks += [stale] if stale is not None else []
     return GoldenReport(
-        tuple(str(p.parent) for p in files), tuple(problems), (), tuple(bundles), strays
+        tuple(str(p.parent) for p in files),
+        tuple(problems),
+        (),
+        tuple(bundles),
+        strays,
+        locks=tuple(locks),
     )
 
 
@@ -276,7 +332,7 @@ def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> Gold
     Every case is replayed before anything is written: a scenario error writes nothing.
     """
     files, suites = _cases(paths, root)
-    expected = [expected_case(path) for path in files]
+    expected = [_expected(scenario) for scenario in _loaded(files)]
     strays = _strays(expected, suites)
     removed = []
     for stray in strays:
@@ -284,13 +340,22 @@ def update_golden(paths: Sequence[Path] = (), *, root: Path = Path(".")) -> Gold
             stray.remove()
             removed.append(str(stray.path))
     updated = []
+    changed = []
     for case in expected:
-        if case.problems():
+        differ = case.changed_files()
+        if differ:
             case.write()
             updated.append(str(case.folder))
+            changed.append(tuple(differ))
     kept = tuple(stray.problem for stray in strays if not stray.leftover)
     return GoldenReport(
-        tuple(str(c.folder) for c in expected), (), tuple(updated), (), kept, tuple(removed)
+        tuple(str(c.folder) for c in expected),
+        (),
+        tuple(updated),
+        (),
+        kept,
+        tuple(removed),
+        changed=tuple(changed),
     )
 
 
@@ -362,8 +427,62 @@ def _lines(data: bytes, parsed: Any) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
+#: What the window of a finding shows escaped: C0 and C1 controls, DEL, and the
+#: bidirectional overrides that reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(text: str) -> str:
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0], f"\\u{ord(m[0]):04x}"), text)
+
+
+def _text(data: bytes, start: int, end: int) -> str:
+    """``data[start:end]`` as text, both ends moved off the middle of a UTF-8 character
+    (a continuation byte is ``10xxxxxx``), control characters escaped."""
+    start, end = max(0, start), min(len(data), end)
+    while 0 < start < len(data) and data[start] & 0xC0 == 0x80:
+        start -= 1
+    while 0 < end < len(data) and data[end] & 0xC0 == 0x80:
+        end -= 1
+    return _escaped(data[start:end].decode("utf-8", errors="replace"))
+
+
+def _window(data: bytes, offset: int) -> str:
+    """The bytes around ``offset``: :data:`BEFORE` before it, :data:`AFTER` from it,
+    with an ellipsis where the body goes on."""
+    head = "\u2026" if offset > BEFORE else ""
+    tail = "\u2026" if offset + AFTER < len(data) else ""
+    return f"'{head}{_text(data, offset - BEFORE, offset + AFTER)}{tail}'"
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def finding(name: str, expected: bytes, actual: bytes) -> list[str]:
+    """Why ``actual`` is not ``expected`` in three bounded lines (none if they are
+    equal): where (``name``, the JSON path or, for text, the line, the byte offset and
+    both sizes), then a short window of each side at the first differing byte."""
+    offset = first_difference(expected, actual)
+    if offset is None:
+        return []
+    a, b = _parse(expected), _parse(actual)
+    if a is not _NOT_JSON and b is not _NOT_JSON:
+        where = f"at {json_difference(a, b)}, byte {offset}"
+    else:
+        where = f"at line {_line_of(expected, offset)}, byte {offset}"
+    return [
+        f"{name}: differs {where} (golden {len(expected)} bytes, replayed {len(actual)})",
+        f"  golden:   {_window(expected, offset)}",
+        f"  replayed: {_window(actual, offset)}",
+    ]
+
+
 def report(name: str, expected: bytes, actual: bytes) -> str:
-    """Why ``actual`` is not ``expected``, for a person (empty if they are equal)."""
+    """Why ``actual`` is not ``expected`` in full (empty if they are equal): the offset,
+    the bytes around it, the JSON path and a unified diff of the whole pretty-printed
+    bodies (``golden --check --full``; unbounded, as a body is)."""
     offset = first_difference(expected, actual)
     if offset is None:
         return ""
@@ -377,37 +496,52 @@ def report(name: str, expected: bytes, actual: bytes) -> str:
     a, b = _parse(expected), _parse(actual)
     if a is not _NOT_JSON and b is not _NOT_JSON:
         out.append(f"  JSON path: {json_difference(a, b)}")
-    diff = list(
-        difflib.unified_diff(
-            _lines(expected, a), _lines(actual, b), "golden", "replayed", n=2, lineterm=""
-        )
+    diff = difflib.unified_diff(
+        _lines(expected, a), _lines(actual, b), "golden", "replayed", n=2, lineterm=""
     )
-    if len(diff) > MAX_DIFF_LINES:
-        diff = [*diff[:MAX_DIFF_LINES], f"... ({len(diff) - MAX_DIFF_LINES} more diff lines)"]
     out.extend(f"  {line}" for line in diff)
     return "\n".join(out)
 
 
-def folder_problems(folder: Path, bodies: Sequence[bytes]) -> list[str]:
-    """Problems of ``folder`` holding exactly ``0001.json`` ... for ``bodies``."""
+def folder_problems(folder: Path, bodies: Sequence[bytes], *, full: bool = False) -> list[str]:
+    """Problems of ``folder`` holding exactly ``0001.json`` ... for ``bodies``: per
+    differing file its :func:`finding` (``full``: its :func:`report`). A file whose
+    divergence shows the same windows as the previous one in the folder says so in
+    its one line instead of repeating them."""
     expected_names = [f"{n:04d}.json" for n in range(1, len(bodies) + 1)]
     present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     problems = [
         f"{folder.name}/{name}: stale golden file" for name in present if name not in expected_names
     ]
+    previous: tuple[str, list[str]] | None = None  # the last file's name and windows
     for name, data in zip(expected_names, bodies, strict=True):
         path = folder / name
         if not path.is_file():
             problems.append(f"{folder.name}/{name}: missing golden file")
             continue
-        problem = report(f"{folder.name}/{name}", path.read_bytes(), data)
-        if problem:
-            problems.append(problem)
+        golden = path.read_bytes()
+        if full:
+            problem = report(f"{folder.name}/{name}", golden, data)
+            if problem:
+                problems.append(problem)
+            continue
+        lines = finding(f"{folder.name}/{name}", golden, data)
+        if not lines:
+            continue
+        if previous is not None and previous[1] == lines[1:]:
+            problems.append(f"{lines[0]}; the same bytes differ as in {previous[0]}")
+        else:
+            problems.append("\n".join(lines))
+            previous = (name, lines[1:])
     return problems
 
 
-def file_problems(path: Path, data: bytes) -> list[str]:
+def file_problems(path: Path, data: bytes, *, full: bool = False) -> list[str]:
     if not path.is_file():
         return [f"{path.name}: missing golden file"]
-    problem = report(path.name, path.read_bytes(), data)
+    golden = path.read_bytes()
+    if full:
+        problem = report(path.name, golden, data)
+    else:
+        problem = "\n".join(finding(path.name, golden, data))
     return [problem] if problem else []

@@ -52,6 +52,7 @@ from ..core.resources import python_module_command
 from ..core.timestamps import seconds
 from ..providers.gemini import Gemini
 from . import processes
+from .built import check_bundles, stale_locks
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, tool_file_order
 from .replay import (
@@ -121,10 +122,12 @@ class Report:
     rows: tuple[Row, ...]
     failures: tuple[Failure, ...]
     tokenizer: str
+    #: the scenarios' spec roots whose lock records another bundle than they build
+    stale_locks: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and not self.stale_locks
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +135,7 @@ class Report:
             "tokenizer": self.tokenizer,
             "results": [row.to_json() for row in self.rows],
             "failures": [failure.to_json() for failure in self.failures],
+            "stale_locks": list(self.stale_locks),
         }
 
     def table(self) -> str:
@@ -636,6 +640,7 @@ def verify(
     if not files:
         raise UsageError("no scenarios: golden/*/scenario.yaml is empty; pass PATH")
     scenarios = [load_scenario(path) for path in files]
+    check_bundles(s.bundle for s in scenarios)
     tell = listener if listener is not None else Listener()
     tell.started([scenario_label(s.path) for s in scenarios], names)
     rows: list[Row] = []
@@ -676,4 +681,5 @@ def verify(
             tell.case_done(found_rows, failed)
             rows += found_rows
             failures += failed
-    return Report(tuple(rows), tuple(failures), get_tokenizer(tokenizer).name)
+    locks = stale_locks((s.bundle_root, s.bundle) for s in scenarios)
+    return Report(tuple(rows), tuple(failures), get_tokenizer(tokenizer).name, tuple(locks))

@@ -38,8 +38,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, overload
 
+from ..core.admit import blank, drop_blank_texts
 from ..core.errors import HistoryError, SerializationError
-from ..core.messages import CanonicalMessage, Part, TextPart
+from ..core.messages import CanonicalMessage
+from ..core.secrets import quoted
 from ..providers import Provider, get
 
 __all__ = ["EMPTY_TOOL_OUTPUT", "Admission", "drop_blank_texts", "require_text", "tool_output"]
@@ -48,14 +50,11 @@ __all__ = ["EMPTY_TOOL_OUTPUT", "Admission", "drop_blank_texts", "require_text",
 EMPTY_TOOL_OUTPUT = "(no output)"
 
 
-def blank(text: str) -> bool:
-    """Empty or whitespace-only (``str.strip`` semantics, as the services judge it)."""
-    return not text.strip()
-
-
 def require_str(value: Any, field: str) -> str:
     if not isinstance(value, str):
-        raise HistoryError(f"{field}: expected a string, got {type(value).__name__} {value!r}")
+        raise HistoryError(
+            f"{field}: expected a string, got {type(value).__name__} {quoted(value)}"
+        )
     return value
 
 
@@ -74,24 +73,6 @@ def tool_output(value: Any, field: str) -> str:
     """A tool output, with normalization rule 1 applied."""
     text = require_str(value, field)
     return EMPTY_TOOL_OUTPUT if blank(text) else text
-
-
-def drop_blank_texts(parts: Sequence[Part], field: str) -> tuple[Part, ...]:
-    """Assistant parts with normalization rule 2 applied; refuses output that would be
-    left with no part."""
-    kept = tuple(
-        p
-        for p in parts
-        if not (isinstance(p, TextPart) and blank(p.text) and p.thought_signature is None)
-    )
-    if not kept:
-        if parts:
-            raise HistoryError(
-                f"{field}: assistant output has only empty or whitespace-only text; "
-                "Anthropic and Bedrock refuse blank text blocks"
-            )
-        raise HistoryError("assistant output has no parts")
-    return kept
 
 
 class _Joined(Sequence[CanonicalMessage]):

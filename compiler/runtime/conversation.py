@@ -32,11 +32,13 @@ from ..core.errors import (
     CheckpointRaceError,
     ConflictError,
     HistoryError,
+    LimitError,
     UnknownCallError,
     UnknownNameError,
     UsageError,
     require_type,
 )
+from ..core.limits import MAX_INSTRUCTIONS_BYTES
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -65,7 +67,7 @@ from .calling import AsyncModelClient, ModelClient
 from .context import render_request_context, render_runtime
 from .failover import opaque_providers, retarget
 from .history import EventInfo, History
-from .limits import Limits
+from .limits import Limits, utf8_size
 from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
@@ -123,6 +125,12 @@ class Conversation:
         require_type(conversation_id, str, "Conversation.open conversation_id")
         if limits is not None:
             require_type(limits, Limits, "Conversation.open limits")
+        size = utf8_size(bundle.instructions)
+        if size > MAX_INSTRUCTIONS_BYTES:  # a bundle built elsewhere: the build refuses it
+            raise LimitError(
+                f"bundle {bundle.digest}: the instructions are {size} bytes, over the limit "
+                f"of {MAX_INSTRUCTIONS_BYTES} bytes"
+            )
         root = Root(
             conversation_id=conversation_id,
             bundle_digest=bundle.digest,
@@ -423,12 +431,12 @@ class Conversation:
             message = CanonicalMessage.create(
                 f"event:{eid}", MessageKind.EVENT, Role.USER, (TextPart(text),)
             )
-            self._admit((message,), f"{request.kind} event {eid!r}")
+            admitted = self._admit((message,), f"{request.kind} event {eid!r}")
             record = Record(
                 h.seq + 1,
                 RecordType.EVENT,
                 eid,
-                (message,),
+                admitted,
                 request.digest,
                 timestamp=request.timestamp,
             )
@@ -458,6 +466,9 @@ class Conversation:
         else:
             changed = True
         if request.compact_summary is not None:
+            self.limits.check_summary(
+                f"event {eid!r}: compact.summary", utf8_size(request.compact_summary)
+            )
             # Automatic compaction: latest context (same identity and content), then the
             # summary, then this turn's initial messages -- in that fixed order.
             summary = CanonicalMessage.create(
@@ -470,20 +481,20 @@ class Conversation:
                     ),
                 ),
             )
-            self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
+            admitted = self._admit((context, summary, runtime), f"user event {eid!r}", reset=True)
             return Record(
                 h.seq + 1,
                 RecordType.USER,
                 eid,
-                (context, summary, runtime),
+                admitted,
                 request.digest,
                 True,
                 timestamp=request.timestamp,
             )
         messages = (context, runtime) if changed else (runtime,)
-        self._admit(messages, f"user event {eid!r}")
+        admitted = self._admit(messages, f"user event {eid!r}")
         return Record(
-            h.seq + 1, RecordType.USER, eid, messages, request.digest, timestamp=request.timestamp
+            h.seq + 1, RecordType.USER, eid, admitted, request.digest, timestamp=request.timestamp
         )
 
     def _assistant(
@@ -537,9 +548,13 @@ class Conversation:
                 return repeated
             raise HistoryError("assistant output without a pending model call")
         parts = drop_blank_texts(parts, "assistant output")
+        self.limits.check_assistant_text(
+            sum(utf8_size(p.text) for p in parts if isinstance(p, TextPart))
+        )
         seen: set[str] = set()
         for part in parts:
             if isinstance(part, ToolCallPart):
+                self.limits.check_tool_arguments(part.call_id, utf8_size(part.arguments))
                 if part.call_id in h.call_ids or part.call_id in seen:
                     raise HistoryError(f"tool call id {part.call_id!r} was already used")
                 seen.add(part.call_id)
@@ -586,9 +601,7 @@ class Conversation:
         parts = tuple(_result_part(r, i) for i, r in enumerate(results))
         for part in parts:  # types checked and blanks normalized: now their content
             ToolResult(part.call_id, part.output, part.is_error).check()
-            output = part.output
-            size = len(output) if output.isascii() else len(output.encode("utf-8", "replace"))
-            self.limits.check_tool_output(part.call_id, size)
+            self.limits.check_tool_output(part.call_id, utf8_size(part.output))
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
         eid = f"tool-results:{parts[0].call_id}"
@@ -613,9 +626,9 @@ class Conversation:
             raise HistoryError(
                 f"tool results must answer every pending call; missing: {', '.join(missing)}"
             )
-        self._admit((message,), f"tool results {eid!r}")
+        admitted = self._admit((message,), f"tool results {eid!r}")
         self._append(
-            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, (message,), digest, timestamp=timestamp)
+            Record(h.seq + 1, RecordType.TOOL_RESULTS, eid, admitted, digest, timestamp=timestamp)
         )
         return h.project()
 
@@ -627,26 +640,46 @@ class Conversation:
                 f"{', '.join(sorted(h.pending_calls))} have no results"
             )
         text = require_text(summary, "compact summary")
+        self.limits.check_summary("compact summary", utf8_size(text))
         epoch = h.epoch + 1
         message = CanonicalMessage.create(
             f"summary:{epoch}", MessageKind.SUMMARY, Role.USER, (TextPart(text),)
         )
-        self._admit((message,), f"compaction {message.id!r}", reset=True)
+        admitted = self._admit((message,), f"compaction {message.id!r}", reset=True)
         self._append(
-            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", (message,), reset=True)
+            Record(h.seq + 1, RecordType.COMPACT, f"compact:{epoch}", admitted, reset=True)
         )
 
     def _admit(
         self, messages: Sequence[CanonicalMessage], field: str, *, reset: bool = False
-    ) -> None:
-        """Refuse ``messages`` (before any record is written) if a provider of the
-        root's settings would refuse them appended to the current epoch (or, with
-        ``reset``, starting a new one)."""
+    ) -> tuple[CanonicalMessage, ...]:
+        """The messages to store: the user-content funnel applied (:meth:`_user_content`),
+        then refused (before any record is written) if a provider of the root's settings
+        would refuse them appended to the current epoch (or, with ``reset``, starting a
+        new one). Every record's messages come from here, so no appending operation can
+        skip redaction or admission."""
+        admitted = tuple(self._user_content(m) for m in messages)
         if self._admission is None:
             root = self.history.root
             self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
         earlier = () if reset else self.history.messages
-        self._admission.check(messages, earlier, field)
+        self._admission.check(admitted, earlier, field)
+        return admitted
+
+    def _user_content(self, message: CanonicalMessage) -> CanonicalMessage:
+        """The one funnel of ``secrets: {user_content: redact}`` for stored messages:
+        under the policy, every text of a message whose content is the caller's own
+        (:data:`USER_CONTENT_KINDS`: events, compaction summaries, tool results) is
+        redacted, whichever operation made it. (A request's fields are redacted as the
+        request arrives, :func:`redact_user_content`, since the runtime message is
+        rendered from them and a retry is matched by their digest; redaction is
+        idempotent, so a text redacted there passes here unchanged.)"""
+        if not self.bundle.redact_user_content or message.kind not in USER_CONTENT_KINDS:
+            return message
+        parts = tuple(_redacted_part(p) for p in message.parts)
+        if parts == message.parts:
+            return message
+        return CanonicalMessage.create(message.id, message.kind, message.role, parts)
 
     def _retried(self, event_id: str, digest: str) -> ModelRequest | None:
         """The original request of an already delivered event, or None if it is new."""
@@ -768,6 +801,19 @@ def user_request(
 _TURN_STARTS = frozenset(
     {MessageKind.REQUEST_CONTEXT, MessageKind.RUNTIME, MessageKind.EVENT, MessageKind.SUMMARY}
 )
+
+#: Message kinds whose texts are the caller's own content (redacted under
+#: ``secrets: {user_content: redact}``, :meth:`Conversation._user_content`).
+USER_CONTENT_KINDS = frozenset({MessageKind.EVENT, MessageKind.SUMMARY, MessageKind.TOOL_RESULT})
+
+
+def _redacted_part(part: Part) -> Part:
+    if isinstance(part, TextPart):
+        return attrs.evolve(part, text=redact_text(part.text))
+    if isinstance(part, ToolResultPart):
+        return attrs.evolve(part, output=redact_text(part.output))
+    return part
+
 
 #: The message part classes a caller may hand :meth:`Conversation.assistant`.
 PART_TYPES = (TextPart, ToolCallPart, OpaquePart, ImagePart)

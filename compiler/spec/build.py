@@ -37,7 +37,7 @@ from typing import Any
 from ..core import canonical
 from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
-from ..core.limits import settings_problems
+from ..core.limits import MAX_INSTRUCTIONS_BYTES, settings_problems
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.names import hint
 from ..core.resources import example_dir
@@ -444,6 +444,18 @@ def _agent_files(
     name = b.path(doc, ("instructions",))
     if name is not None:
         instructions = b.text(name)
+        size = 0 if instructions is None else len(instructions.encode("utf-8", "replace"))
+        if size > MAX_INSTRUCTIONS_BYTES:  # every request repeats them (docs/limits.md)
+            b.add(
+                [
+                    SpecError(
+                        Location(name),
+                        "",
+                        f"the instructions are {size} bytes, over the limit of "
+                        f"{MAX_INSTRUCTIONS_BYTES} bytes",
+                    )
+                ]
+            )
     declared = frozenset(_declared_fields(doc))
     name = b.path(doc, ("context_template",))
     if name is not None:

@@ -48,6 +48,7 @@ from ..core.errors import Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path, type_name
 from ..core.names import closest, hint
 from ..core.resources import schema_file
+from ..core.secrets import quoted
 from .loader import LoadedDocument
 
 __all__ = [
@@ -285,7 +286,7 @@ def check_document(doc: LoadedDocument, schema_name: str) -> None:
 def _show(value: Any) -> str:
     """A value in a message: strings quoted (shortened), containers by their type."""
     if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
+        return quoted(value, 60)  # secrets redacted: an error is printed and logged
     if value is None or isinstance(value, bool | int | float):
         return json.dumps(value)
     return type_name(value)

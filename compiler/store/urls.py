@@ -16,7 +16,10 @@ as libpq reads it: the userinfo ends at the first ``@`` met before any ``/`` (a 
 parameter's name is percent-decoded (``pass%77ord=`` is ``password=``) and its value runs
 to the next ``&`` (``#`` has no meaning to libpq). An unencoded ``@`` in the password
 (``u:p@ss@h``, whose password libpq ends at the first ``@``) is hidden up to the last ``@``
-before the host's end.
+before the query (``u:p@w/x@h/db``: ``/`` included); so is an unencoded ``/`` in it
+(``u:pa/ss@h/db``, which libpq reads as host ``u``, port ``pa`` and database
+``ss@h/db``): everything from the first ``:`` to the last ``@`` before the query. Each
+piece of such a password is scrubbed from a server's messages (:func:`url_password`).
 """
 
 from __future__ import annotations
@@ -69,12 +72,25 @@ def _split_url(url: str) -> tuple[str, str | None, list[str], str, str | None]:
     user: str | None = None
     passwords: list[str] = []
     at = _first(tail, "@/")
+    slash, end = tail.find("/"), _first(tail, "?")
+    last = tail.rfind("@", 0, end)
+    if tail[at : at + 1] == "/" and last > slash and ":" in tail[:slash]:
+        # An unencoded '/' in the password ("u:pa/ss@h/db"): libpq reads "u" as the host,
+        # "pa" as the port and "ss@h/db" as the database, and may quote any of them in an
+        # error; the author meant a password up to the last '@', which is hidden whole.
+        user, _, password = tail[:last].partition(":")
+        passwords = [password, password[: password.find("/")]]
+        host, mark, query = tail[last + 1 :].partition("?")
+        return f"{head}://", user, passwords, host, query if mark else None
     if tail[at : at + 1] == "@":  # libpq: the userinfo ends at the first '@' before a '/'
         userinfo, rest = tail[:at], tail[at + 1 :]
         user, colon, password = userinfo.partition(":")
         if colon:
             passwords = [password]
-            last = rest.rfind("@", 0, _first(rest, "/?"))  # an unencoded '@' in the password
+            # an unencoded '@' in the password, a '/' after it too ("p@w/x@h/db"): hidden
+            # up to the last '@' before the query (a database name holding an '@' is
+            # hidden with it: a name shown short beats a password shown)
+            last = rest.rfind("@", 0, _first(rest, "?"))
             if last != -1:
                 passwords.insert(0, f"{password}@{rest[:last]}")
                 rest = rest[last + 1 :]
@@ -121,6 +137,9 @@ def url_password(target: str) -> list[str]:
     _, _, found, _, query = _split_url(target)
     if query is not None:
         found += [value for _, value, secret in _params(query) if secret]
+    # libpq reads a password holding an unencoded '@' or '/' as pieces of the host, port
+    # and database names, and may quote any of them in an error: each piece is scrubbed
+    found += [piece for v in found for piece in re.split("[@/]", v)]
     values = {v for v in found if v} | {unquote(v) for v in found if v}
     return sorted(values, key=lambda v: (-len(v), v))
 

@@ -10,9 +10,11 @@ Block mapping (docs.anthropic.com/en/api/messages, "content"), in model order:
                                its text still counts in ``ModelOutput.text``)
 ``tool_use``                   :class:`ToolCallPart` (``id``, ``name``, canonical JSON
                                of ``input``)
-anything else                  :class:`OpaquePart` ``anthropic``: the block as received
-                               (``thinking`` with ``signature``, ``redacted_thinking``,
-                               server tool blocks), sent back verbatim
+``thinking``, ``redacted_thinking``, :class:`OpaquePart` ``anthropic``: the block as received,
+server tool blocks             sent back verbatim (checked against the request schema:
+                               a thinking block needs its signature)
+anything else                  refused (:class:`ResponseError`): a type this reader does
+                               not know is never kept nor dropped
 =============================  =======================================================
 
 Stream (docs.anthropic.com/en/api/messages-streaming): ``message_start`` carries the
@@ -40,7 +42,9 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    member,
     one_output,
+    only,
     opaque,
     output,
     text,
@@ -73,10 +77,96 @@ DELTA_FIELDS: Mapping[str, tuple[str, str]] = {
 _INPUT_WRAPPER = 3
 
 
-def _part(block: Mapping[str, Any]) -> Part:
+#: Each citation type a cited text block may carry, and its members: exactly those of
+#: the request's ``TextCitationParam`` (anthropic-sdk-python ``types/citation_*_param.py``),
+#: since the block is sent back as received. (str, int or None-able str per member.)
+CITATIONS: Mapping[str, Mapping[str, tuple[type[Any], ...]]] = {
+    "char_location": {
+        "cited_text": (str,),
+        "document_index": (int,),
+        "document_title": (str, type(None)),
+        "start_char_index": (int,),
+        "end_char_index": (int,),
+    },
+    "page_location": {
+        "cited_text": (str,),
+        "document_index": (int,),
+        "document_title": (str, type(None)),
+        "start_page_number": (int,),
+        "end_page_number": (int,),
+    },
+    "content_block_location": {
+        "cited_text": (str,),
+        "document_index": (int,),
+        "document_title": (str, type(None)),
+        "start_block_index": (int,),
+        "end_block_index": (int,),
+    },
+    "web_search_result_location": {
+        "cited_text": (str,),
+        "encrypted_index": (str,),
+        "title": (str, type(None)),
+        "url": (str,),
+    },
+    "search_result_location": {
+        "cited_text": (str,),
+        "search_result_index": (int,),
+        "source": (str,),
+        "start_block_index": (int,),
+        "end_block_index": (int,),
+        "title": (str, type(None)),
+    },
+}
+
+#: Server tool blocks (``server_tool_use`` and the results of Anthropic-run tools), kept
+#: whole and sent back: checked for their type and the id that ties them together only
+#: (their content is the service's own).
+SERVER_BLOCKS: Mapping[str, str] = {
+    "server_tool_use": "id",
+    "mcp_tool_use": "id",
+    "web_search_tool_result": "tool_use_id",
+    "web_fetch_tool_result": "tool_use_id",
+    "code_execution_tool_result": "tool_use_id",
+    "bash_code_execution_tool_result": "tool_use_id",
+    "text_editor_code_execution_tool_result": "tool_use_id",
+    "tool_search_tool_result": "tool_use_id",
+    "mcp_tool_result": "tool_use_id",
+}
+
+_TEXT_KEYS = frozenset({"type", "text", "citations"})
+
+
+def _citation(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ResponseError(f"{where}: expected a citation object", retry_safe=False)
+    kind = value.get("type")
+    fields = CITATIONS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        raise ResponseError(f"{where}: unknown citation type {kind!r}", retry_safe=False)
+    only(value, frozenset({"type", *fields}), where)
+    for key, kinds in fields.items():
+        member(value, key, kinds, where)
+
+
+def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> Part:
+    """The part of one content block, its members checked against the wire schema (the
+    request's, for a block sent back as received) first: a block the Messages API would
+    refuse in the next request is a :class:`ResponseError`, never a part."""
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str) and not block.get("citations"):
-        return text(block["text"])  # no citations: an absent key, null or []
+    if not isinstance(kind, str):
+        raise ResponseError(f"{where}: a content block without a type", retry_safe=False)
+    where = f"{where} {kind!r}"
+    if kind == "text":
+        value = member(block, "text", str, where)
+        citations = member(block, "citations", (list, type(None)), where, required=False)
+        only(block, _TEXT_KEYS, where)
+        if not citations:
+            return text(value)  # no citations: an absent key, null or []
+        if not value.strip():  # blank text blocks are refused (DESIGN, Providers)
+            raise ResponseError(f"{where}: a cited text is blank", retry_safe=False)
+        for i, citation in enumerate(citations):
+            _citation(citation, f"{where}.citations[{i}]")
+        return opaque(NAME, block)
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, dict)):
@@ -85,8 +175,26 @@ def _part(block: Mapping[str, Any]) -> Part:
                 retry_safe=False,
             )
         return tool_call(call_id, name, canonical.dumps(args))
-    if not isinstance(kind, str):
-        raise ResponseError("anthropic content block without a type", retry_safe=False)
+    if kind == "thinking":
+        # ThinkingBlockParam: thinking and signature required; a thinking block without
+        # its signature is refused when it is sent back
+        member(block, "thinking", str, where)
+        if not member(block, "signature", str, where):
+            raise ResponseError(f"{where}: the signature is empty", retry_safe=False)
+        only(block, frozenset({"type", "thinking", "signature"}), where)
+        return opaque(NAME, block)
+    if kind == "redacted_thinking":
+        if not member(block, "data", str, where):
+            raise ResponseError(f"{where}: the data is empty", retry_safe=False)
+        only(block, frozenset({"type", "data"}), where)
+        return opaque(NAME, block)
+    key = SERVER_BLOCKS.get(kind)
+    if key is None:
+        # A type this reader does not know could be anything, a mangled tool_use among
+        # them: dropping it would lose a call, keeping it would send the service a block
+        # it may refuse.
+        raise ResponseError(f"{where}: unknown content block type", retry_safe=False)
+    member(block, key, str, where)
     return opaque(NAME, block)
 
 
@@ -113,13 +221,21 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     )
 
 
+def _block(block: Any, index: int) -> Part:
+    if not isinstance(block, dict):
+        raise ResponseError(
+            f"anthropic content block {index}: expected an object", retry_safe=False
+        )
+    return _part(block, f"anthropic content block {index}")
+
+
 def _message(message: Mapping[str, Any], content: list[Any]) -> ModelOutput:
     raw_usage = message.get("usage")
     stop = message.get("stop_reason")
     model = message.get("model")
     return output(
         NAME,
-        [_part(block) for block in content],
+        [_block(block, i) for i, block in enumerate(content)],
         stop if isinstance(stop, str) else None,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
@@ -132,7 +248,7 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
     kind = error.get("type")
     return ResponseError(
         f"anthropic error {kind}: {error.get('message', '')}",
-        retry_safe=kind in RETRY_ERROR_TYPES,
+        retry_safe=isinstance(kind, str) and kind in RETRY_ERROR_TYPES,
         error_type=kind if isinstance(kind, str) else None,
     )
 
@@ -166,16 +282,25 @@ class AnthropicReader(Reader):
         except (ValueError, CanonicalJSONError, RecursionError):
             return False
         error = value.get("error") if isinstance(value, dict) else None
-        return isinstance(error, dict) and error.get("type") in RETRY_ERROR_TYPES
+        kind = error.get("type") if isinstance(error, dict) else None
+        return isinstance(kind, str) and kind in RETRY_ERROR_TYPES
 
 
 class AnthropicStream(SSEStreamReader):
-    """Blocks rebuilt at their ``index`` from start, deltas and stop."""
+    """Blocks rebuilt at their ``index`` from start, deltas and stop.
+
+    The deltas carry no sequence numbers, so a lost or repeated event is caught only
+    where the stream's grammar shows it (docs/providers.md, "Stream integrity"): a block
+    must start at the next index (0, 1, 2, ...), once; a delta or stop must name a
+    started block that has not stopped; every block must stop before ``message_stop``;
+    ``message_start`` comes once. A lost or repeated text delta inside a block cannot be
+    told from the model's own text."""
 
     def __init__(self) -> None:
         super().__init__()
         self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
+        self.stopped: set[int] = set()
         self.json: dict[int, list[str]] = {}
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "message_start": self.message_start,
@@ -192,6 +317,8 @@ class AnthropicStream(SSEStreamReader):
         kind = data.get("type", event.event)
         if kind == "error":
             raise _error(data)
+        if not isinstance(kind, str):
+            raise ResponseError("anthropic stream: an event type is not a string", retry_safe=False)
         handler = self.handlers.get(kind)
         if handler is None:
             return  # new event types are ignored, as the API versioning policy asks
@@ -200,6 +327,8 @@ class AnthropicStream(SSEStreamReader):
         handler(data)
 
     def message_start(self, data: dict[str, Any]) -> None:
+        if self.message is not None:
+            raise ResponseError("anthropic stream: a second message_start", retry_safe=False)
         message = data.get("message")
         if not isinstance(message, dict):
             raise ResponseError("anthropic message_start without a message", retry_safe=False)
@@ -212,6 +341,11 @@ class AnthropicStream(SSEStreamReader):
                 f"anthropic stream: {data.get('type')} for unknown block index {index!r}",
                 retry_safe=False,
             )
+        if index in self.stopped:
+            raise ResponseError(
+                f"anthropic stream: {data.get('type')} for block {index}, which has stopped",
+                retry_safe=False,
+            )
         return index, self.blocks[index]
 
     def block_start(self, data: dict[str, Any]) -> None:
@@ -220,26 +354,43 @@ class AnthropicStream(SSEStreamReader):
             raise ResponseError(
                 f"anthropic stream: bad content_block_start at index {index!r}", retry_safe=False
             )
+        if index != len(self.blocks):
+            raise ResponseError(
+                f"anthropic stream: content_block_start at index {index}, expected "
+                f"{len(self.blocks)} (an event is missing)",
+                retry_safe=False,
+            )
         self.blocks[index] = dict(block)
 
     def block_delta(self, data: dict[str, Any]) -> None:
         index, block = self._block(data)
         delta = data.get("delta")
-        delta = delta if isinstance(delta, dict) else {}
+        if not isinstance(delta, dict):
+            raise ResponseError(
+                f"anthropic stream: content_block_delta {index} without a delta", retry_safe=False
+            )
         kind = delta.get("type")
+        where = f"anthropic stream: block {index} {kind!r} delta"
         if kind == "input_json_delta":
-            self.json.setdefault(index, []).append(str(delta.get("partial_json", "")))
+            self.json.setdefault(index, []).append(member(delta, "partial_json", str, where))
         elif kind == "citations_delta":
-            block.setdefault("citations", None)
-            block["citations"] = [*(block["citations"] or ()), delta.get("citation")]
+            citation = member(delta, "citation", dict, where)
+            citations = block.get("citations")
+            block["citations"] = [*(citations if isinstance(citations, list) else ()), citation]
         elif isinstance(kind, str) and kind in DELTA_FIELDS:
             field, source = DELTA_FIELDS[kind]
-            block[field] = str(block.get(field) or "") + str(delta.get(source, ""))
+            before = block.get(field) or ""
+            if not isinstance(before, str):
+                raise ResponseError(
+                    f"{where}: the block's {field} is not a string", retry_safe=False
+                )
+            block[field] = before + member(delta, source, str, where)
         else:
             raise ResponseError(f"anthropic stream: unknown delta type {kind!r}", retry_safe=False)
 
     def block_stop(self, data: dict[str, Any]) -> None:
         index, block = self._block(data)
+        self.stopped.add(index)
         pieces = self.json.pop(index, None)
         if pieces is not None and "".join(pieces):
             block["input"] = load_object("".join(pieces).encode(), "anthropic tool_use input")
@@ -251,11 +402,26 @@ class AnthropicStream(SSEStreamReader):
             self.message.update(delta)
         update = data.get("usage")
         if isinstance(update, dict):
-            merged = dict(self.message.get("usage") or {})
+            before = self.message.get("usage")
+            merged = dict(before) if isinstance(before, dict) else {}
             merged.update({k: v for k, v in update.items() if v is not None})
             self.message["usage"] = merged
 
     def message_stop(self, data: dict[str, Any]) -> None:
+        assert self.message is not None
+        if self.message.get("stop_reason") is None:  # message_delta carries it, always
+            raise ResponseError(
+                "anthropic stream: message_stop without a stop reason (the message_delta "
+                "is missing)",
+                retry_safe=False,
+            )
+        open_blocks = sorted(set(self.blocks) - self.stopped)
+        if open_blocks:
+            raise ResponseError(
+                f"anthropic stream: message_stop before block {open_blocks[0]} stopped "
+                "(an event is missing)",
+                retry_safe=False,
+            )
         self.done = True
 
     def output(self) -> ModelOutput:

@@ -9,12 +9,29 @@ text block stays its own part, each tool call keeps its id and argument string.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ...core import canonical
-from ...core.errors import CanonicalJSONError, ResponseError
-from ...core.messages import OpaquePart, Part, TextPart, ToolCallPart
+from ...core.admit import drop_blank_texts, tool_call_part
+from ...core.errors import (
+    CanonicalJSONError,
+    HistoryError,
+    ResponseError,
+    ResponseLimitError,
+    SerializationError,
+)
+from ...core.limits import MAX_RESPONSE_BYTES
+from ...core.messages import (
+    CanonicalMessage,
+    MessageKind,
+    OpaquePart,
+    Part,
+    Role,
+    TextPart,
+    ToolCallPart,
+)
 from ...core.output import ModelOutput, Usage
 from .eventstream import Frame, FrameDecoder
 from .sse import Event, SSEDecoder
@@ -25,9 +42,13 @@ __all__ = [
     "Reader",
     "SSEStreamReader",
     "StreamReader",
+    "admit",
+    "base64_text",
     "count",
     "load_object",
+    "member",
     "one_output",
+    "only",
     "opaque",
     "pick",
     "text",
@@ -46,7 +67,16 @@ Listener = Callable[[str, bytes], None]
 
 
 class StreamReader:
-    """Feed a streamed response in chunks of any size; :meth:`result` once it ended."""
+    """Feed a streamed response in chunks of any size; :meth:`result` once it ended.
+
+    A stream is held to :data:`~prefixlock.core.limits.MAX_RESPONSE_BYTES` in all
+    (``max_bytes``): the chunk that passes it is refused with a
+    :class:`~prefixlock.core.errors.ResponseLimitError`."""
+
+    #: the most bytes one stream may bring (a test may lower it on an instance)
+    max_bytes: int = MAX_RESPONSE_BYTES
+    #: bytes fed so far
+    fed: int = 0
 
     #: called with every event before it is handled (a UI showing text as it arrives;
     #: ``prefixlock.http`` sets it from its ``on_event`` argument)
@@ -54,6 +84,14 @@ class StreamReader:
 
     def feed(self, chunk: bytes) -> None:
         raise NotImplementedError
+
+    def _count(self, chunk: bytes) -> None:
+        self.fed += len(chunk)
+        if self.fed > self.max_bytes:
+            raise ResponseLimitError(
+                f"the stream is over {self.max_bytes} bytes (the limit of a response)",
+                retry_safe=False,
+            )
 
     def result(self) -> ModelOutput:
         raise NotImplementedError
@@ -89,6 +127,7 @@ class SSEStreamReader(StreamReader):
         self.done = False
 
     def feed(self, chunk: bytes) -> None:
+        self._count(chunk)
         self._deliver(self._decoder.feed(chunk))
 
     def _deliver(self, events: list[Event]) -> None:
@@ -132,6 +171,7 @@ class EventStreamReader(StreamReader):
         self.done = False
 
     def feed(self, chunk: bytes) -> None:
+        self._count(chunk)
         for frame in self._decoder.feed(chunk):
             if self.listener is not None:
                 headers = frame.headers
@@ -165,10 +205,15 @@ class EventStreamReader(StreamReader):
 def pick(name: str, outputs: list[Any], candidate: int | None, what: str) -> Any:
     """The output at index ``candidate`` (an item's own ``index`` field, else its
     position), or the only one when ``candidate`` is ``None``."""
-    indexed = {
-        item.get("index", i) if isinstance(item, dict) else i: item
-        for i, item in enumerate(outputs)
-    }
+    indexed: dict[int, Any] = {}
+    for i, item in enumerate(outputs):
+        index = item.get("index", i) if isinstance(item, dict) else i
+        if type(index) is not int:
+            raise ResponseError(
+                f"{name} response: the index of {what[:-1]} {i} is not an integer",
+                retry_safe=False,
+            )
+        indexed[index] = item
     if candidate is None:
         if len(outputs) > 1:
             raise ResponseError(
@@ -198,7 +243,8 @@ def one_output(name: str, candidate: int | None) -> None:
 
 
 def load_object(body: bytes, what: str = "response", *, wrapper: int = 0) -> dict[str, Any]:
-    """A JSON object, or a :class:`ResponseError` that is not retry-safe.
+    """A JSON object, or a :class:`ResponseError` that is not retry-safe (a
+    :class:`ResponseLimitError` past :data:`MAX_RESPONSE_BYTES`, before it is parsed).
 
     It may nest :data:`~prefixlock.core.canonical.MAX_DEPTH` levels, plus ``wrapper``:
     the levels of the provider's own shape around a value held to ``MAX_DEPTH`` on its
@@ -206,6 +252,11 @@ def load_object(body: bytes, what: str = "response", *, wrapper: int = 0) -> dic
     :func:`encodable`), so that a tool input reads the same in a whole response as in a
     stream, where it is parsed alone. Deeper than the parser can go is the same refusal
     (never a ``RecursionError``)."""
+    if len(body) > MAX_RESPONSE_BYTES:  # before it is parsed: the parse takes ~15x
+        raise ResponseLimitError(
+            f"{what}: {len(body)} bytes, over {MAX_RESPONSE_BYTES} (the limit of a response)",
+            retry_safe=False,
+        )
     limit = canonical.MAX_DEPTH + wrapper
     try:
         value = canonical.loads(body)
@@ -278,4 +329,122 @@ def output(
     used: Usage | None,
     model: str | None,
 ) -> ModelOutput:
-    return ModelOutput(provider, tuple(parts), stop_reason, used, model)
+    """The output every reader returns, after :func:`admit`: built here only, so no
+    reader can return an output that skipped the checks."""
+    for field, value in (("stop reason", stop_reason), ("model", model)):
+        if value is not None and not isinstance(value, str):
+            raise ResponseError(
+                f"{provider} response: the {field} is not a string", retry_safe=False
+            )
+    return ModelOutput(provider, admit(provider, parts), stop_reason, used, model)
+
+
+#: The user message an output is checked after (a provider may refuse a history that
+#: starts with the assistant, which a recorded output never does).
+_ASKED = CanonicalMessage.create("runtime:asked", MessageKind.RUNTIME, Role.USER, (TextPart("?"),))
+
+
+def admit(provider: str, parts: list[Part]) -> tuple[Part, ...]:
+    """The checks a conversation runs before it records an output
+    (:mod:`prefixlock.runtime.admission`: the part types, each tool call's id, name and
+    argument text, the blank-text rule, call ids unique in the output, and the answering
+    provider's own refusals, :meth:`Provider.check_message`), run before the reader
+    returns it: a part the provider would refuse when it is sent back is a
+    :class:`ResponseError` (not retry-safe) here, never recorded. An output with no part
+    to record (a blocked prompt, only blank text) is returned as it is: its stop reason
+    says why, and ``record()`` refuses it."""
+    from .. import get  # the registry imports this package's readers lazily
+
+    checked: list[Part] = []
+    seen: set[str] = set()
+    try:
+        for part in parts:
+            if isinstance(part, TextPart):
+                if not isinstance(part.text, str):
+                    raise HistoryError("a text part's text is not a string")
+                if part.thought_signature is not None and not isinstance(
+                    part.thought_signature, str
+                ):
+                    raise HistoryError("a text part's thought signature is not a string")
+                canonical.check(part.text, "$.text")
+            elif isinstance(part, ToolCallPart):
+                part = tool_call_part(
+                    part.call_id, part.name, part.arguments, part.thought_signature
+                )
+                if part.call_id in seen:
+                    raise HistoryError(f"tool call id {part.call_id!r} is used twice")
+                seen.add(part.call_id)
+            checked.append(part)
+        try:
+            kept = drop_blank_texts(checked, "assistant output")
+        except HistoryError:
+            return tuple(checked)  # nothing to record: record() says so
+        message = CanonicalMessage.create(
+            "assistant:read", MessageKind.ASSISTANT, Role.ASSISTANT, kept
+        )
+        get(provider).check_message(message, (_ASKED,))
+    except (HistoryError, SerializationError, CanonicalJSONError) as err:
+        raise ResponseError(
+            f"{provider} response: {err}: it could not be sent back", retry_safe=False
+        ) from None
+    return tuple(checked)
+
+
+# -- the wire schema of what is read ----------------------------------------------------
+#
+# A reader checks each value it builds a part from against the wire schema first, so a
+# value of the wrong type is a ResponseError naming its place, never an AttributeError
+# or a part that the provider then refuses when it is sent back.
+
+_WORDS: Mapping[type[Any], str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def member(
+    obj: Mapping[str, Any],
+    key: str,
+    kinds: type[Any] | tuple[type[Any], ...],
+    where: str,
+    *,
+    required: bool = True,
+) -> Any:
+    """``obj[key]`` if it is of one of ``kinds`` (``bool`` is no integer; absent: None,
+    unless ``required``), else a :class:`ResponseError` naming ``where.key``."""
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if key not in obj:
+        if required:
+            raise ResponseError(f"{where}: {key!r} is missing", retry_safe=False)
+        return None
+    value = obj[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        words = " or ".join(_WORDS[k] for k in kinds)
+        raise ResponseError(f"{where}.{key}: expected {words}", retry_safe=False)
+    return value
+
+
+def only(obj: Mapping[str, Any], keys: frozenset[str], where: str) -> None:
+    """Refuse members outside ``keys``: a block sent back as received may carry nothing
+    the request schema does not know (the service refuses an unknown member)."""
+    unknown = sorted(k for k in obj if k not in keys)
+    if unknown:
+        raise ResponseError(
+            f"{where}: unknown member {', '.join(map(repr, unknown))} (it could not be sent back)",
+            retry_safe=False,
+        )
+
+
+def base64_text(value: str, where: str) -> None:
+    """A non-empty base64 string (standard or URL-safe alphabet, padded or not: what
+    proto JSON takes for ``bytes``), else a :class:`ResponseError`."""
+    if not _BASE64.fullmatch(value) or len(value.rstrip("=")) % 4 == 1:
+        raise ResponseError(f"{where}: expected base64 text", retry_safe=False)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")

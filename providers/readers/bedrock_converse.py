@@ -45,10 +45,12 @@ from ...core.output import ModelOutput, Usage
 from .base import (
     EventStreamReader,
     Reader,
+    base64_text,
     count,
     encodable,
     load_object,
     one_output,
+    only,
     opaque,
     output,
     text,
@@ -157,10 +159,34 @@ def _block(block: Any, where: str) -> Part:
         arguments = _member(value, "input", dict, f"{where}.toolUse")
         return tool_call(call_id, name, canonical.dumps(arguments))
     if kind == "reasoningContent":
-        if not isinstance(value, dict) or len(value) != 1:
-            raise ResponseError(f"{where}.reasoningContent: expected one member", retry_safe=False)
+        _reasoning(value, f"{where}.reasoningContent")
         return opaque(PROVIDER, block)
     raise ResponseError(f"{where}: content block {kind!r} is not model output", retry_safe=False)
+
+
+def _reasoning(value: Any, where: str) -> None:
+    """A ``ReasoningContentBlock`` as the next request sends it back: ``reasoningText``
+    (``text``, an optional ``signature``) or ``redactedContent``, base64 in JSON, as the
+    signature is (the service refuses other text for them)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ResponseError(f"{where}: expected one member", retry_safe=False)
+    ((kind, inner),) = value.items()
+    if kind == "redactedContent":
+        if not isinstance(inner, str):
+            raise ResponseError(f"{where}.redactedContent: expected a string", retry_safe=False)
+        base64_text(inner, f"{where}.redactedContent")
+        return
+    if kind != "reasoningText":
+        raise ResponseError(
+            f"{where}: {kind!r} is not reasoningText or redactedContent", retry_safe=False
+        )
+    at = f"{where}.reasoningText"
+    if not isinstance(inner, dict):
+        raise ResponseError(f"{at}: expected an object", retry_safe=False)
+    only(inner, frozenset({"text", "signature"}), at)
+    _member(inner, "text", str, at)
+    if "signature" in inner:
+        base64_text(_member(inner, "signature", str, at), f"{at}.signature")
 
 
 def _usage(raw: Any, where: str) -> Usage:
@@ -200,6 +226,8 @@ class _Block:
     fragments: list[str] = attrs.Factory(list)
     signature: list[str] = attrs.Factory(list)
     redacted: bytearray | None = None
+    #: begun by a contentBlockStart (a toolUse block), not by its first delta
+    started: bool = False
 
 
 class BedrockConverseStreamReader(EventStreamReader):
@@ -208,6 +236,7 @@ class BedrockConverseStreamReader(EventStreamReader):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
+        self._closed: set[int] = set()
         self._stop: str | None = None
         self._usage: Usage | None = None
         self._stopped = False
@@ -258,7 +287,7 @@ class BedrockConverseStreamReader(EventStreamReader):
                 retry_safe=False,
             )
         where = "event 'contentBlockStart'.start.toolUse"
-        self._open(index, "toolUse").call_id = _member(tool, "toolUseId", str, where)
+        self._open(index, "toolUse", start=True).call_id = _member(tool, "toolUseId", str, where)
         self._blocks[index].name = _member(tool, "name", str, where)
 
     def _block_delta(self, data: dict[str, Any]) -> None:
@@ -271,7 +300,13 @@ class BedrockConverseStreamReader(EventStreamReader):
         if kind == "text" and isinstance(value, str):
             self._open(index, "text").fragments.append(value)
         elif kind == "toolUse" and isinstance(value, dict):
-            self._open(index, "toolUse").fragments.append(_member(value, "input", str, where))
+            block = self._open(index, "toolUse")
+            if not block.started:  # its id and name come in the start: a delta never
+                raise ResponseError(  # started (an event is missing)
+                    f"block {index}: toolUse deltas without a contentBlockStart",
+                    retry_safe=False,
+                )
+            block.fragments.append(_member(value, "input", str, where))
         elif kind == "reasoningContent" and isinstance(value, dict) and len(value) == 1:
             block = self._open(index, "reasoningContent")
             ((field, fragment),) = value.items()
@@ -293,9 +328,24 @@ class BedrockConverseStreamReader(EventStreamReader):
             raise ResponseError(f"{where}: delta {kind!r} is not model output", retry_safe=False)
 
     def _block_stop(self, data: dict[str, Any]) -> None:
-        _index(data, "contentBlockStop")
+        index = _index(data, "contentBlockStop")
+        if index not in self._blocks:
+            raise ResponseError(
+                f"event 'contentBlockStop': block {index} never started (an event is missing)",
+                retry_safe=False,
+            )
+        if index in self._closed:
+            raise ResponseError(
+                f"event 'contentBlockStop': block {index} stopped twice (an event is repeated)",
+                retry_safe=False,
+            )
+        self._closed.add(index)
 
     def _message_stop(self, data: dict[str, Any]) -> None:
+        if self._stopped:
+            raise ResponseError("event 'messageStop' repeated", retry_safe=False)
+        # A block not stopped is not refused: contentBlockStop carries nothing, and a
+        # block's content is joined from its deltas whether it came or not.
         self._stop = _member(data, "stopReason", str, "event 'messageStop'")
         self._stopped = True
 
@@ -307,8 +357,30 @@ class BedrockConverseStreamReader(EventStreamReader):
 
     # -- blocks ------------------------------------------------------------------------
 
-    def _open(self, index: int, kind: str) -> _Block:
-        block = self._blocks.setdefault(index, _Block(kind))
+    def _open(self, index: int, kind: str, *, start: bool = False) -> _Block:
+        """The block at ``index``, started by this event if it is new. The events carry
+        no sequence numbers; what a lost or repeated one shows is caught
+        (docs/providers.md, "Stream integrity"): a new block takes the next index (0, 1,
+        ...), a ``contentBlockStart`` comes before any delta of its block and once, no
+        delta follows the block's ``contentBlockStop``."""
+        block = self._blocks.get(index)
+        if block is None:
+            if index != len(self._blocks):
+                raise ResponseError(
+                    f"event 'contentBlock{'Start' if start else 'Delta'}': block {index} "
+                    f"starts after block {len(self._blocks) - 1} (an event is missing)",
+                    retry_safe=False,
+                )
+            block = self._blocks[index] = _Block(kind)
+            block.started = start
+        elif start:
+            raise ResponseError(
+                f"event 'contentBlockStart': block {index} started twice", retry_safe=False
+            )
+        if index in self._closed:
+            raise ResponseError(
+                f"event 'contentBlockDelta': block {index} has stopped", retry_safe=False
+            )
         if block.kind != kind:
             raise ResponseError(
                 f"event 'contentBlockDelta' block {index}: a {kind} delta in a {block.kind} block",
@@ -338,6 +410,7 @@ class BedrockConverseStreamReader(EventStreamReader):
         reasoning: dict[str, Any] = {"text": joined}
         if block.signature:
             reasoning["signature"] = "".join(block.signature)
+        _reasoning({"reasoningText": reasoning}, f"block {index}: reasoningContent")
         return opaque(PROVIDER, {"reasoningContent": {"reasoningText": reasoning}})
 
 

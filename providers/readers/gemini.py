@@ -13,6 +13,10 @@ anything else                                :class:`OpaquePart` ``gemini``: the
                                              execution, ...)
 ===========================================  =============================================
 
+Every Part is checked against the request's ``Part`` first (exactly one data member,
+known members only, a base64 ``thoughtSignature``): a Part the API would refuse when it
+is sent back is a :class:`ResponseError`.
+
 A ``functionCall`` the model sent without ``id`` (common) gets a local call id,
 ``gemini-local-<key>-<part index>``, so an agent answers it like any other call; the
 serializer never sends it (:data:`prefixlock.providers.gemini.LOCAL_ID_PREFIX`): the
@@ -52,8 +56,11 @@ from .base import (
     Reader,
     SSEStreamReader,
     StreamReader,
+    base64_text,
     count,
     load_object,
+    member,
+    only,
     opaque,
     output,
     pick,
@@ -81,7 +88,65 @@ def _signature(part: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _part(part: Mapping[str, Any], local_id: str) -> Part:
+#: The ``data`` oneof of a Part: a Part holds exactly one (ai.google.dev/api/caching#Part).
+DATA_KEYS = frozenset(
+    {
+        "text",
+        "inlineData",
+        "functionCall",
+        "functionResponse",
+        "fileData",
+        "executableCode",
+        "codeExecutionResult",
+    }
+)
+#: Every member a Part read from a response may have, sent back as it came.
+PART_KEYS = DATA_KEYS | {"thought", "thoughtSignature", "videoMetadata"}
+#: Each data member's own members: name -> (required members' types, optional ones').
+DATA_MEMBERS: Mapping[str, tuple[Mapping[str, type[Any]], Mapping[str, type[Any]]]] = {
+    "functionCall": ({"name": str}, {"id": str, "args": dict}),
+    "functionResponse": ({"name": str, "response": dict}, {"id": str}),
+    "inlineData": ({"mimeType": str, "data": str}, {}),
+    "fileData": ({"fileUri": str}, {"mimeType": str}),
+    "executableCode": ({"language": str, "code": str}, {}),
+    "codeExecutionResult": ({"outcome": str}, {"output": str}),
+}
+
+
+def _checked(part: Mapping[str, Any], where: str) -> None:
+    """A Part against the wire schema of the request it is sent back in: known members
+    only, exactly one data member of its type, ``thought`` a boolean, a
+    ``thoughtSignature`` base64 (proto ``bytes``: the service refuses other text)."""
+    only(part, PART_KEYS, where)
+    data = sorted(k for k in part if k in DATA_KEYS)
+    if len(data) != 1:
+        raise ResponseError(
+            f"{where}: a Part holds exactly one of {', '.join(sorted(DATA_KEYS))}, not {len(data)}",
+            retry_safe=False,
+        )
+    member(part, "thought", bool, where, required=False)
+    member(part, "videoMetadata", dict, where, required=False)
+    signature = member(part, "thoughtSignature", str, where, required=False)
+    if signature is not None:
+        base64_text(signature, f"{where}.thoughtSignature")
+    (key,) = data
+    if key == "text":
+        member(part, "text", str, where)
+        return
+    value = member(part, key, dict, where)
+    required, optional = DATA_MEMBERS[key]
+    at = f"{where}.{key}"
+    only(value, frozenset({*required, *optional}), at)
+    for name, kind in required.items():
+        member(value, name, kind, at)
+    for name, kind in optional.items():
+        member(value, name, kind, at, required=False)
+    if key == "inlineData":
+        base64_text(value["data"], f"{at}.data")
+
+
+def _part(part: Mapping[str, Any], local_id: str, where: str = "gemini part") -> Part:
+    _checked(part, where)
     keys = part.keys()
     if keys <= TEXT_KEYS and isinstance(part.get("text"), str):
         return TextPart(part["text"], _signature(part))
@@ -96,6 +161,7 @@ def _part(part: Mapping[str, Any], local_id: str) -> Part:
                     f"gemini functionCall {call_id!r}: args is not an object", retry_safe=False
                 )
             return ToolCallPart(call_id, name, canonical.dumps(args), _signature(part))
+        raise ResponseError(f"{where}: a functionCall with an empty id", retry_safe=False)
     return opaque(NAME, part)
 
 
@@ -124,7 +190,8 @@ def _error(body: Mapping[str, Any]) -> ResponseError:
     status, code = error.get("status"), error.get("code")
     return ResponseError(
         f"gemini error {code} {status}: {error.get('message', '')}",
-        retry_safe=status in RETRY_CODES or code in RETRY_STATUSES,
+        retry_safe=(isinstance(status, str) and status in RETRY_CODES)
+        or (type(code) is int and code in RETRY_STATUSES),
         error_type=status if isinstance(status, str) else None,
     )
 
@@ -182,7 +249,7 @@ def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None, key: st
     raw_usage, model = last.get("usageMetadata"), last.get("modelVersion")
     return output(
         NAME,
-        [_part(p, f"{LOCAL_ID_PREFIX}{key}-{i}") for i, p in enumerate(parts)],
+        [_part(p, f"{LOCAL_ID_PREFIX}{key}-{i}", f"gemini part {i}") for i, p in enumerate(parts)],
         stop,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
@@ -212,7 +279,8 @@ class GeminiReader(Reader):
         except (ValueError, CanonicalJSONError, RecursionError):
             return False
         error = value.get("error") if isinstance(value, dict) else None
-        return isinstance(error, dict) and error.get("status") in RETRY_CODES
+        code = error.get("status") if isinstance(error, dict) else None
+        return isinstance(code, str) and code in RETRY_CODES
 
 
 class GeminiStream(SSEStreamReader):

@@ -36,6 +36,7 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    member,
     opaque,
     output,
     pick,
@@ -64,7 +65,7 @@ def error_failure(where: str, error: Any) -> ResponseError:
     code = error.get("code")
     kind = error.get("type")
     label = " / ".join(str(v) for v in (code, kind) if v is not None) or "no code"
-    safe = code in RETRY_SAFE_CODES or kind in RETRY_SAFE_CODES
+    safe = any(isinstance(v, str) and v in RETRY_SAFE_CODES for v in (code, kind))
     named = code if isinstance(code, str) else kind if isinstance(kind, str) else None
     return ResponseError(
         f"{where} ({label}): {error.get('message')}", retry_safe=safe, error_type=named
@@ -91,11 +92,16 @@ def openai_retryable(status: int, body: bytes) -> bool:
     return True
 
 
+def _details(value: Any) -> dict[str, Any]:
+    """A usage details object (counts only: a value of another shape counts nothing)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    prompt = raw.get("prompt_tokens_details") or {}
-    completion = raw.get("completion_tokens_details") or {}
+    prompt = _details(raw.get("prompt_tokens_details"))
+    completion = _details(raw.get("completion_tokens_details"))
     return usage(
         raw,
         input_tokens=count(raw.get("prompt_tokens")),
@@ -157,26 +163,35 @@ class OpenAIChatReader(Reader):
         if not all(isinstance(c, dict) for c in choices):
             raise ResponseError("openai-chat response: a choice is not an object", retry_safe=False)
         choice = pick(NAME, choices, candidate, "choices")
-        message = choice.get("message") or {}
-        calls = [
-            (
-                _string(call.get("id"), "tool call id"),
-                _string(call["function"].get("name"), "tool call name"),
-                call_arguments(_string(call["function"].get("arguments"), "tool call arguments")),
+        where = "openai-chat response: choice"
+        message = member(choice, "message", (dict, type(None)), where, required=False) or {}
+        where += ".message"
+        calls = []
+        for i, call in enumerate(
+            member(message, "tool_calls", (list, type(None)), where, required=False) or ()
+        ):
+            at = f"{where}.tool_calls[{i}]"
+            if not isinstance(call, dict):
+                raise ResponseError(f"{at}: expected an object", retry_safe=False)
+            function = member(call, "function", dict, at)
+            calls.append(
+                (
+                    member(call, "id", str, at),
+                    member(function, "name", str, f"{at}.function"),
+                    call_arguments(member(function, "arguments", str, f"{at}.function")),
+                )
             )
-            for call in message.get("tool_calls") or []
-        ]
         return output(
             NAME,
             _parts(
-                message.get("content"),
-                message.get("refusal"),
+                member(message, "content", (str, type(None)), where, required=False),
+                member(message, "refusal", (str, type(None)), where, required=False),
                 calls,
                 _transcript(message.get("audio")),
             ),
-            choice.get("finish_reason"),
+            member(choice, "finish_reason", (str, type(None)), where[:-8], required=False),
             _usage(data.get("usage")),
-            data.get("model"),
+            member(data, "model", (str, type(None)), "openai-chat response", required=False),
         )
 
     def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
@@ -208,11 +223,17 @@ class OpenAIChatStream(SSEStreamReader):
         chunk = self.data(event)
         if "error" in chunk:
             raise error_failure("openai-chat stream error", chunk["error"])
-        self.model = chunk.get("model", self.model)
+        where = "openai-chat stream chunk"
+        self.model = member(chunk, "model", (str, type(None)), where, required=False) or self.model
         if chunk.get("usage") is not None:
             self.used = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
+        choices = member(chunk, "choices", (list, type(None)), where, required=False) or ()
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise ResponseError(f"{where}: a choice is not an object", retry_safe=False)
             index = choice.get("index", 0)
+            if type(index) is not int:
+                raise ResponseError(f"{where}: a choice index is not an integer", retry_safe=False)
             if self.candidate is None and index != 0:
                 raise ResponseError(
                     f"openai-chat stream carries choice {index!r} besides choice 0 (n > 1): "
@@ -222,25 +243,60 @@ class OpenAIChatStream(SSEStreamReader):
             if index != (self.candidate or 0):
                 continue
             self.seen = True
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.content.append(delta["content"])
-            if delta.get("refusal"):
-                self.refusal.append(delta["refusal"])
-            said = _transcript(delta.get("audio"))
-            if said:
-                self.transcript.append(said)
-            for call in delta.get("tool_calls") or []:
-                ids, names, arguments = self.calls.setdefault(call["index"], ([], [], []))
-                if call.get("id"):
-                    ids.append(call["id"])
-                function = call.get("function") or {}
-                if function.get("name"):
-                    names.append(function["name"])
-                if function.get("arguments"):
-                    arguments.append(function["arguments"])
-            if choice.get("finish_reason") is not None:
-                self.finish = choice["finish_reason"]
+            self.choice(choice, f"{where}: choice {index}")
+
+    def choice(self, choice: dict[str, Any], where: str) -> None:
+        delta = member(choice, "delta", (dict, type(None)), where, required=False) or {}
+        where += " delta"
+        content = member(delta, "content", (str, type(None)), where, required=False)
+        if content:
+            self.content.append(content)
+        refusal = member(delta, "refusal", (str, type(None)), where, required=False)
+        if refusal:
+            self.refusal.append(refusal)
+        said = _transcript(delta.get("audio"))
+        if said:
+            self.transcript.append(said)
+        for call in member(delta, "tool_calls", (list, type(None)), where, required=False) or ():
+            if not isinstance(call, dict):
+                raise ResponseError(f"{where}: a tool call is not an object", retry_safe=False)
+            self.call(call, where)
+        finish = member(choice, "finish_reason", (str, type(None)), where, required=False)
+        if finish is not None:
+            self.finish = finish
+
+    def call(self, call: dict[str, Any], where: str) -> None:
+        """One tool call delta. The deltas carry no sequence numbers; what a lost or
+        repeated one shows is caught (docs/providers.md, "Stream integrity"): a call's
+        first delta carries its id and name and its index is the next one (0, 1, ...);
+        a later delta of it carries neither again."""
+        index = member(call, "index", int, where + " tool call")
+        at = f"{where} tool call {index}"
+        call_id = member(call, "id", (str, type(None)), at, required=False)
+        function = member(call, "function", (dict, type(None)), at, required=False) or {}
+        name = member(function, "name", (str, type(None)), at, required=False)
+        arguments = member(function, "arguments", (str, type(None)), at, required=False)
+        if index not in self.calls:
+            if index != len(self.calls):
+                raise ResponseError(
+                    f"{at}: starts after call {len(self.calls) - 1} (an event is missing)",
+                    retry_safe=False,
+                )
+            if not call_id or not name:
+                raise ResponseError(
+                    f"{at}: its first delta has no id or name (an event is missing)",
+                    retry_safe=False,
+                )
+            self.calls[index] = ([], [], [])
+        elif call_id or name:
+            raise ResponseError(f"{at}: started twice (an event is repeated)", retry_safe=False)
+        ids, names, parts = self.calls[index]
+        if call_id:
+            ids.append(call_id)
+        if name:
+            names.append(name)
+        if arguments:
+            parts.append(arguments)
 
     def output(self) -> ModelOutput:
         if not self.seen and self.candidate:

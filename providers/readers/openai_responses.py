@@ -34,7 +34,9 @@ from .base import (
     StreamReader,
     count,
     load_object,
+    member,
     one_output,
+    only,
     opaque,
     output,
     text,
@@ -55,8 +57,10 @@ TERMINAL = frozenset({"response.completed", "response.incomplete"})
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    details_in = raw.get("input_tokens_details") or {}
-    details_out = raw.get("output_tokens_details") or {}
+    details_in = raw.get("input_tokens_details")
+    details_in = details_in if isinstance(details_in, dict) else {}
+    details_out = raw.get("output_tokens_details")
+    details_out = details_out if isinstance(details_out, dict) else {}
     return usage(
         raw,
         input_tokens=count(raw.get("input_tokens")),
@@ -67,9 +71,88 @@ def _usage(raw: Any) -> Usage | None:
     )
 
 
-def _item_parts(item: Any) -> list[Part]:
+#: The statuses of an output item (``status``: ``in_progress``, ``completed``,
+#: ``incomplete`` in ``ResponseReasoningItemParam`` and ``ResponseOutputMessageParam``).
+STATUSES = frozenset({"in_progress", "completed", "incomplete"})
+
+#: Items run by the service (its own tools), kept whole and sent back: checked for their
+#: ``id`` only (their content is the service's own).
+SERVICE_ITEMS = frozenset(
+    {
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "custom_tool_call",
+    }
+)
+
+
+def _status(item: dict[str, Any], where: str, *, required: bool) -> None:
+    status = member(item, "status", str, where, required=required)
+    if status is not None and status not in STATUSES:
+        raise ResponseError(f"{where}.status: unknown status {status!r}", retry_safe=False)
+
+
+def _texts(item: dict[str, Any], key: str, kind: str, where: str, *, required: bool) -> None:
+    """``item[key]``: a list of ``{"type": kind, "text": str}`` objects."""
+    for i, piece in enumerate(member(item, key, list, where, required=required) or ()):
+        at = f"{where}.{key}[{i}]"
+        if not isinstance(piece, dict) or piece.get("type") != kind:
+            raise ResponseError(f"{at}: expected a {kind} object", retry_safe=False)
+        member(piece, "text", str, at)
+        only(piece, frozenset({"type", "text"}), at)
+
+
+REASONING_KEYS = frozenset({"type", "id", "summary", "content", "encrypted_content", "status"})
+
+
+def _reasoning(item: dict[str, Any], where: str) -> None:
+    """A reasoning item as ``ResponseReasoningItemParam`` takes it back (openai-python
+    ``types/responses/response_reasoning_item_param.py``)."""
+    member(item, "id", str, where)
+    _texts(item, "summary", "summary_text", where, required=True)
+    _texts(item, "content", "reasoning_text", where, required=False)
+    member(item, "encrypted_content", (str, type(None)), where, required=False)
+    _status(item, where, required=False)
+    only(
+        item, frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}), where
+    )
+
+
+def _message_item(item: dict[str, Any], where: str) -> None:
+    """A message kept whole (one holding a refusal) as ``ResponseOutputMessageParam``
+    takes it back."""
+    member(item, "id", str, where)
+    if member(item, "role", str, where) != "assistant":
+        raise ResponseError(f"{where}.role: expected 'assistant'", retry_safe=False)
+    _status(item, where, required=True)
+    member(item, "phase", (str, type(None)), where, required=False)
+    for i, part in enumerate(member(item, "content", list, where)):
+        at = f"{where}.content[{i}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "refusal":
+            member(part, "refusal", str, at)
+            only(part, frozenset({"type", "refusal"}), at)
+        elif kind == "output_text":
+            member(part, "text", str, at)
+            member(part, "annotations", list, at)
+            member(part, "logprobs", list, at, required=False)
+            only(part, frozenset({"type", "text", "annotations", "logprobs"}), at)
+        else:
+            raise ResponseError(f"{at}: expected an output_text or refusal", retry_safe=False)
+    only(item, frozenset({"type", "id", "role", "status", "phase", "content"}), where)
+
+
+def _item_parts(item: Any, index: int = 0) -> list[Part]:
+    where = f"openai-responses output[{index}]"
     if not isinstance(item, dict):
-        raise ResponseError("openai-responses output item: expected an object", retry_safe=False)
+        raise ResponseError(f"{where}: expected an object", retry_safe=False)
     kind = item.get("type")
     if kind == "function_call":
         call_id, name, arguments = (item.get(k) for k in ("call_id", "name", "arguments"))
@@ -86,24 +169,40 @@ def _item_parts(item: Any) -> list[Part]:
         and isinstance(content, list)
         and all(isinstance(c, dict) and c.get("type") == "output_text" for c in content)
     ):
+        texts = [member(c, "text", str, f"{where}.content[{i}]") for i, c in enumerate(content)]
         phase = item.get("phase")  # kept and sent back (see TextPart.phase)
         if isinstance(phase, str):
-            return [TextPart(c["text"], phase=phase) for c in content]
-        return [text(c["text"]) for c in content]
+            return [TextPart(t, phase=phase) for t in texts]
+        return [text(t) for t in texts]
+    where = f"{where} {kind!r}"
+    if kind == "reasoning":
+        _reasoning(item, where)
+    elif kind == "message":
+        _message_item(item, where)
+    elif isinstance(kind, str) and kind in SERVICE_ITEMS:
+        member(item, "id", str, where)
+    else:
+        # an unknown item could be anything, a mangled function_call among them
+        raise ResponseError(f"{where}: unknown output item type", retry_safe=False)
     return [opaque(NAME, item)]
 
 
 def _response_output(response: dict[str, Any]) -> ModelOutput:
-    status = response.get("status")
+    where = "openai-responses response"
+    status = member(response, "status", (str, type(None)), where, required=False)
     if status == "failed":
         raise error_failure("openai-responses response failed", response.get("error"))
     stop = status
     if status == "incomplete":
-        stop = (response.get("incomplete_details") or {}).get("reason", status)
+        details = member(response, "incomplete_details", (dict, type(None)), where, required=False)
+        stop = member(details or {}, "reason", (str, type(None)), where, required=False) or status
     parts: list[Part] = []
-    for item in response.get("output") or []:
-        parts.extend(_item_parts(item))
-    return output(NAME, parts, stop, _usage(response.get("usage")), response.get("model"))
+    for index, item in enumerate(
+        member(response, "output", (list, type(None)), where, required=False) or ()
+    ):
+        parts.extend(_item_parts(item, index))
+    model = member(response, "model", (str, type(None)), where, required=False)
+    return output(NAME, parts, stop, _usage(response.get("usage")), model)
 
 
 class OpenAIResponsesReader(Reader):
@@ -135,14 +234,25 @@ class OpenAIResponsesStream(SSEStreamReader):
     def on_event(self, event: Event) -> None:
         data = self.data(event)
         kind = data.get("type", event.event)
-        if kind == "response.output_text.delta":
-            self.texts.setdefault((data["output_index"], data["content_index"]), []).append(
-                data["delta"]
+        if not isinstance(kind, str):
+            raise ResponseError(
+                "openai-responses stream: an event type is not a string", retry_safe=False
             )
+        where = f"openai-responses stream: {kind!r} event"
+        if kind == "response.output_text.delta":
+            at = (
+                member(data, "output_index", int, where),
+                member(data, "content_index", int, where),
+            )
+            self.texts.setdefault(at, []).append(member(data, "delta", str, where))
         elif kind == "response.function_call_arguments.delta":
-            self.arguments.setdefault(data["output_index"], []).append(data["delta"])
+            index = member(data, "output_index", int, where)
+            self.arguments.setdefault(index, []).append(member(data, "delta", str, where))
         elif kind == "response.output_item.done":
-            self.items[data["output_index"]] = data["item"]
+            index = member(data, "output_index", int, where)
+            if index in self.items:
+                raise ResponseError(f"{where}: output {index} is done twice", retry_safe=False)
+            self.items[index] = member(data, "item", dict, where)
         elif kind == "response.failed":
             error = (data.get("response") or {}).get("error")
             raise error_failure("openai-responses stream: response.failed", error)
@@ -168,7 +278,7 @@ class OpenAIResponsesStream(SSEStreamReader):
         final = self.final
         if final.get("output") is None:  # as the SDK does: the finished items stand in
             final = {**final, "output": [self.items[i] for i in sorted(self.items)]}
-        items = final["output"]
+        items = member(final, "output", list, "openai-responses final response")
         streamed = [self.items[i] for i in sorted(self.items)]
         if streamed and streamed != items:
             self._disagree("the output_item.done items differ from the final output")

@@ -7,19 +7,35 @@ value; ``data`` lines of one event join with ``\\n``; a blank line dispatches th
 next byte, so a ``\\r\\n`` split across chunks is one line end, not two; at the end of
 the stream it is a line end. One leading byte order mark is ignored.
 (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)
+
+Linear in the bytes fed, whatever the chunking: the unfinished line is kept in one
+``bytearray`` that chunks are appended to, and a search for a line end starts where the
+previous one stopped, so no byte is scanned or copied twice (``scanned`` counts the work,
+for the tests). A line longer than :data:`MAX_LINE_BYTES` and an event whose data is
+longer than that are refused (:class:`~prefixlock.core.errors.ResponseLimitError`) as
+soon as they pass it, before they are held in memory whole.
 """
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
-from ...core.errors import ResponseError
+from ...core.errors import ResponseError, ResponseLimitError
+from ...core.limits import MAX_RESPONSE_LINE_BYTES
 
-__all__ = ["Event", "SSEDecoder"]
+__all__ = ["MAX_LINE_BYTES", "Event", "SSEDecoder"]
 
 #: U+FEFF in UTF-8: "One leading U+FEFF BYTE ORDER MARK character must be ignored if any
 #: are present" (the WHATWG stream's grammar).
 BOM = b"\xef\xbb\xbf"
+
+#: The longest line, and the most data one event may join, in bytes (see
+#: :data:`prefixlock.core.limits.MAX_RESPONSE_LINE_BYTES`).
+MAX_LINE_BYTES = MAX_RESPONSE_LINE_BYTES
+
+_LINE_END = re.compile(rb"[\r\n]")
 
 
 @attrs.frozen
@@ -33,40 +49,75 @@ class Event:
 class SSEDecoder:
     """``feed(chunk) -> [Event, ...]``; :meth:`close` reports an event left unfinished."""
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    def __init__(self, *, max_line: int = MAX_LINE_BYTES) -> None:
+        self.max_line = max_line
+        #: the unfinished line (and a possible BOM before the first one)
+        self._buffer = bytearray()
+        #: bytes of ``_buffer`` already searched for a line end (none there)
+        self._searched = 0
         self._event = ""
         self._data: list[str] = []
+        self._data_bytes = 0
         self._pending = False  # a field line was seen since the last dispatch
         self._started = False  # the stream's first bytes (a possible BOM) are behind us
+        #: bytes searched, copied or decoded so far: the decoder's work, for the tests
+        #: that hold it linear in the bytes fed
+        self.scanned = 0
 
     def feed(self, chunk: bytes) -> list[Event]:
-        buffer = self._buffer + chunk
+        buffer = self._buffer
+        buffer += chunk
+        self.scanned += len(chunk)
         if not self._started:
             if len(buffer) < len(BOM) and BOM.startswith(buffer):
-                self._buffer = buffer  # could still be a BOM split across chunks
-                return []
+                return []  # could still be a BOM split across chunks
             self._started = True
-            buffer = buffer.removeprefix(BOM)
+            if buffer.startswith(BOM):
+                del buffer[: len(BOM)]
         events: list[Event] = []
         start = 0
+        pos = self._searched
         while True:
-            cr = buffer.find(b"\r", start)
-            lf = buffer.find(b"\n", start)
-            if cr == -1 and lf == -1:
+            found = _LINE_END.search(buffer, pos)
+            if found is None:
+                self.scanned += len(buffer) - pos
                 break
-            if cr != -1 and (lf == -1 or cr < lf):
-                if cr + 1 == len(buffer):
-                    break  # "\r" last: wait for a possible "\n"
-                end, next_start = cr, cr + 2 if buffer[cr + 1 : cr + 2] == b"\n" else cr + 1
+            end = found.start()
+            self.scanned += end + 1 - pos
+            if buffer[end] == 0x0D:  # "\r"
+                if end + 1 == len(buffer):
+                    self._searched_to(start, end)  # "\r" last: wait for a possible "\n"
+                    return self._cut(start, events)
+                next_start = end + 2 if buffer[end + 1] == 0x0A else end + 1
             else:
-                end, next_start = lf, lf + 1
-            event = self._line(buffer[start:end])
+                next_start = end + 1
+            self._check_line(end - start)
+            event = self._line(bytes(buffer[start:end]))
             if event is not None:
                 events.append(event)
-            start = next_start
-        self._buffer = buffer[start:]
+            start = pos = next_start
+        self._searched_to(start, len(buffer))
+        self._check_line(len(buffer) - start)
+        return self._cut(start, events)
+
+    def _searched_to(self, start: int, end: int) -> None:
+        self._searched = end - start
+
+    def _cut(self, start: int, events: list[Event]) -> list[Event]:
+        """Drop the finished lines off the buffer: what stays is the unfinished line, all
+        of it from this chunk once a line ended in it, so the copy is bounded by the chunk."""
+        if start:
+            self.scanned += len(self._buffer) - start
+            del self._buffer[:start]
         return events
+
+    def _check_line(self, size: int) -> None:
+        if size > self.max_line:
+            raise ResponseLimitError(
+                f"the event stream has a line of more than {self.max_line} bytes "
+                "(the limit of a response line)",
+                retry_safe=False,
+            )
 
     def close(self) -> list[Event]:
         """The stream ended: the events a last ``\\r`` completes (it was waiting for a
@@ -94,6 +145,13 @@ class SSEDecoder:
             self._event = value
             self._pending = True
         elif field == "data":
+            self._data_bytes += len(raw) + 1
+            if self._data_bytes > self.max_line:
+                raise ResponseLimitError(
+                    f"the event stream has an event of more than {self.max_line} bytes of "
+                    "data (the limit of a response line)",
+                    retry_safe=False,
+                )
             self._data.append(value)
             self._pending = True
         # "id", "retry" and unknown fields carry nothing a model response needs
@@ -101,7 +159,7 @@ class SSEDecoder:
 
     def _dispatch(self) -> Event | None:
         event, data = self._event or "message", self._data
-        self._event, self._data, self._pending = "", [], False
+        self._event, self._data, self._pending, self._data_bytes = "", [], False, 0
         if not data:
             return None
         return Event(event, "\n".join(data))

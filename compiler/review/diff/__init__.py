@@ -15,6 +15,7 @@ the text report (what changed per case x provider, the table, a summary line) an
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -22,9 +23,9 @@ from typing import Any
 
 import attrs
 
-from ...core.errors import PrefixlockError, UsageError
-from ...spec.build import build_bundle
+from ...core.errors import SpecError, SpecErrors, UsageError
 from ...spec.bundle import Bundle
+from ..built import build_checked, has_specs
 from ..compare import (
     CALL_VERDICTS,
     CONTENT_CHANGE,
@@ -236,7 +237,7 @@ class FileDiff:
 #: The impact when a side's golden files were not built from its lock: the bodies
 #: compared are not what the specs send.
 UNKNOWN_IMPACT = "unknown"
-STALE_ADVICE = "run `prefixlock golden --update` and commit the result"
+STALE_ADVICE = "run `prefixlock update` and commit the result"
 
 #: Bundle parts whose change is a root change; every other part is rendered content.
 ROOT_PARTS = frozenset({"instructions.md", "tools.json", "settings.json"})
@@ -353,12 +354,45 @@ class DiffReport:
 
 
 def _bundle(side: Side) -> Bundle | None:
-    """The bundle of a side's spec root, or None when it does not build (a folder of
-    bodies without its specs)."""
-    try:
-        return build_bundle(side.root)
-    except PrefixlockError:
+    """The bundle of a side's spec root, built as ``prefixlock build`` builds it; None
+    when the root holds no specs (a folder of bodies compared on their own).
+
+    Raises :class:`SpecErrors` with the build's own errors when the specs do not build,
+    the files of a revision named ``REV:path``: bodies beside a spec that does not
+    build are not what it sends, so they are not compared.
+    """
+    if not has_specs(side.root):
         return None
+    try:
+        return build_checked(side.root)
+    except SpecErrors as error:
+        if side.extracted is None:
+            raise
+        spec = os.path.relpath(side.root, side.extracted)
+        prefix = f"{side.given}:" + ("" if spec == "." else f"{Path(spec).as_posix()}/")
+        raise SpecErrors(
+            attrs.evolve(e, location=attrs.evolve(e.location, file=prefix + e.location.file))
+            for e in error.errors
+        ) from None
+
+
+def _bundles(a: Side, b: Side) -> tuple[Bundle | None, Bundle | None]:
+    """Both sides' bundles (:func:`_bundle`; a root shared by both is built once), every
+    error of both at once."""
+    errors: list[SpecError] = []
+    built: dict[Path, Bundle | None] = {}
+    for side in (a, b):
+        key = side.root.resolve()
+        if key in built:
+            continue
+        try:
+            built[key] = _bundle(side)
+        except SpecErrors as error:
+            errors += error.errors
+            built[key] = None
+    if errors:
+        raise SpecErrors(errors)
+    return built[a.root.resolve()], built[b.root.resolve()]
 
 
 def _changed_parts(before: Bundle | None, after: Bundle | None) -> tuple[str, ...] | None:
@@ -390,10 +424,12 @@ def diff(
         b = resolve_side(str(new), "NEW", golden=golden, root=spec_root, scratch=scratch)
         if a.is_folder != b.is_folder:
             raise UsageError(f"compare two files or two folders, not {a.label} and {b.label}")
+        # Both sides build first, as `prefixlock build` does: a side that does not build
+        # is bad input (exit 2 with the build's errors), never "unchanged".
+        before, after = _bundles(a, b)
         indexes = SourceIndexes()
         if a.is_folder:
             result = diff_folders(a, b, indexes)
-            before, after = _bundle(a), _bundle(b)
             changed = _changed_parts(before, after)
             old_stale = stale_golden(a, before.digest if before is not None else None)
             stale = stale_golden(b, after.digest if after is not None else None)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ...core.errors import SpecError
 from ..compare import CALL_VERDICTS, CONTENT_CHANGE, NO_IMPACT, ROOT_CHANGE
 from . import UNKNOWN_IMPACT, DiffReport, FileDiff, FolderDiff, PairDiff, details, table_rows
 
-__all__ = ["HEADLINES", "github", "markdown"]
+__all__ = ["HEADLINES", "UNBUILT", "github", "github_errors", "markdown", "markdown_errors"]
 
 #: The first line of the comment, by deployment impact.
 HEADLINES = {
@@ -178,4 +179,44 @@ def github(report: DiffReport, *, strict: bool = False) -> list[str]:
     lines.append(
         _annotation("notice", "prefixlock diff", f"{totals}; deployment impact: {report.impact}")
     )
+    return lines
+
+
+# --- a side that does not build ------------------------------------------------------
+
+#: The heading of the comment and the title of the annotations when a side's specs do
+#: not build (``diff`` then compares nothing and exits 2).
+UNBUILT = "the specs do not build"
+
+
+def markdown_errors(errors: Sequence[SpecError]) -> list[str]:
+    """The comment when a side's specs do not build: the heading, then the build's own
+    ``file:line:col`` errors as ``prefixlock build`` prints them, in a code block."""
+    count = f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+    return [
+        f"### prefixlock diff: {UNBUILT}",
+        "",
+        f"Nothing was compared: `prefixlock build` rejects the specs ({count}).",
+        "",
+        *_fenced([str(error) for error in errors]),
+    ]
+
+
+def github_errors(errors: Sequence[SpecError]) -> list[str]:
+    """One ``::error`` per build error at its file, line and column (a file of a
+    revision, ``REV:path``, is not in the checkout: its location goes in the message)."""
+    lines = []
+    for error in errors:
+        where = error.location
+        if ":" in where.file or not where.file:
+            lines.append(
+                f"::error title={_property(f'prefixlock: {UNBUILT}')}::{_data(str(error))}"
+            )
+            continue
+        props = [f"file={_property(where.file)}"]
+        props += [f"line={where.line}"] if where.line > 0 else []
+        props += [f"col={where.column}"] if where.column > 0 else []
+        props.append(f"title={_property(f'prefixlock: {UNBUILT}')}")
+        message = f"{error.path}: {error.message}" if error.path else error.message
+        lines.append(f"::error {','.join(props)}::{_data(message)}")
     return lines
