@@ -31,14 +31,16 @@ context_fields:
 """
 
 BLOCK = """
+{%- block terminal %}
 {%- if terminal %}
 
 <terminal>
 cwd: {{ terminal.cwd }}
-{%- if terminal.last_command %}; last command: {{ terminal.last_command }}
-{%- endif %}{% if terminal.exit_code is not none %} (exit {{ terminal.exit_code }}){% endif %}
+{%- if "last_command" in terminal %}; last command: {{ terminal.last_command }}
+{%- endif %}{% if "exit_code" in terminal %} (exit {{ terminal.exit_code }}){% endif %}
 </terminal>
 {%- endif %}
+{%- endblock %}
 </request_context>"""
 
 
@@ -117,14 +119,14 @@ def test_an_undeclared_field_is_refused_with_did_you_mean(project: Path) -> None
         ),
         (
             "context_fields:\n  terminal:\n    section: terminal\n    schema: {type: strng}\n",
-            "{{ terminal }}\n</request_context>",
+            "{% block terminal %}{{ terminal }}{% endblock %}\n</request_context>",
             4,
             "rules/agent.yaml:{line}:13: $.context_fields.terminal.schema: 'strng' is not "
             "valid under any of the given schemas",
         ),
         (
             DECLARATION,
-            "\n</request_context>",
+            "{% block terminal %}{% endblock %}\n</request_context>",
             3,
             "rules/agent.yaml:{line}:3: $.context_fields.terminal: declared context field "
             "'terminal' is not rendered by prompt/cursor/context.md.j2",
@@ -139,6 +141,34 @@ def test_a_declaration_the_build_refuses(
     with pytest.raises(SpecErrors) as caught:
         build_bundle(project)
     assert [str(e) for e in caught.value.errors] == [expected.format(line=lines + offset)]
+
+
+def test_a_declared_section_must_be_a_block_of_the_template(project: Path) -> None:
+    lines = (project / "rules" / "agent.yaml").read_text(encoding="utf-8").count("\n")
+    _declare(project, DECLARATION.replace("section: terminal", "section: termnal"))
+    with pytest.raises(SpecErrors) as caught:
+        build_bundle(project)
+    (error,) = caught.value.errors
+    assert str(error).startswith(
+        f"rules/agent.yaml:{lines + 4}:14: $.context_fields.terminal.section: section "
+        "'termnal' is not a section block of prompt/cursor/context.md.j2 ("
+    )
+    assert "did you mean 'terminal'?" in str(error)
+
+
+def test_a_declared_field_changing_is_an_update_of_its_section_alone(project: Path) -> None:
+    _declare(project)
+    conv = Conversation.open(MemoryStore(), build_bundle(project), "c")
+    conv.user_turn("u1", "q", context={"terminal": {"cwd": "/a"}})
+    conv.assistant("ok")
+    conv.user_turn("u2", "q", context={"terminal": {"cwd": "/b"}})
+    contexts = [m for m in conv.history.messages if m.kind is MessageKind.REQUEST_CONTEXT]
+    assert len(contexts) == 2
+    (part,) = contexts[1].parts
+    assert isinstance(part, TextPart)
+    assert "It replaces these sections: terminal." in part.text
+    assert "<terminal>\ncwd: /b\n</terminal>" in part.text
+    assert "<rules>" not in part.text
 
 
 def test_a_runtime_template_may_not_read_a_declared_field(project: Path) -> None:

@@ -16,6 +16,8 @@ sha256 and size:
 ``context-defaults.json``  built-in rules, skills, subagents and MCP servers
 ``modes.json``             default mode; each mode's name, reminder, runtime template
 ``templates/<path>``       the source of the context and every runtime template
+``context-updates.json``   ``context_updates: sections`` and the section names in order
+                           (only then: a spec of ``whole`` keeps its digest)
 =========================  ==========================================================
 
 ``manifest.json`` lists the parts sorted by name; the bundle digest is the digest of
@@ -179,7 +181,12 @@ class _Builder:
             return None
 
     def template(
-        self, name: str, *, runtime: bool, declared: frozenset[str] = frozenset()
+        self,
+        name: str,
+        *,
+        runtime: bool,
+        sections: bool = False,
+        declared: frozenset[str] = frozenset(),
     ) -> CompiledTemplate | None:
         """``declared``: the spec's declared context fields, conversation-level names."""
         source = self.text(name)
@@ -198,10 +205,12 @@ class _Builder:
             return compile_template(
                 name,
                 source,
-                CONVERSATION_VARIABLES | declared,
+                # ``update``: None for the whole context, else what an update replaces.
+                CONVERSATION_VARIABLES | declared | {"update"},
                 TURN_VARIABLES,
                 "turn-level",
                 template_kind="request-context",
+                sections=CONVERSATION_VARIABLES | declared if sections else None,
             )
         except SpecErrors as err:
             self.add(err.errors)
@@ -316,6 +325,7 @@ def build_bundle(root: Path | str) -> Bundle:
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
         context_fields=context_fields,
+        context_updates=agent.get("context_updates", "whole"),
     )
 
 
@@ -352,6 +362,15 @@ def _context_field_problems(
         if name not in template.variables:
             message = f"declared context field {name!r} is not rendered by {template.name}"
             found.append(SpecError(doc.key_location(path), path, message))
+        section = field["section"]
+        if template.sections and section not in template.sections:
+            # context_updates: sections: the field is compared and sent with its block.
+            where = json_path(("context_fields", name, "section"))
+            message = (
+                f"section {section!r} is not a section block of {template.name} "
+                f"({hint(section, template.sections, 'sections')})"
+            )
+            found.append(SpecError(doc.location(where), where, message))
     return found
 
 
@@ -459,7 +478,8 @@ def _agent_files(
     declared = frozenset(_declared_fields(doc))
     name = b.path(doc, ("context_template",))
     if name is not None:
-        context_template = b.template(name, runtime=False, declared=declared)
+        sections = _get(doc.value, ("context_updates",)) == "sections"
+        context_template = b.template(name, runtime=False, sections=sections, declared=declared)
     modes = _get(doc.value, ("modes",))
     for mode_name in sorted(modes) if isinstance(modes, Mapping) else ():
         name = b.path(doc, ("modes", mode_name, "runtime"))
@@ -479,6 +499,7 @@ def _assemble(
     default_mode: str,
     defaults: dict[str, Any],
     user_content: str = "keep",
+    context_updates: str = "whole",
     context_fields: Mapping[str, Any] | None = None,
 ) -> Bundle:
     """Lay out the parts of checked pieces and compute the manifest and digest."""
@@ -509,6 +530,11 @@ def _assemble(
         # Only a policy other than the default is a part: the digest (and so every
         # existing lock and body) of a spec that does not set it stays the same.
         add("policy.json", canonical.dumpb({"secrets": {"user_content": user_content}}), json_type)
+    if context_updates != "whole":
+        # As policy.json: only the non-default is a part, so a spec that does not set
+        # it keeps its digest, its lock and every body.
+        sections = {"context_updates": context_updates, "sections": list(context_template.sections)}
+        add("context-updates.json", canonical.dumpb(sections), json_type)
 
     ordered = tuple(parts[name] for name in sorted(parts))
     listed = [{"name": p.name, "sha256": p.sha256, "size": p.size} for p in ordered]
@@ -533,6 +559,7 @@ def _assemble(
         parts=ordered,
         manifest=types.MappingProxyType(manifest),
         redact_user_content=user_content == "redact",
+        context_updates=context_updates,
         context_fields=types.MappingProxyType(dict(context_fields or {})),
     )
 

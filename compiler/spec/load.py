@@ -41,6 +41,7 @@ __all__ = ["load_bundle"]
 _KNOWN = (
     "context-defaults.json",
     "context-fields.json",
+    "context-updates.json",
     "instructions.md",
     "modes.json",
     "policy.json",
@@ -183,7 +184,7 @@ def _json(parts: Mapping[str, bytes], name: str) -> Any:
 
 
 def _template(
-    name: str, source: str, *, runtime: bool, declared: frozenset[str]
+    name: str, source: str, *, runtime: bool, declared: frozenset[str], sections: bool
 ) -> CompiledTemplate:
     """Compiled and checked as the build compiles it (:mod:`prefixlock.spec.build`)."""
     if runtime:
@@ -198,10 +199,11 @@ def _template(
     return compile_template(
         name,
         source,
-        CONVERSATION_VARIABLES | declared,
+        CONVERSATION_VARIABLES | declared | {"update"},
         TURN_VARIABLES,
         "turn-level",
         template_kind="request-context",
+        sections=CONVERSATION_VARIABLES | declared if sections else None,
     )
 
 
@@ -211,6 +213,7 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: not a part this version of prefixlock reads")
     fields = _json(parts, "context-fields.json") if "context-fields.json" in parts else None
+    updates = _json(parts, "context-updates.json") if "context-updates.json" in parts else None
     modes_value = _json(parts, "modes.json")
     runtime_parts = {m["template"] for m in modes_value["modes"]}
     context_parts = sorted(n for n in parts if n.startswith(_TEMPLATES) and n not in runtime_parts)
@@ -222,6 +225,7 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
             parts[name].decode("utf-8"),
             runtime=name in runtime_parts,
             declared=frozenset(fields or ()),
+            sections=updates is not None,
         )
         for name in sorted(n for n in parts if n.startswith(_TEMPLATES))
     }
@@ -249,4 +253,5 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
         defaults=_json(parts, "context-defaults.json"),
         user_content="keep" if policy is None else policy["secrets"]["user_content"],
         context_fields=fields,
+        context_updates="whole" if updates is None else updates["context_updates"],
     )
