@@ -21,12 +21,14 @@ from importlib import metadata as _metadata
 from . import providers
 from .core.errors import (
     BuildError,
+    BundleError,
     CacheSimulationError,
     CheckpointError,
     CheckpointRaceError,
     ConflictError,
     HistoryError,
     InputError,
+    LimitError,
     Location,
     PrefixlockError,
     ResponseError,
@@ -36,17 +38,20 @@ from .core.errors import (
     UnknownCallError,
     UnknownNameError,
     UsageError,
+    WrongTypeError,
 )
 from .core.messages import CanonicalMessage, MessageKind, Role
 from .core.model import ModelRequest
 from .core.output import ModelOutput, Usage
 from .providers import Provider
 from .runtime.conversation import Conversation
+from .runtime.limits import Limits
 from .runtime.request import AgentRunRequest, RequestKind
 from .runtime.tools import ToolCall, ToolResult
+from .runtime.turn import Turn
 from .spec.build import build_bundle, check_outputs, find_example_root, write_lock, write_outputs
 from .spec.bundle import Bundle
-from .store.contract import MemoryStore, Store
+from .store.contract import DurableStore, MemoryStore, Store
 from .store.sqlite import SQLiteStore
 from .store.urls import open_store
 
@@ -54,14 +59,18 @@ __all__ = [
     "AgentRunRequest",
     "BuildError",
     "Bundle",
+    "BundleError",
     "CacheSimulationError",
     "CanonicalMessage",
     "CheckpointError",
     "CheckpointRaceError",
     "ConflictError",
     "Conversation",
+    "DurableStore",
     "HistoryError",
     "InputError",
+    "LimitError",
+    "Limits",
     "Location",
     "MemoryStore",
     "MessageKind",
@@ -79,10 +88,12 @@ __all__ = [
     "Store",
     "ToolCall",
     "ToolResult",
+    "Turn",
     "UnknownCallError",
     "UnknownNameError",
     "Usage",
     "UsageError",
+    "WrongTypeError",
     "__version__",
     "build_bundle",
     "check_outputs",

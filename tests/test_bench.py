@@ -80,7 +80,14 @@ def test_cli_json_has_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
         ):
             assert run[key].keys() == STATS, key
             assert 0 < run[key]["median"] <= run[key]["p95"], key
-        for key in ("fragments_ns", "serialize_ns", "naive_ns", "naive_encode_ns"):
+        for key in (
+            "fragments_ns",
+            "serialize_ns",
+            "naive_ns",
+            "naive_encode_ns",
+            "cold_serialize_ns",
+            "warm_serialize_ns",
+        ):
             assert run[key].keys() == {"anthropic", "gemini"}
             assert all(v.keys() == STATS for v in run[key].values())
         assert run["naive_bytes_equal"] == {"anthropic": True, "gemini": True}

@@ -43,10 +43,10 @@ def test_call_sends_the_current_request_records_and_returns_the_output() -> None
     first, second = expected("anthropic", "turn1"), expected("anthropic", "turn2")
     client = Recorder(first, second)
     assert conv.call(client) == first
-    assert conv.pending_tool_calls == first.tool_calls and len(first.tool_calls) == 2
+    assert conv.pending_calls == first.tool_calls and len(first.tool_calls) == 2
     assert not conv.awaiting_output
     conv.tool_results([ToolResult(c.call_id, "ok") for c in first.tool_calls])
-    assert conv.pending_tool_calls == ()
+    assert conv.pending_calls == ()
     assert conv.call(client, stream=True) == second
     wire = providers.get("anthropic")
     assert [(how, c.body) for how, c in client.calls] == [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import typing
 from importlib import metadata
 from pathlib import Path
 
@@ -16,14 +17,18 @@ PUBLIC = [
     "AgentRunRequest",
     "BuildError",
     "Bundle",
+    "BundleError",
     "CacheSimulationError",
     "CanonicalMessage",
     "CheckpointError",
     "CheckpointRaceError",
     "ConflictError",
     "Conversation",
+    "DurableStore",
     "HistoryError",
     "InputError",
+    "LimitError",
+    "Limits",
     "Location",
     "MemoryStore",
     "MessageKind",
@@ -41,10 +46,12 @@ PUBLIC = [
     "Store",
     "ToolCall",
     "ToolResult",
+    "Turn",
     "UnknownCallError",
     "UnknownNameError",
     "Usage",
     "UsageError",
+    "WrongTypeError",
     "__version__",
     "build_bundle",
     "check_outputs",
@@ -136,3 +143,17 @@ def test_every_help_lists_the_exit_codes(command: str, capsys: pytest.CaptureFix
         "Exit codes: 0 ok; 1 a finding (a check the command runs failed); 2 bad input or "
         "usage; 141 the output pipe closed."
     )
+
+
+def test_open_store_returns_the_exported_store_type(tmp_path: Path) -> None:
+    store = prefixlock.open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    assert isinstance(store, prefixlock.SQLiteStore)
+    hints = typing.get_type_hints(prefixlock.open_store)
+    assert hints["return"] is prefixlock.DurableStore  # the type it is declared to return
+
+
+def test_limits_and_limit_error_are_the_ones_the_conversation_uses() -> None:
+    from prefixlock.core.errors import LimitError
+    from prefixlock.runtime.limits import Limits
+
+    assert (prefixlock.Limits, prefixlock.LimitError) == (Limits, LimitError)

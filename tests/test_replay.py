@@ -272,16 +272,24 @@ def test_the_store_in_a_workdir_holds_every_record(scenario: Scenario, tmp_path:
 
 def test_an_operation_the_history_refuses_is_located_at_its_step(scenario: Scenario) -> None:
     # load_scenario refuses this; a hand-built scenario reaches the history itself.
+    # (The same answer twice is a no-op since record() is idempotent; another answer for
+    # the answered call is refused.)
     steps = (scenario.steps[0], AssistantStep(scenario.steps[3].location, "x", ()))
-    broken = attrs.evolve(scenario, steps=(*steps, steps[1]))
+    other = AssistantStep(scenario.steps[3].location, "y", ())
+    broken = attrs.evolve(scenario, steps=(*steps, other))
     with pytest.raises(SpecErrors) as info:
         replay(broken)
     (error,) = info.value.errors
     assert error.path == "$.steps[2].assistant"
     assert error.location == scenario.steps[3].location
     root, digest = scenario.bundle_root, scenario.bundle.digest
-    assert error.message == (
-        f"assistant output without a pending model call (bundle: {root}, sha256:{digest[7:19]})"
+    assert error.message.startswith(
+        "model output for the call answered by 'assistant:1' was already recorded with "
+        "different content (sha256:"
+    )
+    assert error.message.endswith(
+        "a model call has one answer: deliver the event again to see the recorded one "
+        f"(bundle: {root}, sha256:{digest[7:19]})"
     )
 
 

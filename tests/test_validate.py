@@ -604,8 +604,8 @@ def test_request_with_a_bad_field_and_no_document() -> None:
 
 
 def test_request_required_fields() -> None:
+    # conversation_id is optional: the conversation an event is handed to knows it.
     assert [str(e) for e in validate_value({}, "agent_run_request")] == [
-        "<request>: $: missing required key 'conversation_id'",
         "<request>: $: missing required key 'event_id'",
         "<request>: $: missing required key 'kind'",
     ]

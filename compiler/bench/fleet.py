@@ -444,7 +444,7 @@ def _warm_up(url: str, seed: int) -> None:
 
 def _first_id(calls: Sequence[Call]) -> str:
     first = calls[0].request
-    assert first is not None
+    assert first is not None and first.conversation_id is not None
     return first.conversation_id
 
 

@@ -32,6 +32,10 @@ and measures, over the last ``window`` calls of each:
   iterable body, no whole-body copy between calls);
 * **hydration**: :meth:`Conversation.open` of the finished conversation from its store
   (a fresh connection), from the stored bytes alone;
+* **cold serialization** (issue 47): the first ``Provider.serialize`` of a conversation
+  just hydrated from its store, by a serializer that has served nothing (a worker of a
+  fleet without sticky routing, which has not served this conversation), against the
+  second serialize of the same request (warm), per provider;
 * **memory**: the process's peak RSS after the run (``resource.getrusage``: the
   high-water mark of this run and the ones before), and :mod:`tracemalloc` around one
   extra, untimed hydration: the peak and the retained bytes of one hydrated conversation.
@@ -246,7 +250,7 @@ def _naive_encode(body: dict[str, Any]) -> bytes:
 
 def _cid(calls: Sequence[Call]) -> str:
     first = calls[0].request
-    assert first is not None
+    assert first is not None and first.conversation_id is not None
     return first.conversation_id
 
 
@@ -467,6 +471,31 @@ def _collected_then_timed(work: Callable[[], object]) -> int:
     return elapsed
 
 
+def _cold_serialization(
+    bundle: Bundle, path: Path, cid: str, formats: WireFormats
+) -> dict[str, Any]:
+    """Per provider: the first serialize of a freshly hydrated conversation by a fresh
+    serializer (cold), and the second one of the same request (warm)."""
+    cold: dict[str, list[int]] = {name: [] for name in formats.names}
+    warm: dict[str, list[int]] = {name: [] for name in formats.names}
+    with SQLiteStore(path) as store:
+        stored = store.load(cid)
+        assert stored is not None
+        repeats = hydration_repeats(len(stored.records))
+        del stored
+        for _ in range(repeats):
+            request = Conversation.open(store, bundle, cid).request()
+            for name in formats.names:
+                serializer = formats.serializer(name)
+                work = functools.partial(serializer.serialize, request)
+                cold[name].append(_collected_then_timed(work))
+                warm[name].append(_collected_then_timed(work))
+    return {
+        "cold_serialize_ns": {name: _stats(v) for name, v in cold.items()},
+        "warm_serialize_ns": {name: _stats(v) for name, v in warm.items()},
+    }
+
+
 def _parse_each(blobs: Sequence[bytes]) -> None:
     """:func:`json.loads` of every blob, each value dropped at once."""
     for blob in blobs:
@@ -578,6 +607,7 @@ def measure(
         figures.update(frag)
         t0 = clock()
         figures.update(_hydration(bundle, stores[0].path, conv))
+        figures.update(_cold_serialization(bundle, stores[0].path, conv.id, formats))
         figures["rss_peak_kib"] = _rss_kib()
         figures["seconds"] = round((spent[index] + clock() - t0) / 1e9, 2)
         runs.append(figures)

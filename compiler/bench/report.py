@@ -365,6 +365,16 @@ def format_report(report: dict[str, Any]) -> str:
             ("    naive dumps alone, µs", "naive_encode_ns"),
         ):
             rows.append((label, [_pair(r[key][name]) for r in runs]))
+        rows.append(
+            (
+                "    just hydrated: cold / warm serialize, ms",
+                [
+                    f"{r['cold_serialize_ns'][name]['median'] / 1e6:,.2f} / "
+                    f"{r['warm_serialize_ns'][name]['median'] / 1e6:,.2f}"
+                    for r in runs
+                ],
+            )
+        )
         ratio("    ours / naive", "serialize_ns", "naive_ns", name)
         ratio("    ours / dumps alone", "serialize_ns", "naive_encode_ns", name)
     rows.append(("whole conversation: median / p95", []))

@@ -8,7 +8,11 @@
     ├── BuildError                  the bundle could not be built or its outputs written
     ├── InputError                  a file, folder, body or revision that is missing,
     │   │                           unreadable or not what the operation reads
-    │   └── GitError                git is missing, or refused a command
+    │   ├── GitError                git is missing, or refused a command
+    │   ├── BundleError             a compiled bundle (build/) with a part missing or not
+    │   │                           the one its prefixlock.lock pins (Bundle.load)
+    │   └── WrongTypeError          a value of the wrong type handed to the public API (a
+    │                               dict where an AgentRunRequest goes); also a TypeError
     ├── UsageError                  arguments the operation cannot use (a history length
     │                               below 2, a target that must not exist yet, ...)
     ├── UnknownNameError            a mode, provider or tokenizer name nobody defined
@@ -103,6 +107,41 @@ class InputError(PrefixlockError):
 
 class GitError(InputError):
     """git is missing, or refused a command."""
+
+
+class BundleError(InputError):
+    """A compiled bundle that cannot be loaded: a part missing, not a regular file, or
+    not the bytes its lock pins; every problem is one line of the message, naming it."""
+
+
+class WrongTypeError(InputError, TypeError):
+    """A value of the wrong type handed to the public API: a dict where an
+    :class:`AgentRunRequest` goes, a string where a list of results goes. Raised before
+    anything is read from the value, so nothing changes. Also a :class:`TypeError`."""
+
+
+def require_type(
+    value: object, expected: type | tuple[type, ...], field: str, hint: str = ""
+) -> None:
+    """Raise :class:`WrongTypeError` naming ``field`` unless ``value`` is an ``expected``.
+
+    ``bool`` is not accepted where ``int`` is expected (it is one in Python, not in JSON)."""
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+        return
+    names = " or ".join(_TYPE_WORDS.get(k, k.__name__) for k in kinds)
+    got = "None" if value is None else _TYPE_WORDS.get(type(value), type(value).__name__)
+    raise WrongTypeError(f"{field}: expected {_article(names)}, got {_article(got)}{hint}")
+
+
+#: How a builtin type is named in a message (JSON's words, which a caller recognises).
+_TYPE_WORDS: dict[type, str] = {str: "string", int: "integer", bool: "boolean", dict: "dict"}
+
+
+def _article(noun: str) -> str:
+    if noun == "None":
+        return noun
+    return f"{'an' if noun[0] in 'AEIOUaeiou' else 'a'} {noun}"
 
 
 class UsageError(PrefixlockError):

@@ -25,7 +25,7 @@ from . import canonical
 from .errors import CanonicalJSONError
 from .messages import OpaquePart, Part, TextPart, ToolCallPart
 
-__all__ = ["ModelOutput", "Usage"]
+__all__ = ["ModelOutput", "Usage", "visible_text"]
 
 _FIGURES = (
     "input_tokens",
@@ -87,6 +87,11 @@ def _visible(part: Part) -> str:
     return ""
 
 
+def visible_text(parts: tuple[Part, ...]) -> str:
+    """The visible text of output parts, joined in model order (:attr:`ModelOutput.text`)."""
+    return "".join(_visible(p) for p in parts)
+
+
 @attrs.frozen
 class ModelOutput:
     """One model call's output: parts in model order, why it stopped, what it cost."""
@@ -103,7 +108,7 @@ class ModelOutput:
         """The visible text, joined in model order: the text parts, and the text of an
         opaque text block (an Anthropic ``text`` block with ``citations``, kept whole so
         it goes back verbatim)."""
-        return "".join(_visible(p) for p in self.parts)
+        return visible_text(self.parts)
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:

@@ -130,8 +130,7 @@ def load_scenario(
     """
     path = Path(path)
     doc = _load(path)
-    errors: list[SpecError] = list(validate_document(doc, "scenario"))
-    invalid = [e.path for e in errors]
+    errors: list[SpecError] = []
     value = doc.value if isinstance(doc.value, dict) else {}
     root = _bundle_root(path, value)
     if bundle is None and bundles is not None:
@@ -140,6 +139,11 @@ def load_scenario(
         bundle = _build(root, doc, "$.bundle" if "bundle" in value else "$", errors)
         if bundle is not None and bundles is not None:
             bundles[root] = bundle
+    # Validated against the bundle's declared context fields too (the bundle first).
+    declared = bundle.context_schemas() if bundle is not None else None
+    problems = validate_document(doc, "scenario", context_fields=declared)
+    invalid = [e.path for e in problems]
+    errors[:0] = problems
     note = bundle_note(root, bundle) if bundle is not None else ""
     loader = _Loader(doc, value, bundle, errors, invalid, note)
     steps = loader.steps()
@@ -318,7 +322,8 @@ class _Loader:
             **fields,
         }
         try:
-            request = AgentRunRequest.from_value(value, file=self.doc.file)
+            declared = self.bundle.context_schemas() if self.bundle is not None else None
+            request = AgentRunRequest.from_value(value, file=self.doc.file, context_fields=declared)
         except SpecErrors as err:
             for error in err.errors:
                 self.fail(_map_path(error.path, given, body, base), error.message)

@@ -94,6 +94,8 @@ def conversation_context(bundle: Bundle, sent: Mapping[str, Any]) -> dict[str, A
     if git is not None:
         git = dict(git)
     out["git"] = git
+    for name in bundle.context_fields:  # declared by the spec: as sent (keys sorted), or none
+        out[name] = sent.get(name)
     # Every string, by value: rule bodies, descriptions, schemas, commands, URLs, env.
     redacted: dict[str, Any] = redact_value(out)
     return redacted

@@ -21,8 +21,8 @@ retried event stays idempotent even across processes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -36,6 +36,7 @@ from ..core.errors import (
     UnknownCallError,
     UnknownNameError,
     UsageError,
+    require_type,
 )
 from ..core.limits import MAX_INSTRUCTIONS_BYTES
 from ..core.messages import (
@@ -71,11 +72,13 @@ from .context import (
     render_sections,
     request_sections,
 )
+from .failover import opaque_providers, retarget
 from .history import EventInfo, History
 from .limits import Limits, utf8_size
 from .redact import redact_text, redact_user_content
 from .request import AgentRunRequest, RequestKind
 from .tools import ToolCall, ToolResult
+from .turn import Turn
 
 T = TypeVar("T")
 
@@ -96,6 +99,10 @@ class Conversation:
         self._admission: Admission | None = None
         #: one provider instance per name, so its encoding cache lasts the conversation
         self._wires: dict[str, Provider] = {}
+        #: (epoch list, messages read, providers of their opaque parts): :meth:`_opaque`
+        self._opaque_scan: tuple[list[CanonicalMessage] | None, int, set[str]] = (None, 0, set())
+        #: the event id of the last record this instance appended (:meth:`deliver`)
+        self._last_appended: str | None = None
 
     # -- opening -------------------------------------------------------------------
 
@@ -120,6 +127,11 @@ class Conversation:
         SQLite store does silently when its ``-wal`` file is lost or damaged -- is refused
         with :class:`CheckpointError`, and a missing conversation is not started afresh.
         """
+        bundle_hint = " (build_bundle(...) or Bundle.load(...))"
+        require_type(bundle, Bundle, "Conversation.open bundle", bundle_hint)
+        require_type(conversation_id, str, "Conversation.open conversation_id")
+        if limits is not None:
+            require_type(limits, Limits, "Conversation.open limits")
         size = utf8_size(bundle.instructions)
         if size > MAX_INSTRUCTIONS_BYTES:  # a bundle built elsewhere: the build refuses it
             raise LimitError(
@@ -161,13 +173,107 @@ class Conversation:
 
     # -- operations ----------------------------------------------------------------
 
-    def request(self) -> ModelRequest:
-        """The current projected request (no model call is recorded)."""
-        return self.history.project()
+    def request(self, *, provider: str | None = None, model: str | None = None) -> ModelRequest:
+        """The current projected request (no model call is recorded).
+
+        ``provider`` / ``model``: the request for one call on that (configured) provider
+        and model instead, e.g. a failover from Anthropic to Claude on Bedrock; parts the
+        target did not produce follow the rules of :mod:`prefixlock.runtime.failover`
+        (Claude thinking signatures stay between Claude platforms; other opaque parts are
+        left out of that call's body, never out of the history)."""
+        request = self.history.project()
+        if provider is None and model is None:
+            return request
+        if provider is None:
+            names = [s.provider for s in request.settings]
+            if len(names) != 1:
+                raise UsageError(
+                    f"request(model={model!r}): name the provider too, this conversation "
+                    f"is configured for {', '.join(names)}"
+                )
+            provider = names[0]
+        require_type(provider, str, "request provider")
+        if model is not None:
+            require_type(model, str, "request model")
+        return retarget(request, provider, model)
 
     def handle(self, request: AgentRunRequest) -> ModelRequest:
-        """A user turn, background completion or injected event -> the model call."""
+        """A user turn, background completion or injected event -> the model call.
+
+        The request's ``conversation_id`` may be left out (the conversation knows it);
+        given, it must be this conversation's. A re-delivered event appends nothing and
+        returns the request it got the first time (:meth:`deliver` says, besides, whether
+        the model already answered it)."""
+        require_type(request, AgentRunRequest, "handle(request)", _REQUEST_HINT)
         return self._with_race_retry(lambda: self._handle(request))
+
+    def deliver(self, request: AgentRunRequest) -> Turn:
+        """:meth:`handle`, returning where the event's turn stands (:class:`Turn`).
+
+        A first delivery appends the event; ``turn.request`` is the model call. A
+        re-delivery (after a crash, a queue's redelivery) appends nothing and says what
+        the store already holds: while the model has not answered, ``turn.request`` is
+        the same request, byte for byte; once it has, ``turn.outputs`` are its recorded
+        answers and ``turn.pending_calls`` the tool calls still without results, and
+        ``turn.request`` is the continuation only if one is due (results were stored).
+        A re-delivery with different content is a :class:`ConflictError`.
+        """
+        require_type(request, AgentRunRequest, "deliver(request)", _REQUEST_HINT)
+        self._last_appended = None
+        model_request = self.handle(request)
+        if self._last_appended == request.event_id:
+            return Turn(request.event_id, False, model_request)
+        return self._turn(request.event_id)
+
+    def _turn(self, event_id: str) -> Turn:
+        """The :class:`Turn` of an event already in the history."""
+        h = self.history
+        info = h.events[event_id]
+        outputs: list[CanonicalMessage] = []
+        superseded = info.epoch != h.epoch
+        for message in h.epochs[info.epoch][info.length :]:
+            if message.kind in _TURN_STARTS:
+                superseded = True  # the next event's messages: this turn is over
+                break
+            if message.kind is MessageKind.ASSISTANT:
+                outputs.append(message)
+        if superseded:
+            return Turn(event_id, True, None, tuple(outputs), superseded=True)
+        request = None
+        if h.awaiting_output:
+            request = h.project() if outputs else h.project(info)
+        return Turn(event_id, True, request, tuple(outputs), self.pending_calls)
+
+    def user_turn(
+        self,
+        event_id: str,
+        query: str,
+        *,
+        mode: str | None = None,
+        timestamp: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        selected_context: Sequence[Mapping[str, Any]] = (),
+        open_files: Sequence[Mapping[str, Any]] = (),
+        action_context: Mapping[str, Any] | None = None,
+    ) -> ModelRequest:
+        """A user turn without building its :class:`AgentRunRequest`: the same as
+        ``handle(AgentRunRequest.from_value({...}))`` with ``kind: user`` and this
+        conversation's id; the values are validated by the same JSON Schema (a problem is
+        a :class:`SpecErrors` naming its JSON path)."""
+        return self.handle(
+            user_request(
+                self.id,
+                event_id,
+                query,
+                mode=mode,
+                timestamp=timestamp,
+                context=context,
+                selected_context=selected_context,
+                open_files=open_files,
+                action_context=action_context,
+                context_fields=self.bundle.context_schemas(),
+            )
+        )
 
     def assistant(
         self,
@@ -177,11 +283,14 @@ class Conversation:
         parts: Sequence[Part] = (),
     ) -> CanonicalMessage:
         """Record model output: ``parts`` (e.g. opaque reasoning) then text, then calls."""
+        require_type(tool_calls, (list, tuple), "assistant tool_calls")
+        require_type(parts, (list, tuple), "assistant parts")
         return self._with_race_retry(lambda: self._assistant(text, tool_calls, parts))
 
     def record(self, output: ModelOutput) -> CanonicalMessage:
         """Record a provider's :class:`ModelOutput` as the assistant message, parts in
         model order, and store its usage beside the record."""
+        require_type(output, ModelOutput, "record(output)")
         return self._with_race_retry(lambda: self._record(output))
 
     def tool_results(
@@ -194,6 +303,7 @@ class Conversation:
         lifetime lets its entries expire. Without it, the call counts as sent right after
         the one before. It is not part of the batch's identity: a retry of the same
         results with another timestamp is the same delivery, and keeps the first one."""
+        require_type(results, (list, tuple), "tool_results(results)")
         problem = None if timestamp is None else stamp_problem(timestamp)
         if problem is not None:
             raise UsageError(f"tool results timestamp: {problem}")
@@ -205,9 +315,10 @@ class Conversation:
         return self.history.awaiting_output
 
     @property
-    def pending_tool_calls(self) -> tuple[ToolCallPart, ...]:
-        """The recorded tool calls that have no results yet, in model order: after a
-        restart, the calls to run before :meth:`tool_results`."""
+    def pending_calls(self) -> tuple[ToolCallPart, ...]:
+        """The recorded tool calls that have no results yet, in model order (each with
+        its ``call_id``, ``name`` and raw ``arguments``): after a restart, the calls to
+        run before :meth:`tool_results`. Empty when none is waiting."""
         pending = self.history.pending_calls
         if not pending:
             return ()
@@ -224,12 +335,14 @@ class Conversation:
         *,
         stream: bool = False,
         on_event: Listener | None = None,
+        model: str | None = None,
     ) -> ModelOutput:
-        """One model call: build the current request for ``client.provider``, send it
+        """One model call: build the current request for ``client.provider`` (and
+        ``model``, for this call only: see :meth:`request`), send it
         (``prefixlock.http.Client`` retries what is safe to retry, with the same bytes),
         record the output and return it. ``stream=True`` reads a stream, ``on_event``
         sees its events as they arrive. Nothing is recorded when the call fails."""
-        call = self._http_call(client.provider, stream)
+        call = self._http_call(client.provider, stream, model)
         output = client.stream(call, on_event) if stream else client.send(call)
         self.record(output)
         return output
@@ -240,16 +353,17 @@ class Conversation:
         *,
         stream: bool = False,
         on_event: Listener | None = None,
+        model: str | None = None,
     ) -> ModelOutput:
         """:meth:`call` on an asynchronous client (``prefixlock.http.AsyncClient``).
 
         Recording writes to the store synchronously, as every other operation does."""
-        call = self._http_call(client.provider, stream)
+        call = self._http_call(client.provider, stream, model)
         output = await (client.stream(call, on_event) if stream else client.send(call))
         self.record(output)
         return output
 
-    def _http_call(self, provider: str, stream: bool) -> HttpRequest:
+    def _http_call(self, provider: str, stream: bool, model: str | None = None) -> HttpRequest:
         if not self.history.awaiting_output:
             pending = ", ".join(self.history.pending_calls)
             raise HistoryError(
@@ -263,7 +377,20 @@ class Conversation:
         wire = self._wires.get(provider)
         if wire is None:
             wire = self._wires[provider] = get_provider(provider)
-        return wire.http_request(self.history.project(), stream=stream)
+        # Another provider's answers, or another model: this call's own request (failover).
+        request = retarget(self.history.project(), provider, model, opaque=self._opaque())
+        return wire.http_request(request, stream=stream)
+
+    def _opaque(self) -> set[str]:
+        """The providers of the opaque parts in the current epoch, read incrementally
+        (each message once), so a call's failover check does not grow with history."""
+        messages = self.history.messages
+        if self._opaque_scan[0] is not messages:
+            self._opaque_scan = (messages, 0, set())
+        _, count, seen = self._opaque_scan
+        seen.update(opaque_providers(messages[count:]))
+        self._opaque_scan = (messages, len(messages), seen)
+        return seen
 
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).
@@ -276,6 +403,8 @@ class Conversation:
 
     def _handle(self, request: AgentRunRequest) -> ModelRequest:
         h = self.history
+        if request.conversation_id is None:  # the conversation knows its id
+            request = attrs.evolve(request, conversation_id=self.id)
         if request.conversation_id != self.id:
             raise HistoryError(
                 f"event {request.event_id!r} is for conversation "
@@ -476,6 +605,9 @@ class Conversation:
     def _append_output(self, parts: Sequence[Part], usage: Usage | None) -> CanonicalMessage:
         h = self.history
         if not h.awaiting_output:
+            repeated = self._repeated_output(parts)
+            if repeated is not None:
+                return repeated
             raise HistoryError("assistant output without a pending model call")
         parts = drop_blank_texts(parts, "assistant output")
         self.limits.check_assistant_text(
@@ -496,6 +628,33 @@ class Conversation:
         record = Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,), usage=usage)
         self._append(record)
         return message
+
+    def _repeated_output(self, parts: Sequence[Part]) -> CanonicalMessage | None:
+        """The answer already recorded for the last model call, when ``parts`` are that
+        answer again (a server that recorded it, crashed before it knew, and records it
+        once more): the same message, nothing appended, the first usage kept. Another
+        answer for the same call is a :class:`ConflictError`: a call has one answer.
+
+        The identity of an answer is its content (the message digest over its parts,
+        tool call ids and opaque signatures included): a provider's response id is not
+        part of what is stored, and two reads of one response (a stream, the whole body)
+        give the same parts but may differ in usage."""
+        messages = self.history.messages
+        if not messages or messages[-1].kind is not MessageKind.ASSISTANT:
+            return None
+        latest = messages[-1]
+        try:
+            kept = drop_blank_texts(parts, "assistant output")
+        except HistoryError:
+            kept = tuple(parts)
+        again = CanonicalMessage.create(latest.id, MessageKind.ASSISTANT, Role.ASSISTANT, kept)
+        if again.digest == latest.digest:
+            return latest
+        raise ConflictError(
+            f"model output for the call answered by {latest.id!r} was already recorded with "
+            f"different content ({latest.digest} != {again.digest}); a model call has one "
+            "answer: deliver the event again to see the recorded one"
+        )
 
     def _tool_results(self, results: Sequence[ToolResult], timestamp: str | None) -> ModelRequest:
         h = self.history
@@ -600,6 +759,7 @@ class Conversation:
         data = record.encode(self.id, self.history.head)
         head = self.store.append(self.id, record.seq, record.event_id, data)
         self.history.apply(record, head.digest)
+        self._last_appended = record.event_id
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.
@@ -650,6 +810,59 @@ class Conversation:
                 if self.catch_up() == 0:
                     raise
 
+
+_REQUEST_HINT = (
+    " (build it with AgentRunRequest.from_value({...}), or call conv.user_turn(...) "
+    "for a user turn)"
+)
+
+
+def user_request(
+    conversation_id: str,
+    event_id: str,
+    query: str,
+    *,
+    mode: str | None = None,
+    timestamp: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    selected_context: Sequence[Mapping[str, Any]] = (),
+    open_files: Sequence[Mapping[str, Any]] = (),
+    action_context: Mapping[str, Any] | None = None,
+    context_fields: Mapping[str, Any] | None = None,
+) -> AgentRunRequest:
+    """The :class:`AgentRunRequest` of a user turn, from keyword values (absent ones left
+    out, so the request's digest is that of the same event written as JSON)."""
+    require_type(event_id, str, "user_turn event_id")
+    require_type(query, str, "user_turn query")
+    for field, given in (("context", context), ("action_context", action_context)):
+        if given is not None:
+            require_type(given, Mapping, f"user_turn {field}")
+    for field, items in (("selected_context", selected_context), ("open_files", open_files)):
+        require_type(items, (list, tuple), f"user_turn {field}")
+    value: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "event_id": event_id,
+        "kind": "user",
+        "query": query,
+    }
+    optional: dict[str, Any] = {
+        "mode": mode,
+        "timestamp": timestamp,
+        "context": None if context is None else dict(context),
+        "selected_context": list(selected_context) or None,
+        "open_files": list(open_files) or None,
+        "action_context": None if action_context is None else dict(action_context),
+    }
+    value.update({k: v for k, v in optional.items() if v is not None})
+    return AgentRunRequest.from_value(
+        value, file=f"user_turn {event_id!r}", context_fields=context_fields
+    )
+
+
+#: Message kinds that begin a new event's messages in an epoch (the end of a turn).
+_TURN_STARTS = frozenset(
+    {MessageKind.REQUEST_CONTEXT, MessageKind.RUNTIME, MessageKind.EVENT, MessageKind.SUMMARY}
+)
 
 #: Message kinds whose texts are the caller's own content (redacted under
 #: ``secrets: {user_content: redact}``, :meth:`Conversation._user_content`).

@@ -31,9 +31,13 @@ class RequestKind(StrEnum):
 
 @attrs.frozen
 class AgentRunRequest:
-    """A validated request. Nested JSON values are kept as canonical JSON text."""
+    """A validated request. Nested JSON values are kept as canonical JSON text.
 
-    conversation_id: str
+    ``conversation_id`` is ``None`` when the event left it out: a
+    :class:`~prefixlock.runtime.conversation.Conversation` fills in its own id (and checks
+    a given one against it)."""
+
+    conversation_id: str | None
     event_id: str
     kind: RequestKind
     mode: str | None = None
@@ -52,9 +56,18 @@ class AgentRunRequest:
 
     @classmethod
     def from_value(
-        cls, value: Any, *, file: str = "<request>", doc: LoadedDocument | None = None
+        cls,
+        value: Any,
+        *,
+        file: str = "<request>",
+        doc: LoadedDocument | None = None,
+        context_fields: Mapping[str, Any] | None = None,
     ) -> AgentRunRequest:
         """Validate a plain JSON value; raises :class:`SpecErrors` naming every problem.
+
+        ``context_fields``: the declared context fields of the bundle the request is for
+        (``bundle.context_schemas()``), accepted in ``context`` and validated against
+        their schemas; any other unknown key stays an error, with "did you mean".
 
         The value is first held to the canonical encoder's rules with NUL refused in
         strings (:func:`prefixlock.core.canonical.check`): nesting, keys, surrogates and
@@ -65,7 +78,9 @@ class AgentRunRequest:
         except CanonicalJSONError as err:
             where = doc.location(err.path) if doc is not None else Location(file)
             raise SpecErrors([SpecError(where, err.path, err.reason)]) from None
-        errors = validate_value(value, "agent_run_request", doc, file)
+        errors = validate_value(
+            value, "agent_run_request", doc, file, context_fields=context_fields
+        )
         if errors:
             raise SpecErrors(errors)
         assert isinstance(value, Mapping)
@@ -76,7 +91,7 @@ class AgentRunRequest:
             raise SpecErrors([SpecError(where, "$.timestamp", problem)])
         compact = value.get("compact")
         return cls(
-            conversation_id=value["conversation_id"],
+            conversation_id=value.get("conversation_id"),
             event_id=value["event_id"],
             kind=RequestKind(value["kind"]),
             mode=value.get("mode"),
@@ -97,11 +112,9 @@ class AgentRunRequest:
         return cls.from_value(doc.value, file=doc.file, doc=doc)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "conversation_id": self.conversation_id,
-            "event_id": self.event_id,
-            "kind": str(self.kind),
-        }
+        out: dict[str, Any] = {"event_id": self.event_id, "kind": str(self.kind)}
+        if self.conversation_id is not None:
+            out["conversation_id"] = self.conversation_id
         optional: dict[str, Any] = {
             "mode": self.mode,
             "query": self.query,

@@ -55,7 +55,7 @@ from .outputs import (
     write_outputs,
 )
 from .templates import CompiledTemplate, compile_template
-from .validate import validate_document
+from .validate import context_field_problems, validate_document
 from .variables import CONVERSATION_VARIABLES, TURN_VARIABLES
 
 __all__ = [
@@ -181,8 +181,14 @@ class _Builder:
             return None
 
     def template(
-        self, name: str, *, runtime: bool, sections: bool = False
+        self,
+        name: str,
+        *,
+        runtime: bool,
+        sections: bool = False,
+        declared: frozenset[str] = frozenset(),
     ) -> CompiledTemplate | None:
+        """``declared``: the spec's declared context fields, conversation-level names."""
         source = self.text(name)
         if source is None:
             return None
@@ -192,7 +198,7 @@ class _Builder:
                     name,
                     source,
                     TURN_VARIABLES,
-                    CONVERSATION_VARIABLES,
+                    CONVERSATION_VARIABLES | declared,
                     "conversation-level",
                     template_kind="runtime",
                 )
@@ -200,11 +206,11 @@ class _Builder:
                 name,
                 source,
                 # ``update``: None for the whole context, else what an update replaces.
-                CONVERSATION_VARIABLES | {"update"},
+                CONVERSATION_VARIABLES | declared | {"update"},
                 TURN_VARIABLES,
                 "turn-level",
                 template_kind="request-context",
-                sections=CONVERSATION_VARIABLES if sections else None,
+                sections=CONVERSATION_VARIABLES | declared if sections else None,
             )
         except SpecErrors as err:
             self.add(err.errors)
@@ -297,6 +303,8 @@ def build_bundle(root: Path | str) -> Bundle:
         for provider, item in providers_doc.value["providers"].items()
     ]
     b.add(_settings_problems(providers_doc, settings))
+    context_fields = _declared_fields(agent_doc)
+    b.add(_context_field_problems(agent_doc, context_fields, context_template))
     if b.errors:
         raise SpecErrors(b.errors)
     defaults: dict[str, Any] = {"rules": [], "skills": [], "subagents": [], "mcp": {"servers": []}}
@@ -316,8 +324,54 @@ def build_bundle(root: Path | str) -> Bundle:
         default_mode=agent["default_mode"],
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
+        context_fields=context_fields,
         context_updates=agent.get("context_updates", "whole"),
     )
+
+
+def _declared_fields(doc: LoadedDocument | None) -> dict[str, Any]:
+    """``context_fields`` of ``agent.yaml`` (schema-checked), sorted by name."""
+    value = doc.value if doc is not None and isinstance(doc.value, Mapping) else {}
+    fields = value.get("context_fields")
+    if not isinstance(fields, Mapping):
+        return {}
+    return {name: fields[name] for name in sorted(fields) if isinstance(name, str)}
+
+
+#: Names a declared context field may not take: the built-in variables of the templates.
+_RESERVED_FIELDS = CONVERSATION_VARIABLES | TURN_VARIABLES | {"update"}
+
+
+def _context_field_problems(
+    doc: LoadedDocument, fields: Mapping[str, Any], template: CompiledTemplate
+) -> list[SpecError]:
+    """A declared field must not shadow a built-in one, must have a usable schema, and
+    the request-context template must render it (else it would be sent for nothing)."""
+    found: list[SpecError] = []
+    for name, field in fields.items():
+        path = json_path(("context_fields", name))
+        if name in _RESERVED_FIELDS:
+            message = (
+                f"{name!r} is a built-in template variable; a declared field needs its own name"
+            )
+            found.append(SpecError(doc.key_location(path), path, message))
+            continue
+        for why in context_field_problems(field["schema"]):
+            where = json_path(("context_fields", name, "schema"))
+            found.append(SpecError(doc.location(where), where, why))
+        if name not in template.variables:
+            message = f"declared context field {name!r} is not rendered by {template.name}"
+            found.append(SpecError(doc.key_location(path), path, message))
+        section = field["section"]
+        if template.sections and section not in template.sections:
+            # context_updates: sections: the field is compared and sent with its block.
+            where = json_path(("context_fields", name, "section"))
+            message = (
+                f"section {section!r} is not a section block of {template.name} "
+                f"({hint(section, template.sections, 'sections')})"
+            )
+            found.append(SpecError(doc.location(where), where, message))
+    return found
 
 
 def _settings_problems(
@@ -421,15 +475,16 @@ def _agent_files(
                     )
                 ]
             )
+    declared = frozenset(_declared_fields(doc))
     name = b.path(doc, ("context_template",))
     if name is not None:
         sections = _get(doc.value, ("context_updates",)) == "sections"
-        context_template = b.template(name, runtime=False, sections=sections)
+        context_template = b.template(name, runtime=False, sections=sections, declared=declared)
     modes = _get(doc.value, ("modes",))
     for mode_name in sorted(modes) if isinstance(modes, Mapping) else ():
         name = b.path(doc, ("modes", mode_name, "runtime"))
         if name is not None and name not in runtimes:
-            runtimes[name] = b.template(name, runtime=True)
+            runtimes[name] = b.template(name, runtime=True, declared=declared)
     return instructions, context_template, runtimes
 
 
@@ -445,6 +500,7 @@ def _assemble(
     defaults: dict[str, Any],
     user_content: str = "keep",
     context_updates: str = "whole",
+    context_fields: Mapping[str, Any] | None = None,
 ) -> Bundle:
     """Lay out the parts of checked pieces and compute the manifest and digest."""
     json_type = "application/json"
@@ -467,6 +523,9 @@ def _assemble(
     add("modes.json", canonical.dumpb(modes_value), json_type)
     for template in (context_template, *(m.runtime for m in modes)):
         add(_template_part(template), template.source.encode("utf-8"), "text/x-jinja2")
+    if context_fields:
+        # Only a spec that declares fields has the part: every other digest stays the same.
+        add("context-fields.json", canonical.dumpb(dict(context_fields)), json_type)
     if user_content != "keep":
         # Only a policy other than the default is a part: the digest (and so every
         # existing lock and body) of a spec that does not set it stays the same.
@@ -501,6 +560,7 @@ def _assemble(
         manifest=types.MappingProxyType(manifest),
         redact_user_content=user_content == "redact",
         context_updates=context_updates,
+        context_fields=types.MappingProxyType(dict(context_fields or {})),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -82,6 +83,28 @@ class Bundle:
     def sections(self) -> tuple[str, ...]:
         """The request context's section names in order (none under ``whole``)."""
         return self.context_template.sections if self.context_updates == "sections" else ()
+
+    #: ``context_fields`` of ``agent.yaml``: name -> ``{"schema", "section"[,
+    #: "description"]}``, sorted by name; the ``context-fields.json`` part when not empty.
+    context_fields: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def context_schemas(self) -> dict[str, Any]:
+        """The declared context fields' JSON Schemas, by name (for request validation)."""
+        return {name: field["schema"] for name, field in self.context_fields.items()}
+
+    @classmethod
+    def load(cls, build_dir: Path | str, lock: Path | str | None = None) -> Bundle:
+        """The compiled bundle ``prefixlock build`` wrote to ``build_dir``, checked against
+        its lock file (default: ``prefixlock.lock`` beside ``build_dir``): every part
+        present with the locked SHA-256, and the bundle laid out from them byte-identical
+        to the lock. A server ships ``build/`` and the lock and loads them at startup,
+        without the YAML and Jinja. A missing or mismatching part is a
+        :class:`~prefixlock.core.errors.BundleError` naming it (all of them at once)."""
+        # Imported here: the loader lays the bundle out again with the build's code,
+        # which imports this module (the values stay apart from their builders).
+        from .load import load_bundle
+
+        return load_bundle(build_dir, lock)
 
     def mode(self, name: str) -> Mode:
         for mode in self.modes:

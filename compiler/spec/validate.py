@@ -54,6 +54,7 @@ from .loader import LoadedDocument
 __all__ = [
     "SCHEMA_NAMES",
     "check_document",
+    "context_field_problems",
     "schema",
     "schema_text",
     "validate_document",
@@ -201,20 +202,61 @@ class _Locator:
         return self.doc.key_location(path) if self.doc is not None else Location(self.file)
 
 
+@functools.lru_cache(maxsize=32)
+def _declared_validator(name: str, fields_json: str) -> Draft202012Validator:
+    """Schema ``name`` where the closed conversation-level ``context`` object also has the
+    declared fields (``fields_json``: canonical JSON of name -> JSON Schema), wherever it
+    is referenced (a request's ``context``, a scenario's steps): one validation finds
+    every problem, and an unknown key's "did you mean" knows the declared names."""
+    context = copy.deepcopy(_parsed("context"))
+    context["properties"].update(canonical.loads(fields_json))
+    registry = _registry().with_resource(
+        _file_name("context"), DRAFT202012.create_resource(context)
+    )
+    return Draft202012Validator(context if name == "context" else _parsed(name), registry=registry)
+
+
+def context_field_problems(field_schema: Any) -> list[str]:
+    """Why ``field_schema`` cannot be a declared context field's JSON Schema (empty: it
+    can): it must be a valid draft 2020-12 schema and refer to nothing outside itself."""
+    problems = [
+        _sentence(e.message)
+        for e in sorted(_meta_validator().iter_errors(field_schema), key=lambda e: e.message)
+    ]
+    if _has_key(field_schema, ("$ref", "$id", "$dynamicRef")):
+        problems.append("a declared field's schema must be self-contained (no $ref or $id)")
+    return problems
+
+
+def _has_key(value: Any, keys: tuple[str, ...]) -> bool:
+    if isinstance(value, Mapping):
+        return any(k in keys or _has_key(v, keys) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_key(v, keys) for v in value)
+    return False
+
+
 def validate_value(
     value: Any,
     schema_name: str,
     doc: LoadedDocument | None = None,
     file: str = "<request>",
+    *,
+    context_fields: Mapping[str, Any] | None = None,
 ) -> list[SpecError]:
     """Every problem of ``value`` against schema ``schema_name``, sorted.
 
     Locations come from ``doc`` when given (its file), else they name ``file`` only.
+    ``context_fields``: the spec's declared context fields, name -> JSON Schema, accepted
+    in the conversation-level context (``context`` schema) beside the built-in ones.
     """
     _check_name(schema_name)
     locate = _Locator(doc, doc.file if doc is not None else file)
     errors: set[SpecError] = set()
-    for error in _validator(schema_name).iter_errors(value):
+    validator = _validator(schema_name)
+    if context_fields:
+        validator = _declared_validator(schema_name, canonical.dumps(dict(context_fields)))
+    for error in validator.iter_errors(value):
         errors.update(_convert(error, (), locate, ""))
     errors.update(_unique_names(value, schema_name, locate))
     if schema_name == "tools":
@@ -224,9 +266,11 @@ def validate_value(
     return sorted(errors)
 
 
-def validate_document(doc: LoadedDocument, schema_name: str) -> list[SpecError]:
+def validate_document(
+    doc: LoadedDocument, schema_name: str, *, context_fields: Mapping[str, Any] | None = None
+) -> list[SpecError]:
     """:func:`validate_value` of a loaded document, located in it."""
-    return validate_value(doc.value, schema_name, doc)
+    return validate_value(doc.value, schema_name, doc, context_fields=context_fields)
 
 
 def check_document(doc: LoadedDocument, schema_name: str) -> None:
