@@ -802,9 +802,12 @@ def test_deep_flow_nesting_is_refused_before_the_scanner_goes_quadratic(
     monkeypatch.setattr(loader._Loader, "stale_possible_simple_keys", counting)
     deep = "a: " + "[" * 16_384 + "]" * 16_384 + "\n"
     assert errors_of(deep) == [f"x.yaml:1:{MAX_DEPTH + 3}: $: nesting deeper than 100 levels"]
-    # At most the keys of 100 open levels for each token scanned before the refusal
-    # (about 300); unbounded, the count was 16,384 levels for each of 16,384 tokens.
-    assert examined <= MAX_DEPTH * 3 * (MAX_DEPTH + 5)
+    # At most the keys of 200 open levels (the scanner's limit) for each token scanned
+    # before the refusal (about 600); unbounded, the count was 16,384 levels for each of
+    # 16,384 tokens.
+    limit = loader._SCANNER_FLOW_LIMIT
+    assert limit == 2 * MAX_DEPTH
+    assert examined <= limit * 3 * (limit + 5)
     for text, where in (
         ("b:\n  c:\n    d: " + "{x: " * 200 + "1" + "}" * 200 + "\n", "3:396"),
         ("[" * 101 + "]" * 101 + "\n", "1:101"),

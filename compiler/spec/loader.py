@@ -58,6 +58,11 @@ ALIAS_NODE_BUDGET = 10_000
 
 #: Collections may nest at most this deep (also after alias expansion).
 MAX_DEPTH = 100
+#: Flow levels the scanner reads before it refuses a file at once (see
+#: ``_Loader.fetch_flow_collection_start``): its work per token grows with the open
+#: levels, so this bounds it; below it, the composer reports nesting past MAX_DEPTH
+#: with the file's other errors.
+_SCANNER_FLOW_LIMIT = 2 * MAX_DEPTH
 #: Longer integer text is refused unread (a 64-bit integer needs at most 22 digits).
 _MAX_INT_TEXT = 100
 
@@ -374,8 +379,15 @@ class _Mark:
         return f'  in "{self.name}", line {self.line + 1}, column {self.column + 1}'
 
 
-class _TooDeep(MarkedYAMLError):
-    """Flow collections nested past :data:`MAX_DEPTH`, found by the scanner."""
+class _TooDeep(Exception):
+    """Flow collections nested past :data:`_SCANNER_FLOW_LIMIT`, found by the scanner
+    (not a ``MarkedYAMLError``: no error class lives outside ``core.errors``; it carries
+    the two fields the loader reads)."""
+
+    def __init__(self, problem: str, problem_mark: _Mark) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.problem_mark = problem_mark
 
 
 class _Skipped(Node):
@@ -481,17 +493,18 @@ class _Loader(
         The scanner reads flow collections ahead of the composer and checks every open
         level's possible simple key for every token, so ``[[[[...`` costs time
         quadratic in its depth (a 32 KB file took 24 s) before the composer could say
-        it is too deep. Flow levels past the limit are nesting past it, whatever
-        encloses them: the error names the collection the composer would have named,
-        the one that opens level ``MAX_DEPTH + 1`` counting the enclosing block
-        collections (one per open block indentation).
+        it is too deep. The scanner lets flow collections reach
+        :data:`_SCANNER_FLOW_LIMIT` levels, so that a file nested a little too deep still
+        reaches the composer, which skips what is too deep and reports it beside every
+        other error of the file; past that limit the file is refused at once with that
+        error alone. Either way the error names the same collection, the one that opens
+        level ``MAX_DEPTH + 1`` counting the enclosing block collections (one per open
+        block indentation).
         """
-        if self.flow_level >= MAX_DEPTH:
+        if self.flow_level >= _SCANNER_FLOW_LIMIT:
             marks = [*self.flow_marks, self.get_mark()]
             at = marks[max(0, MAX_DEPTH - len(self.indents))]
-            problem = f"nesting deeper than {MAX_DEPTH} levels"
-            # A _Mark has the fields that errors read (see get_mark).
-            raise _TooDeep(problem=problem, problem_mark=at)  # type: ignore[arg-type]
+            raise _TooDeep(f"nesting deeper than {MAX_DEPTH} levels", at)
         self.flow_marks.append(self.get_mark())
         super().fetch_flow_collection_start(token_class)
 
