@@ -13,7 +13,9 @@ option existed. ``"1h"`` adds ``"ttl": "1h"`` to every marker:
 * Bedrock Converse: ``cachePoint: {"type": "default", "ttl": "1h"}`` (botocore
   ``bedrock-runtime`` service model, ``CachePointBlock.ttl``, enum ``5m`` / ``1h``).
 
-``"turn"`` mixes the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
+``"auto"`` (``"turn"``, its earlier name, is accepted and means the same) puts a one-hour
+marker where the conversation is likely to pause and five-minute ones inside tool loops,
+mixing the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
 must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rules`):
 
 * from the epoch's second user turn on (the first turn's write holds the whole root;
@@ -54,11 +56,17 @@ from ..core.model import CachePosition, ModelRequest, ProviderSettings
 #: The settings option (never sent).
 OPTION = CACHE_TTL_OPTION
 #: The accepted values; the first is the default (no ``ttl`` member on the wire).
-VALUES = ("5m", "1h", "turn")
+#: ``turn`` is the earlier name of ``auto`` (issue 15), still accepted: it means ``auto``.
+VALUES = ("5m", "1h", "auto", "turn")
+#: The values a policy table reports (``turn`` is ``auto``).
+POLICIES = ("5m", "1h", "auto")
 #: The ``ttl`` of a one-hour marker.
 ONE_HOUR = "1h"
 #: The mixed policy (see the module docstring).
-TURN = "turn"
+AUTO = "auto"
+TURN = AUTO
+#: Earlier names of a value -> the value.
+ALIASES = {"turn": AUTO}
 
 Markers = frozenset[CachePosition]
 
@@ -68,12 +76,13 @@ _TURN_LONG = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
 
 def cache_ttl(provider: str, options: Mapping[str, Any]) -> str | None:
     """The agent's TTL policy: ``None`` for the default (5 minutes), ``"1h"`` or
-    ``"turn"``."""
+    ``"auto"`` (also for its earlier name ``"turn"``)."""
     value = options.get(OPTION, VALUES[0])
-    if value not in VALUES or not isinstance(value, str):
+    if not isinstance(value, str) or value not in VALUES:
         raise SerializationError(
             f"{provider}: settings option {OPTION!r} must be one of {list(VALUES)}, not {value!r}"
         )
+    value = ALIASES.get(value, value)
     return None if value == VALUES[0] else value
 
 
@@ -87,7 +96,7 @@ def _policy_of(provider: str, options: str) -> str | None:
 
 
 def active_policy(policy: Hashable, frame: Markers) -> Hashable:
-    """The policy a body with these frame positions follows: ``turn`` only where
+    """The policy a body with these frame positions follows: ``auto`` only where
     :func:`place_turn_markers` placed a turn marker, else the five-minute default."""
     if policy == TURN and CachePosition.TURN not in frame:
         return None
@@ -100,7 +109,7 @@ def frame_ttl(policy: Hashable) -> str | None:
 
 
 def tail_ttl(policy: Hashable) -> str | None:
-    """The ``ttl`` of Anthropic's top-level (tail) marker: five minutes with ``turn``."""
+    """The ``ttl`` of Anthropic's top-level (tail) marker: five minutes with ``auto``."""
     return ONE_HOUR if policy == ONE_HOUR else None
 
 
@@ -120,7 +129,7 @@ def place_turn_markers(
     *,
     tail_in_frame: bool,
 ) -> tuple[Markers, dict[int, Markers]]:
-    """With ``cache_ttl: turn`` (in the settings' ``options`` JSON) from the epoch's
+    """With ``cache_ttl: auto`` (or ``turn``; in the settings' ``options`` JSON) from the epoch's
     second user turn on, the positions of the module docstring: one root marker,
     :attr:`CachePosition.TURN` on the latest user-role message and in the frame's
     positions (the body mixes TTLs: :func:`active_policy`), and (``tail_in_frame``:

@@ -98,7 +98,7 @@ def _request(model: str, **options: str) -> ModelRequest:
     return attrs.evolve(request, settings=settings)
 
 
-@pytest.mark.parametrize("ttl", ["1h", "turn"])
+@pytest.mark.parametrize("ttl", ["1h", "auto", "turn"])
 def test_serialize_refuses_a_one_hour_ttl_on_a_model_that_refuses_it(ttl: str) -> None:
     model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
     wire = providers.get(BEDROCK)

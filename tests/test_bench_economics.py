@@ -211,16 +211,16 @@ def test_every_cache_ttl_policy_is_priced_on_the_case(figures: dict[str, Any]) -
         if rules_for(name, f["model"]).write_multiplier_1h is None:
             assert policies == {}, name
             continue
-        assert list(policies) == ["5m", "1h", "turn"], name
+        assert list(policies) == ["5m", "1h", "auto"], name
         today = policies["5m"]  # the example's setting
         assert today == {"cost_vs_bound": f["cost_vs_bound"], "cost_vs_today": 1.0, "today": True}
-        assert not policies["1h"]["today"] and not policies["turn"]["today"]
+        assert not policies["1h"]["today"] and not policies["auto"]["today"]
         # A longer lifetime keeps what the idle gaps expire: cheaper on this case.
-        for value in ("1h", "turn"):
+        for value in ("1h", "auto"):
             assert policies[value]["cost_vs_today"] < 1.0, (name, value)
             assert policies[value]["cost_vs_bound"] < f["cost_vs_bound"], (name, value)
         assert (
-            f"`cache_ttl: turn`: {policies['turn']['cost_vs_bound']:.2f}x the bound"
+            f"`cache_ttl: auto`: {policies['auto']['cost_vs_bound']:.2f}x the bound"
             in (f["reasons"][econ.BOUND_TARGET])
         )
 

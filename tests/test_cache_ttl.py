@@ -79,7 +79,7 @@ def test_one_hour_ttl_is_on_every_marker_and_the_option_is_not_sent(
 
 @pytest.mark.parametrize("provider", ["anthropic", "bedrock-converse"])
 def test_a_bad_ttl_is_refused(provider: str) -> None:
-    message = r"'cache_ttl' must be one of \['5m', '1h', 'turn'\]"
+    message = r"'cache_ttl' must be one of \['5m', '1h', 'auto', 'turn'\]"
     with pytest.raises(SerializationError, match=message):
         providers.get(provider).serialize(_with_options(_request(), provider, cache_ttl="2h"))
 

@@ -6,7 +6,7 @@ stage may read it (``core``).
 
 **Bedrock's one-hour TTL by model** [found with the issue search 2026-12-07]: Bedrock
 takes ``cachePoint`` ``"ttl": "1h"`` on some models only and answers a
-ValidationException on the others, so ``cache_ttl: 1h`` / ``turn`` is refused there.
+ValidationException on the others, so ``cache_ttl: 1h`` / ``auto`` (``turn``) is refused there.
 The texts:
 * AWS's announcement of 2026-01-26 (as quoted in :mod:`prefixlock.cache.rules`):
   "generally available for Claude Sonnet 4.5, Claude Haiku 4.5 and Claude Opus 4.5".
@@ -42,7 +42,7 @@ __all__ = [
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"
 #: Its values that put one-hour markers into bodies.
-ONE_HOUR_POLICIES = ("1h", "turn")
+ONE_HOUR_POLICIES = ("1h", "auto", "turn")
 
 #: ``<vendor>.<model>`` after an optional inference-profile prefix (``us.``, ``global.``).
 _NAMED_MODEL = re.compile(r"(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?P<vendor>[a-z][a-z0-9-]*)\.(?P<name>.+)")
