@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from prefixlock import providers
+from conv_helpers import open_conv, user
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prefixlock import ToolCall, ToolResult, providers
 from prefixlock.cache.policy import with_policy
+from prefixlock.cache.simulator import Simulation
 from prefixlock.core.errors import SerializationError
 from prefixlock.review.replay import replay, serialize_at
 from prefixlock.review.scenario import load_scenario
@@ -177,5 +182,70 @@ def test_the_providers_schema_takes_auto_and_turn_on_the_marker_wires() -> None:
 
     for name, _ in WIRES:
         for value in ("5m", "1h", "auto", "turn"):
-            text = f"providers:\n  {name}: {{model: m, max_tokens: 1, options: {{cache_ttl: {value}}}}}\n"
+            options = f"{{cache_ttl: {value}}}"
+            text = f"providers:\n  {name}: {{model: m, max_tokens: 1, options: {options}}}\n"
             assert validate_document(load_yaml_text(text, "x.yaml"), "providers") == []
+
+
+# --- properties over random conversations ------------------------------------------------
+
+
+#: Per turn: tool rounds, and per round the output's repetitions of a 40-byte line.
+_SHAPES = st.lists(st.lists(st.integers(1, 300), max_size=4), min_size=2, max_size=3)
+
+
+def _conversation(shape: list[list[int]]) -> list[Any]:
+    conv = open_conv()
+    requests = []
+    for t, rounds in enumerate(shape):
+        requests.append(conv.handle(user(f"u{t}", f"task {t}")))
+        for r, size in enumerate(rounds):
+            call = f"c{t}-{r}"
+            conv.assistant(None, [ToolCall(call, "read_file", {"path": f"f{r}.py"})])
+            requests.append(conv.tool_results([ToolResult(call, f"line {t} {r} {size}\n" * size)]))
+        conv.assistant("Done.")
+    return requests
+
+
+@settings(max_examples=8, deadline=None)
+@given(_SHAPES)
+def test_auto_never_places_a_longer_ttl_after_a_shorter_one(shape: list[list[int]]) -> None:
+    for provider, key in WIRES:
+        wire = providers.get(provider)
+        for request in _conversation(shape):
+            body = json.loads(wire.serialize(with_policy(request, provider, "auto")))
+            ttls = [ttl for _, ttl in _processing_order(_marks(body, key))]
+            assert len(ttls) <= 4
+            assert ttls == sorted(ttls, key=lambda t: t != "1h"), ttls
+
+
+@settings(max_examples=8, deadline=None)
+@given(_SHAPES)
+def test_without_pauses_auto_costs_5m_plus_its_one_hour_premium(shape: list[list[int]]) -> None:
+    """Calls 8 s apart (nothing expires): auto's cost exceeds 5m's by at most its
+    documented premium (docs/cache-policy.md): (2 - 1.25) x its one-hour write tokens,
+    and on Bedrock the tokens its per-checkpoint minimum leaves uncached after the turn
+    marker (a tail checkpoint needs 1,024 tokens since the previous one), at most the
+    base price each."""
+    requests = _conversation(shape)
+    for provider, _ in WIRES:
+        wire = providers.get(provider)
+        model = requests[0].settings_for(provider).model
+        runs = {}
+        for policy in ("5m", "auto"):
+            sim = Simulation(provider, model=model)
+            for i, request in enumerate(requests):
+                sim.add(wire.serialize(with_policy(request, provider, policy)), 8.0 * i)
+            runs[policy] = sim
+        five, auto = runs["5m"].report(), runs["auto"].report()
+        one_hour = sum(c.cache_write_1h_tokens for c in auto.calls)
+        uncached = sum(
+            max(
+                a.uncached_tokens + a.cache_write_tokens - f.uncached_tokens - f.cache_write_tokens,
+                0,
+            )
+            for f, a in zip(five.calls, auto.calls, strict=True)
+        )
+        if provider == "anthropic":
+            assert uncached == 0  # no per-checkpoint minimum: only the premium
+        assert auto.cost <= five.cost + Fraction(3, 4) * one_hour + uncached, provider

@@ -34,6 +34,8 @@ from typing import Any
 
 __all__ = [
     "CACHE_TTL_OPTION",
+    "MIN_OUTPUT_TOKENS",
+    "keepalive_output_limit",
     "ONE_HOUR_POLICIES",
     "one_hour_ttl_refusal",
     "settings_problems",
@@ -41,6 +43,44 @@ __all__ = [
 
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"
+#: The smallest output limit each provider's service accepts: a keep-alive request (issue
+#: 45; :meth:`prefixlock.Conversation.keepalive`) is the last request with only its output
+#: limit set to this, so it re-reads the cached prefix and pays for (almost) no output.
+#: * anthropic ``max_tokens``: "x >= 1" (Messages API reference, ``max_tokens``; NOT
+#:   VERIFIED against a stored copy of the page: the SDK types carry no minimum).
+#: * bedrock-converse ``inferenceConfig.maxTokens``: botocore's bedrock-runtime service
+#:   model, ``InferenceConfigurationMaxTokensInteger`` ``"min": 1``.
+#: * openai-responses ``max_output_tokens``: the service answers "Invalid
+#:   'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 1
+#:   instead." (earendil-works/pi#6265, 2026-07-02; vectorize-io/hindsight#58).
+#: * openai-chat ``max_completion_tokens``: 16 as well ("chat completions/responses error
+#:   when you have a max token size of < 16", braintrustdata/lingua#186; NOT VERIFIED on a
+#:   first-party page).
+#: * gemini ``generationConfig.maxOutputTokens``: 1 (NOT VERIFIED: the docs give no
+#:   minimum).
+MIN_OUTPUT_TOKENS: Mapping[str, int] = {
+    "anthropic": 1,
+    "bedrock-converse": 1,
+    "openai-chat": 16,
+    "openai-responses": 16,
+    "gemini": 1,
+}
+
+
+def keepalive_output_limit(provider: str, options: Mapping[str, Any]) -> int:
+    """The smallest output limit ``provider`` accepts with these settings options: its
+    :data:`MIN_OUTPUT_TOKENS`, and on Anthropic with extended thinking one more than the
+    thinking budget ("``max_tokens`` must be greater than ``thinking.budget_tokens``",
+    Anthropic's extended-thinking guide; NOT VERIFIED against a stored copy)."""
+    least = MIN_OUTPUT_TOKENS.get(provider, 1)
+    thinking = options.get("thinking")
+    if provider == "anthropic" and isinstance(thinking, Mapping):
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            least = max(least, budget + 1)
+    return least
+
+
 #: Its values that put one-hour markers into bodies.
 ONE_HOUR_POLICIES = ("1h", "auto", "turn")
 
