@@ -30,6 +30,7 @@ import attrs
 from ..core import canonical
 from ..core.limits import CACHE_TTL_OPTION
 from ..core.model import ModelRequest
+from .rules import rules_for
 from .simulator import Simulation
 
 __all__ = [
@@ -37,13 +38,14 @@ __all__ = [
     "END_PROBABILITY",
     "GAP_QUANTILES",
     "KEEPALIVE_MARGIN",
-    "cached_prefix",
-    "keepalive_interval",
     "TOOL_GAP_QUANTILES",
     "CachedPrefix",
     "ReturnModel",
+    "cached_prefix",
+    "keepalive_interval",
     "keepalive_plan",
     "lognormal_fit",
+    "plan_for",
     "with_policy",
 ]
 
@@ -203,6 +205,27 @@ def keepalive_plan(
             break
         plan.append(times[k])
     return tuple(plan)
+
+
+def plan_for(
+    provider: str,
+    model: str,
+    body: bytes | Mapping[str, Any],
+    return_model: ReturnModel = DEFAULT_RETURN_MODEL,
+    tokenizer: Any = None,
+) -> tuple[tuple[float, ...], float]:
+    """The keep-alive plan after the call whose body is ``body`` (:func:`keepalive_plan`
+    with the provider's prices) and the lifetime of its shorter-lived entries. The loss
+    of an expiry is priced at the write price the next call pays for it: a body with
+    one-hour markers (``auto``) loses only what follows its last one, and the next turn's
+    one-hour turn marker writes that again at the one-hour price."""
+    rules = rules_for(provider, model)
+    prefix, ttl = cached_prefix(provider, model, body, tokenizer)
+    write = rules.write_multiplier
+    if prefix.lost < prefix.read and rules.write_multiplier_1h is not None:
+        write = rules.write_multiplier_1h
+    plan = keepalive_plan(prefix, rules.read_multiplier, write, ttl, return_model)
+    return plan, ttl
 
 
 def with_policy(request: ModelRequest, provider: str, value: str) -> ModelRequest:

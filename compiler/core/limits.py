@@ -35,8 +35,8 @@ from typing import Any
 __all__ = [
     "CACHE_TTL_OPTION",
     "MIN_OUTPUT_TOKENS",
-    "keepalive_output_limit",
     "ONE_HOUR_POLICIES",
+    "keepalive_output_limit",
     "one_hour_ttl_refusal",
     "settings_problems",
 ]

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 import attrs
 
+from ..cache.policy import DEFAULT_RETURN_MODEL, ReturnModel, plan_for
 from ..core import canonical
 from ..core.errors import (
     CheckpointError,
@@ -36,6 +37,7 @@ from ..core.errors import (
     UnknownNameError,
     UsageError,
 )
+from ..core.limits import keepalive_output_limit
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -50,11 +52,8 @@ from ..core.messages import (
 from ..core.model import ModelRequest
 from ..core.names import hint
 from ..core.output import ModelOutput, Usage
-from ..core.limits import keepalive_output_limit
 from ..core.timestamps import seconds as _seconds
 from ..core.timestamps import stamp_problem
-from ..cache.policy import DEFAULT_RETURN_MODEL, ReturnModel, cached_prefix, keepalive_plan
-from ..cache.rules import rules_for
 from ..providers import NAMES as PROVIDER_NAMES
 from ..providers import get as PROVIDERS_GET
 from ..spec.bundle import Bundle
@@ -249,15 +248,7 @@ class Conversation:
         name = self._keepalive_provider(request, provider)
         settings = request.settings_for(name)
         body = PROVIDERS_GET(name).serialize(request)
-        rules = rules_for(name, settings.model)
-        prefix, ttl = cached_prefix(name, settings.model, body)
-        plan = keepalive_plan(
-            prefix,
-            rules.read_multiplier,
-            rules.write_multiplier,
-            ttl,
-            model or self.return_model,
-        )
+        plan, ttl = plan_for(name, settings.model, body, model or self.return_model)
         key = (name, h.seq)
         number = self._keepalives_sent.get(key, 0)
         if number >= len(plan):
