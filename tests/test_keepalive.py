@@ -105,10 +105,21 @@ def test_the_keepalive_schedule_follows_the_plan_and_stops_once_expired() -> Non
 
 def test_a_new_call_restarts_the_schedule_from_its_time() -> None:
     conv = open_conv()
-    _turn(conv)
+    conv.handle(user("u1", timestamp=T0))
+    conv.assistant("Running the tests.", [ToolCall("c1", "run_terminal_command", {})])
     assert conv.keepalive(AT0 + 270.0, "anthropic") is not None
+    conv.tool_results([ToolResult("c1", "ok\n" * 40)], timestamp="2026-03-02T10:04:40Z")
+    assert conv.next_keepalive_at("anthropic") == AT0 + 280.0 + 270.0
+
+
+def test_with_auto_a_later_turn_keeps_its_root_for_an_hour_and_plans_no_keepalive() -> None:
+    """The example's ``cache_ttl: auto``: from the second turn on only the tool loop lives
+    five minutes; a read of the whole prefix does not pay for it (docs/cache-policy.md)."""
+    conv = open_conv()
+    assert conv.request().settings_for("anthropic").options_value == {"cache_ttl": "auto"}
+    _turn(conv)
     _turn(conv, "u2", "2026-03-02T10:20:00Z")
-    assert conv.next_keepalive_at("anthropic") == AT0 + 1200.0 + 270.0
+    assert conv.next_keepalive_at("anthropic") is None
 
 
 def test_one_hour_entries_need_no_keepalive() -> None:

@@ -330,11 +330,17 @@ def _naive(
     wire: providers.Provider,
     tool_order: Sequence[str],
 ) -> Fraction:
-    """The naive harness's cost on the same calls and times (no keep-alive)."""
+    """The naive harness's cost on the same calls and times: no keep-alive, and the
+    services' default five-minute markers (what most harnesses send), whatever
+    ``cache_ttl`` the settings have."""
     harness = NaiveHarness(tool_order)
     sim = Simulation(provider, model=model)
+    five = _marker_policies(provider, model)
     for call in calls:
-        sim.add(wire.serialize(harness.request(call.request)), call.at)
+        request = harness.request(call.request)
+        if five:
+            request = with_policy(request, provider, "5m")
+        sim.add(wire.serialize(request), call.at)
     return sim.totals.cost
 
 

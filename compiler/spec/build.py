@@ -39,6 +39,7 @@ from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
 from ..core.limits import settings_problems
 from ..core.model import ProviderSettings, ToolSpec
+from ..core.models import model_warning
 from ..core.names import hint
 from ..core.resources import example_dir
 from .bundle import Bundle, BundlePart, Mode
@@ -60,6 +61,7 @@ __all__ = [
     "LOCK_FILE",
     "MANIFEST",
     "build_bundle",
+    "build_warnings",
     "check_outputs",
     "diff_outputs",
     "find_example_root",
@@ -311,6 +313,30 @@ def build_bundle(root: Path | str) -> Bundle:
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
     )
+
+
+def build_warnings(root: Path | str) -> list[str]:
+    """Warnings about a spec root that builds: a retired or unknown ``model`` in
+    ``rules/providers.yaml`` (:func:`prefixlock.core.models.model_warning`), each as
+    ``file:line:col: warning: $.path: why``, in provider order. Empty when the file does
+    not load (the build reports that)."""
+    path = Path(root) / "rules" / "providers.yaml"
+    try:
+        doc = load_yaml_file(path)
+    except (SpecErrors, OSError):
+        return []
+    providers_value = doc.value.get("providers") if isinstance(doc.value, dict) else None
+    if not isinstance(providers_value, dict):
+        return []
+    out = []
+    for provider in sorted(providers_value):
+        entry = providers_value[provider]
+        model = entry.get("model") if isinstance(entry, dict) else None
+        why = model_warning(provider, model) if isinstance(model, str) else None
+        if why is not None:
+            where = json_path(("providers", provider, "model"))
+            out.append(f"{doc.location(where)}: warning: {where}: {why}")
+    return out
 
 
 def _settings_problems(
