@@ -75,3 +75,56 @@ def test_build_warns_and_still_builds(tmp_path: Path, capsys: pytest.CaptureFixt
         "retired (2026-11-30; Anthropic model deprecations (issue 45)): requests to it "
         f"fail; current models: {CLAUDE}"
     )
+
+
+def _spec_with(tmp_path: Path, old: str, new: str) -> Path:
+    for part in ("rules", "prompt"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    path = tmp_path / "rules" / "providers.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def test_api_version_2026_10_21_refuses_the_sampling_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _spec_with(
+        tmp_path,
+        "      cache_ttl: auto\n\n  # prompt",
+        "      cache_ttl: auto\n      anthropic_version: '2026-10-21'\n"
+        "      temperature: 1.0\n      top_k: 5\n\n  # prompt",
+    )
+    assert path.is_file()
+    assert main(["build", "--root", str(tmp_path)]) == 2
+    lines = path.read_text(encoding="utf-8").splitlines()
+    err = capsys.readouterr().err.splitlines()
+    why = (
+        "Anthropic API version 2026-10-21 removes {key!r}: the service answers 400 ('Extra "
+        "inputs are not permitted', even at its default value); remove it, or set "
+        "anthropic_version: 2023-06-01"
+    )
+    for key in ("temperature", "top_k"):
+        line = next(i for i, text in enumerate(lines, 1) if text.startswith(f"      {key}:"))
+        column = len(f"      {key}: ") + 1
+        where = f"rules/providers.yaml:{line}:{column}"
+        assert f"{where}: $.providers.anthropic.options.{key}: {why.format(key=key)}" in err
+
+
+def test_the_api_version_option_is_never_sent(tmp_path: Path) -> None:
+    from prefixlock import providers
+    from prefixlock.spec.build import build_bundle
+
+    _spec_with(
+        tmp_path,
+        "      cache_ttl: auto\n\n  # prompt",
+        "      cache_ttl: auto\n      anthropic_version: '2026-10-21'\n\n  # prompt",
+    )
+    from conv_helpers import user
+    from prefixlock.runtime.conversation import Conversation
+    from prefixlock.store.contract import MemoryStore
+
+    conv = Conversation.open(MemoryStore(), build_bundle(tmp_path), "c")
+    body = providers.get("anthropic").serialize(conv.handle(user("u1", conversation="c")))
+    assert b"anthropic_version" not in body and b"2026-10-21" not in body

@@ -33,9 +33,12 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "ANTHROPIC_VERSIONS",
+    "API_VERSION_OPTION",
     "CACHE_TTL_OPTION",
     "MIN_OUTPUT_TOKENS",
     "ONE_HOUR_POLICIES",
+    "REMOVED_IN_2026_10_21",
     "keepalive_output_limit",
     "one_hour_ttl_refusal",
     "settings_problems",
@@ -128,12 +131,55 @@ def one_hour_ttl_refusal(model: str) -> str | None:
     )
 
 
+#: prefixlock's own option naming the Anthropic API version a deployment sends (the
+#: ``anthropic-version`` header; never a body key).
+API_VERSION_OPTION = "anthropic_version"
+#: The sampling parameters Anthropic API version 2026-10-21 removes. Sources [found with
+#: the document search 2026-12-07]: "Anthropic's first new API version since 2023-06-01
+#: shipped Oct 21, 2026 ... temperature/top_p/top_k now return 400" (codersera.com's
+#: migration guide), "Claude API version 2026-10-21 removes temperature, top_p and top_k
+#: ... 400 error, 'even at t[he default]'" (developersdigest.tech, quoting the migration
+#: guide), "temperature: 1.0 fails with 'temperature: Extra inputs are not permitted'"
+#: (qiita.com/Synthorai, tested on Sonnet 4.6 and 5.5). NOT VERIFIED on Anthropic's own
+#: versioning page (no stored copy found).
+REMOVED_IN_2026_10_21 = ("temperature", "top_p", "top_k")
+#: The API versions the option takes.
+ANTHROPIC_VERSIONS = ("2023-06-01", "2026-10-21")
+
+
 def settings_problems(
     provider: str, model: str, options: Mapping[str, Any]
 ) -> list[tuple[tuple[str, ...], str]]:
     """``(field, why)`` for each value of one provider's settings (``model``, the parsed
     ``options``) that its service refuses with the others: ``field`` is the path under
     the provider's entry of ``rules/providers.yaml``, ``("options", "cache_ttl")``."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    version = options.get(API_VERSION_OPTION)
+    if version is not None and provider != "anthropic":
+        found.append(
+            (
+                ("options", API_VERSION_OPTION),
+                f"{API_VERSION_OPTION} is the Anthropic Messages API's version header; "
+                f"{provider} has none",
+            )
+        )
+    elif version == "2026-10-21":
+        found += [
+            (
+                ("options", key),
+                f"Anthropic API version 2026-10-21 removes {key!r}: the service answers 400 "
+                "('Extra inputs are not permitted', even at its default value); remove it, "
+                "or set anthropic_version: 2023-06-01",
+            )
+            for key in REMOVED_IN_2026_10_21
+            if key in options
+        ]
+    return found + _ttl_problems(provider, model, options)
+
+
+def _ttl_problems(
+    provider: str, model: str, options: Mapping[str, Any]
+) -> list[tuple[tuple[str, ...], str]]:
     value = options.get(CACHE_TTL_OPTION)
     if provider != "bedrock-converse" or value not in ONE_HOUR_POLICIES:
         return []
