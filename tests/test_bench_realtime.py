@@ -12,8 +12,9 @@ import pytest
 from conv_helpers import example_bundle
 from prefixlock import providers
 from prefixlock.bench import realtime as rt
-from prefixlock.cache.policy import plan_for
+from prefixlock.cache.policy import plan_for, with_policy
 from prefixlock.cli import main
+from prefixlock.review.policies import SHORTEST_SLOT
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,8 @@ def test_every_policy_is_priced_against_the_three_yardsticks(
             assert math.isclose(f[key], f["cost"] / figures[base]), (policy, key)
     # the oracle's choices include letting entries expire: never above the configured cost
     assert figures["oracle"] <= figures["policies"]["configured"]["cost"]
-    assert figures["policies"]["configured"] == figures["policies"]["5m"]
+    # the example configures auto
+    assert figures["policies"]["configured"] == figures["policies"]["auto"]
 
 
 def test_keepalives_follow_the_plan_of_each_gap(calls: list[rt.SessionCall]) -> None:
@@ -60,9 +62,10 @@ def test_keepalives_follow_the_plan_of_each_gap(calls: list[rt.SessionCall]) -> 
     expected = 0
     for i, call in enumerate(calls):
         nxt = calls[i + 1].at if i + 1 < len(calls) else math.inf
-        if nxt - call.at <= rt.SHORTEST_SLOT:
+        if nxt - call.at <= SHORTEST_SLOT:
             continue
-        plan, _ = plan_for("anthropic", model, wire.serialize(call.request))
+        five = with_policy(call.request, "anthropic", "5m")  # keepalive: 5m markers
+        plan, _ = plan_for("anthropic", model, wire.serialize(five))
         expected += sum(1 for offset in plan if call.at + offset < nxt)
     assert figures["policies"]["keepalive"]["keepalives"] == expected > 0
 

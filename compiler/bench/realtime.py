@@ -4,29 +4,17 @@ policy costs when conversations pause as real ones do.
 **Sessions.** :func:`session` generates one seeded conversation from the bundled
 example's point of view: user turns whose tool loops make calls seconds apart, the turns
 minutes apart. Every gap is drawn from a log-normal fitted to the real quantiles
-(:mod:`prefixlock.cache.policy`): before a user turn, :data:`~prefixlock.cache.policy.
-GAP_QUANTILES` (median 105 s, p90 14.1 min, 24% over 5 min, 2.7% over an hour); inside a
-tool loop, :data:`~prefixlock.cache.policy.TOOL_GAP_QUANTILES` (median 8 s, p90 40 s). A
-turn makes :data:`CALLS_PER_TURN` calls (log-normal, median 11.5); a session is
-:data:`LENGTHS` calls long; the request context changes on a share of the turns
-(:data:`CONTEXT_SHARES`: none, about a tenth, most). Tool outputs are those of
-:mod:`.workload` (2-8 KB shaped like each tool's).
+(:mod:`prefixlock.cache.policy`): before a user turn, ``GAP_QUANTILES`` (median 105 s,
+p90 14.1 min, 24% over 5 min, 2.7% over an hour); inside a tool loop,
+``TOOL_GAP_QUANTILES`` (median 8 s, p90 40 s). A turn makes :data:`CALLS_PER_TURN` calls
+(log-normal, median 11.5); a session is :data:`LENGTHS` calls long; the request context
+changes on a share of the turns (:data:`CONTEXT_SHARES`: none, about a tenth, most).
+Tool outputs are those of :mod:`.workload` (2-8 KB shaped like each tool's).
 
-**Policies** (:func:`price_session`), per provider, on the same requests and times:
-``5m``, ``1h`` and ``auto`` (the ``cache_ttl`` values of the marker wires, Anthropic and
-Bedrock with a model that takes one-hour entries), ``configured`` (the settings as
-``rules/providers.yaml`` has them, the only marker choice of the implicit caches),
-``keepalive`` (``configured`` plus the keep-alives :func:`~prefixlock.cache.policy.
-keepalive_plan` sends in every gap, the requests :meth:`~prefixlock.Conversation.
-keepalive` returns) and ``auto+keepalive``.
-
-**Yardsticks**, all simulated from the exact bodies: ``uncached`` (every token at the
-base price), the **perfect-cache bound** (:class:`~prefixlock.cache.simulator.
-PerfectBound`: never expires, unreachable), the **offline-optimal policy**
-(:func:`_oracle`: knows each gap in advance and picks, per gap, the cheapest of letting
-the entries expire, a one-hour write of the call before the gap, or keep-alive reads
-through it) and the **naive harness** (:class:`~prefixlock.review.naive.NaiveHarness`:
-the context re-rendered into the system prompt, no keep-alive, the configured markers).
+Each session is priced by :func:`prefixlock.review.policies.price_session` (every policy
+against the perfect-cache bound, the offline-optimal policy and the naive harness);
+:func:`realtime` averages the ratios over the sessions and :func:`targets` checks issue
+45's two targets for the default policy (:data:`DEFAULT_POLICY`).
 """
 
 from __future__ import annotations
@@ -36,26 +24,16 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 from typing import Any
-
-import attrs
 
 from .. import providers
 from ..cache.policy import (
     DEFAULT_RETURN_MODEL,
     TOOL_GAP_QUANTILES,
     ReturnModel,
-    cached_prefix,
-    keepalive_interval,
-    plan_for,
-    with_policy,
 )
-from ..cache.rules import DEFAULT_TTL, rules_for
-from ..cache.simulator import PerfectBound, Simulation
-from ..core.limits import keepalive_output_limit
-from ..core.model import ModelRequest
-from ..review.naive import NaiveHarness, tool_file_order
+from ..review.naive import tool_file_order
+from ..review.policies import POLICIES, SessionCall, marker_policies, price_session
 from ..runtime.conversation import Conversation
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolResult
@@ -88,8 +66,6 @@ CALLS_PER_TURN = (11.5, 0.7)
 LENGTHS = (16, 46, 200)
 #: Share of user turns (after the first) whose request context changes.
 CONTEXT_SHARES = (("none", 0.0), ("tenth", 0.1), ("most", 0.8))
-#: The policies priced, in report order (see the module docstring).
-POLICIES = ("configured", "5m", "1h", "auto", "keepalive", "auto+keepalive")
 #: The bundled example's default policy per provider, decided from this workload's figures
 #: (docs/cache-policy.md): ``cache_ttl: auto`` and keep-alives on the marker wires,
 #: keep-alives on Gemini's implicit cache (it has no lifetime setting), the configured
@@ -107,20 +83,8 @@ ORACLE_TARGET, ORACLE_LIMIT = "real_timing_vs_oracle", 1.05
 NAIVE_TARGET, NAIVE_LIMIT = "real_timing_vs_naive", 0.85
 #: The tool-loop gap model (no session end inside a loop).
 TOOL_GAPS = ReturnModel.from_quantiles(TOOL_GAP_QUANTILES, end=0.0)
-#: No entry lives shorter than this, and no keep-alive is planned sooner (half of the
-#: shortest TTL, :func:`~prefixlock.cache.policy.keepalive_interval`): a shorter gap
-#: needs no choice.
-SHORTEST_SLOT = DEFAULT_TTL / 2
 #: Sessions start here (any fixed time: only the gaps matter).
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-@attrs.frozen
-class SessionCall:
-    """One model call of a session: the request and its time (seconds from the start)."""
-
-    request: ModelRequest
-    at: float
 
 
 def _stamp(at: float) -> str:
@@ -178,172 +142,6 @@ def session(
     return out[:calls]
 
 
-def _marker_policies(provider: str, model: str) -> bool:
-    """Whether ``provider``'s ``cache_ttl`` has a choice for ``model``."""
-    return rules_for(provider, model).write_multiplier_1h is not None
-
-
-def _keepalive_body(wire: providers.Provider, request: ModelRequest) -> bytes:
-    settings = tuple(
-        attrs.evolve(s, max_tokens=keepalive_output_limit(s.provider, s.options_value))
-        for s in request.settings
-    )
-    return wire.serialize(attrs.evolve(request, settings=settings))
-
-
-def _plan(provider: str, model: str, body: bytes, return_model: ReturnModel) -> tuple[float, ...]:
-    return plan_for(provider, model, body, return_model)[0]
-
-
-def _ttl(provider: str, model: str, body: bytes) -> float:
-    return cached_prefix(provider, model, body)[1]
-
-
-class _Run:
-    """One policy's simulation of a session: its cost and its keep-alives."""
-
-    def __init__(self, provider: str, model: str) -> None:
-        self.sim = Simulation(provider, model=model, keep_calls=False)
-        self.keepalives = 0
-
-    @property
-    def cost(self) -> Fraction:
-        return self.sim.totals.cost
-
-
-def price_session(
-    calls: Sequence[SessionCall],
-    provider: str,
-    *,
-    tool_order: Sequence[str] = (),
-    return_model: ReturnModel = DEFAULT_RETURN_MODEL,
-) -> dict[str, Any]:
-    """One session's figures for ``provider``: the cost of each policy (and of the
-    yardsticks) in base input-token units, and each policy's ratios."""
-    wire = providers.get(provider)
-    model = calls[0].request.settings_for(provider).model
-    choice = _marker_policies(provider, model)
-    policies = [p for p in POLICIES if p in ("configured", "keepalive") or choice]
-
-    def request_for(request: ModelRequest, policy: str) -> ModelRequest:
-        marker = policy.split("+")[0]
-        if marker in ("configured", "keepalive"):
-            return request
-        return with_policy(request, provider, marker)
-
-    runs = {policy: _Run(provider, model) for policy in policies}
-    bound = PerfectBound()
-    uncached = Fraction(0)
-    for i, call in enumerate(calls):
-        # the next call's time; after the last call the user may come back, and the
-        # server cannot know that the session is over: its keep-alives are paid too
-        nxt = calls[i + 1].at if i + 1 < len(calls) else math.inf
-        for policy, run in runs.items():
-            request = request_for(call.request, policy)
-            sent = wire.serialize(request)
-            priced = run.sim.add(sent, call.at)
-            if policy == "configured":
-                bound.add(priced)
-                uncached += priced.uncached_cost
-            if policy.endswith("keepalive") and nxt - call.at > SHORTEST_SLOT:
-                keep = _keepalive_body(wire, request)
-                for offset in _plan(provider, model, sent, return_model):
-                    if call.at + offset >= nxt:
-                        break
-                    run.sim.add(keep, call.at + offset)
-                    run.keepalives += 1
-    oracle = _oracle(calls, provider, model, wire)
-    naive = _naive(calls, provider, model, wire, tool_order)
-    out: dict[str, Any] = {
-        "calls": len(calls),
-        "uncached": float(uncached),
-        "bound": float(bound.cost),
-        "oracle": float(oracle),
-        "naive": float(naive),
-        "policies": {},
-    }
-    for policy, run in runs.items():
-        cost = run.cost
-        out["policies"][policy] = {
-            "cost": float(cost),
-            "keepalives": run.keepalives,
-            "vs_uncached": float(cost / uncached),
-            "vs_bound": float(cost / bound.cost),
-            "vs_oracle": float(cost / oracle),
-            "vs_naive": float(cost / naive),
-        }
-    return out
-
-
-def _oracle(
-    calls: Sequence[SessionCall], provider: str, model: str, wire: providers.Provider
-) -> Fraction:
-    """The offline-optimal policy's cost: the configured bodies, and in each gap longer
-    than the entries' lifetime the cheapest (given the gap) of letting them expire, a
-    one-hour write of the call before the gap (where the wire has one), or keep-alive
-    reads through the gap; the choice is priced by simulating each option up to and
-    including the next call, and the cheapest one is kept."""
-    sim = Simulation(provider, model=model)
-    one_hour = _marker_policies(provider, model)
-    for i, call in enumerate(calls):
-        plain = wire.serialize(call.request)
-        if i + 1 == len(calls):
-            sim.add(plain, call.at)
-            break
-        nxt = calls[i + 1]
-        gap = nxt.at - call.at
-        ttl = _ttl(provider, model, plain) if gap > SHORTEST_SLOT else math.inf
-        if gap < ttl:
-            sim.add(plain, call.at)
-            continue
-        after = wire.serialize(nxt.request)
-        step = keepalive_interval(ttl)
-        reads = math.ceil((gap - ttl) / step) if gap >= ttl else 0
-        keep = _keepalive_body(wire, call.request)
-        # each option: the bodies sent from this call up to (not including) the next
-        options = [[(plain, call.at)]]
-        if one_hour:
-            options.append([(wire.serialize(with_policy(call.request, provider, "1h")), call.at)])
-        options.append(
-            [(plain, call.at)] + [(keep, call.at + k * step) for k in range(1, reads + 1)]
-        )
-        best: tuple[Fraction, Simulation] | None = None
-        for option in options:
-            fork = sim.fork()
-            before = fork.totals.cost
-            for sent, at in option:
-                fork.add(sent, at)
-            probe = fork.fork()
-            probe.add(after, nxt.at)
-            spent = probe.totals.cost - before
-            if best is None or spent < best[0]:
-                best = (spent, fork)
-        assert best is not None
-        sim = best[1]  # the cheapest option's state, before the next call
-    return sim.totals.cost
-
-
-def _naive(
-    calls: Sequence[SessionCall],
-    provider: str,
-    model: str,
-    wire: providers.Provider,
-    tool_order: Sequence[str],
-) -> Fraction:
-    """The naive harness's cost on the same calls and times: no keep-alive, and the
-    services' default five-minute markers (what most harnesses send), whatever
-    ``cache_ttl`` the settings have."""
-    harness = NaiveHarness(tool_order)
-    sim = Simulation(provider, model=model)
-    five = _marker_policies(provider, model)
-    for call in calls:
-        request = harness.request(call.request)
-        if five:
-            request = with_policy(request, provider, "5m")
-        sim.add(wire.serialize(request), call.at)
-    return sim.totals.cost
-
-
 def realtime(
     names: Sequence[str] = providers.NAMES,
     *,
@@ -388,7 +186,7 @@ def default_policy(provider: str, model: str) -> str:
     """:data:`DEFAULT_POLICY`, on a marker wire whose model has no one-hour entries
     the keep-alive alone."""
     policy = DEFAULT_POLICY.get(provider, "configured")
-    if "+" in policy and not _marker_policies(provider, model):
+    if "+" in policy and not marker_policies(provider, model):
         return policy.split("+")[1]
     return policy
 
