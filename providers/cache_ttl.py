@@ -18,6 +18,9 @@ marker where the conversation is likely to pause and five-minute ones inside too
 mixing the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
 must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rules`):
 
+* on a turn's first call, a one-hour marker on the previous turn's opening message as
+  well (its entry is the one a pause leaves, and it lies beyond the 20-block lookback of
+  the new turn's marker once a tool loop ran in between);
 * from the epoch's second user turn on (the first turn's write holds the whole root;
   a one-hour write of it costs 0.75x more for a conversation that never pauses five
   minutes, so the first turn's bodies are the five-minute ones), a one-hour marker at
@@ -31,7 +34,8 @@ must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rule
   ``cachePoint``) stays five-minute (no ``ttl``); when the tail *is* the turn's message
   (a turn's first call) that one marker is the one-hour turn marker.
 
-So a body carries at most 4 markers (root, context, turn, tail). Why: with short gaps a
+So a body carries at most 4 markers (root, context, turn, tail; on a turn's first call
+root, context, previous turn, turn). Why: with short gaps a
 one-hour write covers only what the turn added since the previous call's five-minute
 hit; across a gap longer than five minutes the previous turn's one-hour entry is still
 there, so a turn rewrites only the last turn, not the whole history.
@@ -152,8 +156,25 @@ def place_turn_markers(
         frame = frame - {CachePosition.TOOLS}  # the system marker's prefix holds the tools
     per_message = dict(per_message)
     per_message[turn] = per_message.get(turn, frozenset()) | {CachePosition.TURN}
-    if tail_in_frame and turn == len(messages) - 1:
-        frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
+    if turn == len(messages) - 1:
+        if tail_in_frame:
+            frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
+        # A turn's first call also marks the previous turn's opening message: its
+        # one-hour entry is what survives a pause, and it lies more than the 20-block
+        # lookback behind the new turn's marker once a tool loop ran in between (the
+        # lookback rule: prefixlock.cache.rules.LOOKBACK_BLOCKS), so without a marker of
+        # its own the pause would cost the whole history after the context again.
+        previous = next(
+            (
+                i
+                for i in range(turn - 1, -1, -1)
+                if messages[i].role == "user"
+                and messages[i].kind is not MessageKind.REQUEST_CONTEXT
+            ),
+            None,
+        )
+        if previous is not None:
+            per_message[previous] = per_message.get(previous, frozenset()) | {CachePosition.TURN}
     return frame, per_message
 
 

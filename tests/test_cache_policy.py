@@ -110,7 +110,8 @@ def test_auto_marks_the_second_turn_one_hour_up_to_its_opening_message(
 ) -> None:
     """The golden case's calls: u1 (1), its tool loop (2), u2 with a new context (3),
     its loop (4, 5). auto's first turn is the 5m bodies; from u2 on the root, the new
-    context and u2 are 1h (one marker each) and the loop's moving tail 5m."""
+    context and u2 are 1h (one marker each; u2's first call marks u1 too) and the loop's
+    moving tail 5m."""
     five = _bodies(provider, "5m")
     auto = _bodies(provider, "auto")
     assert auto[:2] == five[:2]
@@ -119,9 +120,11 @@ def test_auto_marks_the_second_turn_one_hour_up_to_its_opening_message(
 
 
 EXPECTED_AUTO = {
+    # the turn's first call also marks u1, the previous turn's opening message (4 markers)
     "anthropic": [
         [
             ("$.system[0]", "1h"),
+            ("$.messages[1].content[0]", "1h"),
             ("$.messages[5].content[0]", "1h"),
             ("$.messages[6].content[0]", "1h"),
         ],
@@ -142,6 +145,7 @@ EXPECTED_AUTO = {
     "bedrock-converse": [
         [
             ("$.system[1]", "1h"),
+            ("$.messages[0].content[2]", "1h"),
             ("$.messages[4].content[1]", "1h"),
             ("$.messages[4].content[3]", "1h"),
         ],
