@@ -50,6 +50,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered
+from ..core.limits import API_VERSION_OPTION
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -140,7 +141,10 @@ class Anthropic(TurnMarkers, Provider):
         return cache_ttl(self.name, options)
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        return {}, without_ttl_option(options)
+        # anthropic_version names the header a deployment sends (core.limits): no body key
+        sent = without_ttl_option(options)
+        sent.pop(API_VERSION_OPTION, None)
+        return {}, sent
 
     def head(
         self,

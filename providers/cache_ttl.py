@@ -13,9 +13,14 @@ option existed. ``"1h"`` adds ``"ttl": "1h"`` to every marker:
 * Bedrock Converse: ``cachePoint: {"type": "default", "ttl": "1h"}`` (botocore
   ``bedrock-runtime`` service model, ``CachePointBlock.ttl``, enum ``5m`` / ``1h``).
 
-``"turn"`` mixes the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
+``"auto"`` (``"turn"``, its earlier name, is accepted and means the same) puts a one-hour
+marker where the conversation is likely to pause and five-minute ones inside tool loops,
+mixing the two in one body (Anthropic, "Mixing different TTLs": longer TTLs
 must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rules`):
 
+* on a turn's first call, a one-hour marker on the previous turn's opening message as
+  well (its entry is the one a pause leaves, and it lies beyond the 20-block lookback of
+  the new turn's marker once a tool loop ran in between);
 * from the epoch's second user turn on (the first turn's write holds the whole root;
   a one-hour write of it costs 0.75x more for a conversation that never pauses five
   minutes, so the first turn's bodies are the five-minute ones), a one-hour marker at
@@ -29,7 +34,8 @@ must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rule
   ``cachePoint``) stays five-minute (no ``ttl``); when the tail *is* the turn's message
   (a turn's first call) that one marker is the one-hour turn marker.
 
-So a body carries at most 4 markers (root, context, turn, tail). Why: with short gaps a
+So a body carries at most 4 markers (root, context, turn, tail; on a turn's first call
+root, context, previous turn, turn). Why: with short gaps a
 one-hour write covers only what the turn added since the previous call's five-minute
 hit; across a gap longer than five minutes the previous turn's one-hour entry is still
 there, so a turn rewrites only the last turn, not the whole history.
@@ -54,11 +60,17 @@ from ..core.model import CachePosition, ModelRequest, ProviderSettings
 #: The settings option (never sent).
 OPTION = CACHE_TTL_OPTION
 #: The accepted values; the first is the default (no ``ttl`` member on the wire).
-VALUES = ("5m", "1h", "turn")
+#: ``turn`` is the earlier name of ``auto`` (issue 15), still accepted: it means ``auto``.
+VALUES = ("5m", "1h", "auto", "turn")
+#: The values a policy table reports (``turn`` is ``auto``).
+POLICIES = ("5m", "1h", "auto")
 #: The ``ttl`` of a one-hour marker.
 ONE_HOUR = "1h"
 #: The mixed policy (see the module docstring).
-TURN = "turn"
+AUTO = "auto"
+TURN = AUTO
+#: Earlier names of a value -> the value.
+ALIASES = {"turn": AUTO}
 
 Markers = frozenset[CachePosition]
 
@@ -68,12 +80,13 @@ _TURN_LONG = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
 
 def cache_ttl(provider: str, options: Mapping[str, Any]) -> str | None:
     """The agent's TTL policy: ``None`` for the default (5 minutes), ``"1h"`` or
-    ``"turn"``."""
+    ``"auto"`` (also for its earlier name ``"turn"``)."""
     value = options.get(OPTION, VALUES[0])
-    if value not in VALUES or not isinstance(value, str):
+    if not isinstance(value, str) or value not in VALUES:
         raise SerializationError(
             f"{provider}: settings option {OPTION!r} must be one of {list(VALUES)}, not {value!r}"
         )
+    value = ALIASES.get(value, value)
     return None if value == VALUES[0] else value
 
 
@@ -87,7 +100,7 @@ def _policy_of(provider: str, options: str) -> str | None:
 
 
 def active_policy(policy: Hashable, frame: Markers) -> Hashable:
-    """The policy a body with these frame positions follows: ``turn`` only where
+    """The policy a body with these frame positions follows: ``auto`` only where
     :func:`place_turn_markers` placed a turn marker, else the five-minute default."""
     if policy == TURN and CachePosition.TURN not in frame:
         return None
@@ -100,7 +113,7 @@ def frame_ttl(policy: Hashable) -> str | None:
 
 
 def tail_ttl(policy: Hashable) -> str | None:
-    """The ``ttl`` of Anthropic's top-level (tail) marker: five minutes with ``turn``."""
+    """The ``ttl`` of Anthropic's top-level (tail) marker: five minutes with ``auto``."""
     return ONE_HOUR if policy == ONE_HOUR else None
 
 
@@ -120,7 +133,7 @@ def place_turn_markers(
     *,
     tail_in_frame: bool,
 ) -> tuple[Markers, dict[int, Markers]]:
-    """With ``cache_ttl: turn`` (in the settings' ``options`` JSON) from the epoch's
+    """With ``cache_ttl: auto`` (or ``turn``; in the settings' ``options`` JSON) from the epoch's
     second user turn on, the positions of the module docstring: one root marker,
     :attr:`CachePosition.TURN` on the latest user-role message and in the frame's
     positions (the body mixes TTLs: :func:`active_policy`), and (``tail_in_frame``:
@@ -143,8 +156,25 @@ def place_turn_markers(
         frame = frame - {CachePosition.TOOLS}  # the system marker's prefix holds the tools
     per_message = dict(per_message)
     per_message[turn] = per_message.get(turn, frozenset()) | {CachePosition.TURN}
-    if tail_in_frame and turn == len(messages) - 1:
-        frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
+    if turn == len(messages) - 1:
+        if tail_in_frame:
+            frame = frame - {CachePosition.TAIL}  # the turn marker sits on the last block
+        # A turn's first call also marks the previous turn's opening message: its
+        # one-hour entry is what survives a pause, and it lies more than the 20-block
+        # lookback behind the new turn's marker once a tool loop ran in between (the
+        # lookback rule: prefixlock.cache.rules.LOOKBACK_BLOCKS), so without a marker of
+        # its own the pause would cost the whole history after the context again.
+        previous = next(
+            (
+                i
+                for i in range(turn - 1, -1, -1)
+                if messages[i].role == "user"
+                and messages[i].kind is not MessageKind.REQUEST_CONTEXT
+            ),
+            None,
+        )
+        if previous is not None:
+            per_message[previous] = per_message.get(previous, frozenset()) | {CachePosition.TURN}
     return frame, per_message
 
 

@@ -98,7 +98,7 @@ def _request(model: str, **options: str) -> ModelRequest:
     return attrs.evolve(request, settings=settings)
 
 
-@pytest.mark.parametrize("ttl", ["1h", "turn"])
+@pytest.mark.parametrize("ttl", ["1h", "auto", "turn"])
 def test_serialize_refuses_a_one_hour_ttl_on_a_model_that_refuses_it(ttl: str) -> None:
     model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
     wire = providers.get(BEDROCK)
@@ -111,8 +111,8 @@ def test_serialize_refuses_a_one_hour_ttl_on_a_model_that_refuses_it(ttl: str) -
     assert str(info.value) == expected
     with pytest.raises(SerializationError):
         list(wire.fragments(_request(model, cache_ttl=ttl)))
-    # the default TTL is fine on that model, and 1h on a model that takes it
-    wire.serialize(_request(model))
+    # the default TTL is fine on that model (the example itself sets auto), and 1h on a
+    # model that takes it
     wire.serialize(_request(model, cache_ttl="5m"))
     wire.serialize(_request("anthropic.claude-sonnet-4-5-20250929-v1:0", cache_ttl=ttl))
 
@@ -177,4 +177,4 @@ def test_the_simulator_refuses_a_one_hour_body_for_such_a_model_and_prices_none(
         simulate(BEDROCK, [body], model=old)
     assert str(info.value) == "bedrock-converse call 1: " + OLD_CLAUDE.format(model=old)
     # the five-minute body of the same call is priced as before
-    simulate(BEDROCK, [providers.get(BEDROCK).serialize(_request(old))], model=old)
+    simulate(BEDROCK, [providers.get(BEDROCK).serialize(_request(old, cache_ttl="5m"))], model=old)

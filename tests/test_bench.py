@@ -36,10 +36,27 @@ from prefixlock.store.records import RecordType, _decode_record_checked, _scan_r
 
 CALLS = [20, 40]
 STATS = {"median", "p95", "mean"}
+#: The slow extras off: no verify timing, no real-timing workload.
+NO_EXTRAS = ("--verify-calls", "0", "--real-timing", "0")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["bench", "--calls", "20,40", "--verify-calls", "0", "--json", *args]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--calls",
+                "20,40",
+                "--verify-calls",
+                "0",
+                "--real-timing",
+                "0",
+                "--json",
+                *args,
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     report = json.loads(out)
     assert out == canonical.dumps_pretty(report)  # canonical JSON
@@ -158,9 +175,7 @@ def test_the_conversations_are_configured_for_the_benchmarked_providers_alone(
 
 
 def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "0"]) == 0
-    )
+    assert main(["bench", "--calls", "4,6", "--provider", "openai-chat", *NO_EXTRAS]) == 0
     out = capsys.readouterr().out
     assert out.startswith(
         "prefixlock bench: seed 1; providers openai-chat\n"
@@ -181,12 +196,13 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_table_prices_each_cache_ttl_value(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["bench", "--calls", "4,6", "--provider", "anthropic", "--verify-calls", "0"]
+    args += ["--real-timing", "0"]
     assert main(args) == 0
     out = capsys.readouterr().out
     [line] = [x for x in out.splitlines() if x.startswith("    cache_ttl: ")]
     assert re.fullmatch(
-        r"    cache_ttl: 5m 1\.98x \(today\), 1h \d\.\d\dx \(cost \d\.\d\dx today's\), "
-        r"turn \d\.\d\dx \(cost \d\.\d\dx today's\)",
+        r"    cache_ttl: 5m \d\.\d\dx \(cost \d\.\d\dx today's\), "
+        r"1h \d\.\d\dx \(cost \d\.\d\dx today's\), auto 1\.33x \(today\)",
         line,
     ), line
 
@@ -520,6 +536,7 @@ def test_a_failing_verify_misses_both_targets_and_says_why() -> None:
 def test_bench_times_verify_in_a_process_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
     """The real runner on tiny scenarios: figures, targets and the table's lines."""
     args = ["bench", "--calls", "4,6", "--provider", "openai-chat", "--verify-calls", "5,6"]
+    args += ["--real-timing", "0"]
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verify"]["calls"] == [5, 6]

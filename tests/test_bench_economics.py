@@ -57,8 +57,12 @@ def test_the_floor_is_at_most_the_cost_and_is_the_cost_for_implicit_caches(
     for name, f in figures["providers"].items():
         assert f["floor_vs_bound"] <= f["cost_vs_bound"], name
         assert f["floor_vs_naive"] <= f["cost_vs_naive"], name
-        # Expiry only ever costs: without it the floor is lower.
-        assert f["floor_vs_bound_without_expiry"] < f["floor_vs_bound"], name
+        # Expiry only ever costs: without it the floor is lower (the same where nothing
+        # expires: the example's auto keeps one-hour entries, longer than every pause)
+        if f["expired_calls"]:
+            assert f["floor_vs_bound_without_expiry"] < f["floor_vs_bound"], name
+        else:
+            assert f["floor_vs_bound_without_expiry"] == f["floor_vs_bound"], name
         if not rules_for(name, f["model"]).explicit:
             assert f["floor_vs_bound"] == f["cost_vs_bound"], name
         else:
@@ -74,18 +78,19 @@ def test_a_reason_for_every_missed_target_and_only_for_those(figures: dict[str, 
 def test_the_turn_gaps_outlast_the_lifetime_so_expiry_rules_out_the_bound(
     figures: dict[str, Any],
 ) -> None:
-    """long-session's turns come 20-40 minutes apart: with 5-minute entries the five later
-    turns find their cache expired, and even an ideal placement stays past 1.10x."""
+    """long-session's turns come 20-40 minutes apart: with 5-minute entries the later turns
+    find their cache expired (five; four on gemini-4-argon, whose 4,096-token minimum
+    leaves one of them uncached anyway), and even an ideal placement stays past 1.10x."""
     five_minutes = [n for n, f in figures["providers"].items() if f["lifetime_s"] == 300]
     assert five_minutes
     for name in five_minutes:
         f = figures["providers"][name]
-        assert f["expired_calls"] == 5
+        assert f["expired_calls"] == {"gemini": 4}.get(name, 5)
         assert f["floor_vs_bound"] > econ.BOUND_LIMIT >= f["floor_vs_bound_without_expiry"]
         reason = f["reasons"][econ.BOUND_TARGET]
         assert reason.startswith("unreachable with these settings: cache entries live 5 min")
         assert "prefixlock.cache.rules.DEFAULT_TTL" in reason
-        assert "5 of 31 calls come later than that" in reason
+        assert f"{f['expired_calls']} of 31 calls come later than that" in reason
         assert f"costs {f['floor_vs_bound']:.2f}x the bound" in reason
         rules = rules_for(name, f["model"])
         if rules.write_multiplier_1h is not None:
@@ -101,14 +106,18 @@ def test_the_naive_target_is_out_of_reach_of_any_marker_placement(
 ) -> None:
     """The naive harness also caches; it loses its cache only where its system prompt
     changes: three times in long-session, all on turns that start cold where entries
-    live 5 minutes (only the one after the 40-minute pause with 30-minute entries)."""
+    live 5 minutes (only the one after the 40-minute pause with 30-minute entries, none
+    with the one-hour entries of the example's cache_ttl: auto)."""
     for name, f in figures["providers"].items():
-        expired = {300: 3, 1800: 1}[f["lifetime_s"]]
+        expired = {300: 3, 1800: 1, 3600: 0}[f["lifetime_s"]]
         assert (f["context_changes"], f["expired_context_changes"]) == (3, expired), name
         assert f["floor_vs_naive"] > econ.NAIVE_LIMIT, name
         reason = f["reasons"][econ.NAIVE_TARGET]
         assert reason.startswith("unreachable: the naive harness caches too"), name
         which = "all" if expired == 3 else str(expired)
+        if expired == 0:
+            assert "3 times here, 0 of them on calls whose cache had expired" in reason
+            continue
         assert f"3 times here, {which} of them on calls whose cache had expired" in reason
         assert reason.endswith(f"costs {f['floor_vs_naive']:.2f}x the naive harness"), name
 
@@ -211,24 +220,24 @@ def test_every_cache_ttl_policy_is_priced_on_the_case(figures: dict[str, Any]) -
         if rules_for(name, f["model"]).write_multiplier_1h is None:
             assert policies == {}, name
             continue
-        assert list(policies) == ["5m", "1h", "turn"], name
-        today = policies["5m"]  # the example's setting
+        assert list(policies) == ["5m", "1h", "auto"], name
+        today = policies["auto"]  # the example's setting
         assert today == {"cost_vs_bound": f["cost_vs_bound"], "cost_vs_today": 1.0, "today": True}
-        assert not policies["1h"]["today"] and not policies["turn"]["today"]
-        # A longer lifetime keeps what the idle gaps expire: cheaper on this case.
-        for value in ("1h", "turn"):
-            assert policies[value]["cost_vs_today"] < 1.0, (name, value)
-            assert policies[value]["cost_vs_bound"] < f["cost_vs_bound"], (name, value)
+        assert not policies["1h"]["today"] and not policies["5m"]["today"]
+        # On this stress case every pause outlasts five minutes: 5m pays for each, 1h for
+        # none, auto for the tool loop of the turn before each pause.
+        assert policies["5m"]["cost_vs_today"] > 1.0 > policies["1h"]["cost_vs_today"], name
         assert (
-            f"`cache_ttl: turn`: {policies['turn']['cost_vs_bound']:.2f}x the bound"
-            in (f["reasons"][econ.BOUND_TARGET])
+            policies["1h"]["cost_vs_bound"] < f["cost_vs_bound"] < policies["5m"]["cost_vs_bound"]
         )
+        # one-hour entries outlast every pause: the floor is not ruled out by expiry
+        assert f["reasons"][econ.BOUND_TARGET].startswith("not ruled out by the rules"), name
 
 
 def test_a_ttl_policy_replays_the_same_conversation_with_only_that_option_changed() -> None:
     scenario = load_scenario(econ.scenario_path())
     figures = econ._ttl_policies(scenario, ["anthropic", "gemini"], "estimate")
     rows, _ = verify_scenario(scenario, ["anthropic"])
-    assert figures["anthropic"]["5m"]["cost_vs_bound"] == round(rows[0].cost_vs_bound, 4)
-    assert figures["anthropic"]["5m"]["cost_vs_today"] == 1.0
+    assert figures["anthropic"]["auto"]["cost_vs_bound"] == round(rows[0].cost_vs_bound, 4)
+    assert figures["anthropic"]["auto"]["cost_vs_today"] == 1.0
     assert figures["gemini"] == {}  # no TTL setting

@@ -129,7 +129,7 @@ BROKEN: list[tuple[str, Mutation, list[str]]] = [
         ),
         [
             "rules/providers.yaml:3:80: $.providers.anthropic.options.cache_ttl:"
-            " expected one of 5m, 1h, turn; got 'hourly'"
+            " expected one of 5m, 1h, auto, turn; got 'hourly'"
         ],
     ),
     (

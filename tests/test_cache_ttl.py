@@ -79,7 +79,7 @@ def test_one_hour_ttl_is_on_every_marker_and_the_option_is_not_sent(
 
 @pytest.mark.parametrize("provider", ["anthropic", "bedrock-converse"])
 def test_a_bad_ttl_is_refused(provider: str) -> None:
-    message = r"'cache_ttl' must be one of \['5m', '1h', 'turn'\]"
+    message = r"'cache_ttl' must be one of \['5m', '1h', 'auto', 'turn'\]"
     with pytest.raises(SerializationError, match=message):
         providers.get(provider).serialize(_with_options(_request(), provider, cache_ttl="2h"))
 
@@ -170,12 +170,14 @@ def test_turn_ttl_keeps_the_first_turn_five_minute_and_then_mixes(provider: str,
         assert wire.strip_cache_markers(body) == wire.strip_cache_markers(plain)
         assert canonical.dumpb(wire.wire_body(request)) == wire.serialize(request)
         assert_valid(provider, wire.body(request))
-    # the second turn's first call: 1h on the root, the context and u2 (the last message)
-    # the second turn's tool loop: the same three 1h, and a 5m tail
+    # the second turn's first call: 1h on the root, the context, u1 (the previous turn's
+    # opening message: beyond the new marker's lookback after a tool loop) and u2 (the
+    # last message); the second turn's tool loop: root, context and u2 1h, and a 5m tail
     if provider == "anthropic":
         assert _marked_paths(bodies[2], key) == [
             ("$.system[0]", "1h"),
             ("$.messages[0].content[0]", "1h"),
+            ("$.messages[1].content[0]", "1h"),
             ("$.messages[5].content[0]", "1h"),
         ]
         assert _marked_paths(bodies[3], key) == [
@@ -190,6 +192,7 @@ def test_turn_ttl_keeps_the_first_turn_five_minute_and_then_mixes(provider: str,
         assert _marked_paths(bodies[2], key) == [
             ("$.system[1]", "1h"),
             ("$.messages[0].content[1]", "1h"),
+            ("$.messages[0].content[3]", "1h"),
             ("$.messages[4].content[1]", "1h"),
         ]
         assert _marked_paths(bodies[3], key) == [

@@ -40,9 +40,11 @@ def test_calls_md_starts_with_the_root_section() -> None:
         "- tools (16): codebase_search, delete_file, edit_file, fetch_rule, glob_search,"
         " grep_search, list_dir, mcp_call, read_file, read_lints, read_skill,"
         " run_terminal_command, spawn_subagent, todo_write, web_search, write_file",
-        "- settings anthropic: `claude-sonnet-4-5`, max_tokens 8192",
-        "- settings bedrock-converse: `anthropic.claude-sonnet-4-5-20250929-v1:0`, max_tokens 8192",
-        "- settings gemini: `gemini-2.5-pro`, max_tokens 8192",
+        '- settings anthropic: `claude-sonnet-5-5`, max_tokens 8192, options `{"cache_ttl":'
+        '"auto"}`',
+        "- settings bedrock-converse: `anthropic.claude-sonnet-5-5`, max_tokens 8192, options "
+        '`{"cache_ttl":"auto"}`',
+        "- settings gemini: `gemini-4-argon`, max_tokens 8192",
         '- settings openai-chat: `gpt-4.1`, max_tokens 8192, options `{"prompt_cache_retention":'
         '"24h"}`',
         '- settings openai-responses: `gpt-5`, max_tokens 8192, options `{"prompt_cache_retention":'

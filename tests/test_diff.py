@@ -880,7 +880,7 @@ def _case_with_its_own_bundle(root: Path, case: str = "context-revert") -> Path:
     shutil.copyfile(REPO / "prefixlock.lock", root / "prefixlock.lock")
     providers_yaml = root / "other" / "rules" / "providers.yaml"
     text = providers_yaml.read_text(encoding="utf-8")
-    providers_yaml.write_text(text.replace("gemini-2.5-pro", "gemini-2.0-flash"), "utf-8")
+    providers_yaml.write_text(text.replace("gemini-4-argon", "gemini-2.0-flash"), "utf-8")
     folder = root / "golden" / case
     shutil.copytree(REPO / "golden" / case, folder)
     scenario = folder / "scenario.yaml"

@@ -15,13 +15,14 @@ import functools
 import http.client
 import itertools
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import prefixlock.providers as providers
 import pytest
+from prefixlock.cache.policy import with_policy
 from prefixlock.core.model import MessageView, ModelRequest
 from prefixlock.providers import NAMES
 from prefixlock.providers.frame import BodyFragments
@@ -104,10 +105,21 @@ def test_stream_bodies_from_fragments(case: str, name: str) -> None:
         assert provider.http_request(request).body == plain
 
 
+def _five_minute(requests: Iterable[ModelRequest]) -> Iterator[ModelRequest]:
+    """The requests with ``cache_ttl: 5m`` on the marker wires. The example's ``auto``
+    turns the root marker one-hour from an epoch's second user turn on: that call
+    encodes its body afresh once (the system block's bytes change); what these tests
+    pin is the reuse between calls of one marker policy."""
+    for request in requests:
+        for name in ("anthropic", "bedrock-converse"):
+            request = with_policy(request, name, "5m")
+        yield request
+
+
 def pairs_within_epochs(case: str) -> Iterator[tuple[ModelRequest, ModelRequest]]:
     """Consecutive calls of one epoch where the later one extends the earlier (a retry
     answers with the earlier, shorter request: not an extension)."""
-    for a, b in itertools.pairwise(live_requests(case)):
+    for a, b in itertools.pairwise(_five_minute(live_requests(case))):
         if a.epoch == b.epoch and len(b.messages) >= len(a.messages):
             yield a, b
 
@@ -158,7 +170,7 @@ def test_a_call_visits_only_its_new_messages(name: str) -> None:
     provider._blocks = cache
     previous: ModelRequest | None = None
     longest = 0
-    for request in live_requests("long-session"):
+    for request in _five_minute(live_requests("long-session")):
         cache.lookups = 0
         provider.fragments(request)
         before = previous.messages if previous is not None else ()

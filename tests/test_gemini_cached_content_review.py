@@ -34,6 +34,9 @@ from prefixlock.spec.build import build_bundle
 REPO = Path(__file__).resolve().parents[1]
 CACHE = "cachedContents/root-1"
 GEMINI = "  gemini:\n    model: gemini-2.5-pro\n    max_tokens: 8192\n"
+#: The example's own gemini entry, which the case replaces with GEMINI (the prices below
+#: are gemini-2.5-pro's, whose explicit-cache storage price is quoted).
+EXAMPLE_GEMINI = "  gemini:\n    model: gemini-4-argon\n    max_tokens: 8192\n"
 
 #: Two turns 20 minutes apart (the implicit cache's 5 minutes expire between them), a
 #: tool loop and a context change (the naive harness's system prompt changes with it).
@@ -65,9 +68,9 @@ def _spec(root: Path) -> Path:
         shutil.copytree(REPO / folder, root / folder)
     path = root / "rules" / "providers.yaml"
     text = path.read_text(encoding="utf-8")
-    assert GEMINI in text
+    assert EXAMPLE_GEMINI in text
     option = f"    options:\n      cachedContent: {CACHE}\n"
-    path.write_text(text.replace(GEMINI, GEMINI + option), encoding="utf-8")
+    path.write_text(text.replace(EXAMPLE_GEMINI, GEMINI + option), encoding="utf-8")
     case = root / "golden" / "explicit"
     case.mkdir(parents=True)
     scenario = case / "scenario.yaml"

@@ -44,7 +44,7 @@ from ..core.messages import MessageKind
 from ..core.model import ModelRequest
 from ..core.resources import example_dir
 from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
-from ..providers.cache_ttl import VALUES as CACHE_TTL_VALUES
+from ..providers.cache_ttl import POLICIES as CACHE_TTL_VALUES
 from ..review.naive import full_contexts
 from ..review.replay import iter_replay, serialize_at
 from ..review.scenario import Scenario, UserStep, load_scenario

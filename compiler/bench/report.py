@@ -413,6 +413,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{label:<{width}}  {columns}")
     if "long_session" in report:
         lines += ["", *_long_session_lines(report["long_session"])]
+    if report.get("real_timing"):
+        lines += ["", *_real_timing_lines(report["real_timing"])]
     lines.extend(_verify_lines(report.get("verify")))
     lines.append("")
     lines.append("targets")
@@ -447,6 +449,26 @@ def _ttl_figures(policies: Mapping[str, Mapping[str, Any]]) -> list[str]:
         + ("(today)" if f["today"] else f"(cost {f['cost_vs_today']:.2f}x today's)")
         for value, f in policies.items()
     ]
+
+
+def _real_timing_lines(timing: Mapping[str, Any]) -> list[str]:
+    """Per provider, each policy's cost on the real-timing workload (mean over sessions)
+    vs the offline optimum and vs the naive harness; the default policy marked."""
+    rows: Mapping[str, Mapping[str, Any]] = timing["providers"]
+    lines = [
+        f"real timing ({', '.join(map(str, timing['lengths']))} calls, "
+        f"{len(timing['seeds'])} seed(s) x 3 context shares): cost vs offline optimum / "
+        "vs naive, per policy (* default)"
+    ]
+    width = max(len(name) for name in rows)
+    for name, row in rows.items():
+        cells = [
+            f"{policy}{'*' if policy == row['default_policy'] else ''} "
+            f"{f['vs_oracle']:.2f}x/{f['vs_naive']:.2f}x"
+            for policy, f in row["all"]["policies"].items()
+        ]
+        lines.append(f"  {name:<{width}}  " + ", ".join(cells))
+    return lines
 
 
 def _long_session_lines(economics: Mapping[str, Any]) -> list[str]:

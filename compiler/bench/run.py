@@ -48,6 +48,8 @@ from ..spec.loader import load_yaml_file
 from ..store.sqlite import SQLITE_VERSION, SQLiteStore
 from .economics import long_session
 from .measure import CountingStore, Floors, WireFormats, measure, method
+from .realtime import realtime
+from .realtime import targets as realtime_targets
 from .report import targets
 from .verifyscale import Runner, measure_verify
 from .workload import generate
@@ -152,6 +154,8 @@ def bench(
     seed: int = 1,
     *,
     verify_calls: Sequence[int] = (),
+    real_timing: Sequence[int] = (),
+    real_timing_seeds: int = 1,
     run_process: Runner | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
@@ -160,7 +164,10 @@ def bench(
     verify`` on a generated scenario of each of these lengths, after the runs, in a
     process of its own started by ``run_process``
     (:func:`~prefixlock.bench.verifyscale.measure_verify`); empty: not measured (the
-    report's ``verify`` is None)."""
+    report's ``verify`` is None). ``real_timing``: session lengths of the real-timing
+    workload (:mod:`prefixlock.bench.realtime`, ``real_timing_seeds`` sessions of each
+    length and context share, seeds from ``seed``); empty: not run (``real_timing``
+    None)."""
     lengths = sorted(set(calls))
     if not lengths or lengths[0] < 2:
         raise UsageError("history lengths must be at least 2 calls")
@@ -200,11 +207,19 @@ def bench(
         shutil.rmtree(folder, ignore_errors=True)
     progress("golden long-session: simulated cost per provider")
     economics = long_session(names)
+    timing = None
+    if real_timing:
+        timing = realtime(
+            names,
+            lengths=real_timing,
+            seeds=tuple(range(seed, seed + real_timing_seeds)),
+            progress=progress,
+        )
     verify = None
     if verify_calls:
         assert run_process is not None
         verify = measure_verify(verify_calls, run=run_process, progress=progress)
-    checks = targets(runs, economics, verify)
+    checks = targets(runs, economics, verify) + (realtime_targets(timing) if timing else [])
     return {
         "bench": "prefixlock",
         "seed": seed,
@@ -216,6 +231,7 @@ def bench(
         "method": method(window),
         "runs": runs,
         "long_session": economics,
+        "real_timing": timing,
         "verify": verify,
         "targets": checks,
         "all_met": all(t["met"] for t in checks),

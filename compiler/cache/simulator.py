@@ -80,6 +80,7 @@ Output tokens are not simulated.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import re
@@ -974,6 +975,24 @@ class Simulation:
         if self.cached_contents.get(name) is not body:
             self.cached_contents[name] = body
             self._cached_figures.pop(name, None)
+
+    def fork(self) -> Simulation:
+        """An independent copy of this simulation's state: the same figures and cache
+        entries, to price an alternative next call without touching this one (the
+        offline-optimal policy of ``prefixlock bench`` tries each choice per gap). The
+        block token memo, a pure cache, is shared."""
+        memo: dict[int, Any] = {
+            id(self._scanner): None,  # per body: add() starts a new scan
+            id(self._stream): None,
+            id(self.counter): self.counter,
+            id(self.layout): self.layout,
+            id(self.rules): self.rules,
+            id(self.token_memo): self.token_memo,
+        }
+        twin = copy.deepcopy(self, memo)
+        twin._scanner = HistoryScanner(self.layout.history)
+        twin._restart_stream()
+        return twin
 
     def _count(self, block: Block) -> int:
         value = block.value

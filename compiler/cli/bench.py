@@ -15,6 +15,7 @@ from ..bench.fleet import (
     soak_ok,
     store_bench,
 )
+from ..bench.realtime import LENGTHS as REAL_TIMING_LENGTHS
 from ..bench.report import format_report
 from ..bench.run import DEFAULT_CALLS, bench
 from ..bench.verifyscale import BASELINE, DEFAULT_LENGTHS
@@ -51,6 +52,16 @@ def _verify_calls(text: str) -> list[int]:
             f"{text!r}: every verify length must be more than {BASELINE} (a {BASELINE}-call"
             " run is the baseline; or 0: none)"
         )
+    return values
+
+
+def _real_timing(text: str) -> list[int]:
+    """``16,46,200``; ``0`` (or nothing): the real-timing workload is not run."""
+    values = _numbers(text)
+    if values == [0] or not values:
+        return []
+    if min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every session length must be at least 1")
     return values
 
 
@@ -91,6 +102,23 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="also time 'prefixlock verify' on a generated scenario of each length, in a "
         "process of its own (all providers, hash-seed replay): time per call and peak RSS "
         f"of its process tree (default: {','.join(map(str, DEFAULT_LENGTHS))}; 0: skip)",
+    )
+    parser.add_argument(
+        "--real-timing",
+        type=_real_timing,
+        default=list(REAL_TIMING_LENGTHS),
+        metavar="N,N,...|0",
+        help="also price each cache policy on sessions of these lengths with real pauses "
+        "(gaps drawn from the real distribution; docs/cache-policy.md), against the "
+        "perfect cache, the offline-optimal policy and the naive harness (default: "
+        f"{','.join(map(str, REAL_TIMING_LENGTHS))}; 0: skip)",
+    )
+    parser.add_argument(
+        "--real-timing-seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sessions per length and context share on real timing (default: 1)",
     )
     parser.add_argument("--json", action="store_true", help="print every figure as canonical JSON")
     fleet = parser.add_argument_group("fleet soak (--soak)")
@@ -166,6 +194,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         _provider_names(args.provider),
         args.seed,
         verify_calls=args.verify_calls,
+        real_timing=args.real_timing,
+        real_timing_seeds=args.real_timing_seeds,
         run_process=processes.run_measured,
         progress=lambda text: err(text),
     )

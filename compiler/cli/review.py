@@ -18,9 +18,10 @@ from ..review.diff.formats import UNBUILT, github, github_errors, markdown, mark
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.invariants import Failure
 from ..review.page import report_page
+from ..review.policies import POLICIES, format_policies, parse_policies, scenario_policies
 from ..review.preview import load_context, preview
 from ..review.replay import provider_names, replay_digests, write_replay
-from ..review.scenario import load_scenario
+from ..review.scenario import golden_scenarios, load_scenario, scenario_files
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
 from ..spec.build import LOCK_FILE
 from .console import (
@@ -109,6 +110,21 @@ def _verify_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the replay under another hash seed, time zone and locale",
     )
+    parser.add_argument(
+        "--policy",
+        type=_policies,
+        metavar="P,P,...",
+        help="also price these cache policies on each scenario with its timestamps: "
+        f"{', '.join(POLICIES)} (cost vs uncached, the perfect cache, the offline-optimal "
+        "policy and the naive harness; docs/cache-policy.md)",
+    )
+
+
+def _policies(text: str) -> tuple[str, ...]:
+    try:
+        return parse_policies(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class _Stream(Listener):
@@ -155,9 +171,23 @@ def _run_verify(args: argparse.Namespace) -> int:
     finally:
         if stream is not None:
             stream.clear()
+    policies = (
+        scenario_policies(
+            scenario_files(args.paths) if args.paths else golden_scenarios(),
+            provider_names(args.provider or ["all"]),
+            args.policy,
+        )
+        if args.policy
+        else None
+    )
     if args.json:
-        out_json("verify", report.to_json())
+        value = report.to_json()
+        if policies is not None:
+            value["policies"] = policies
+        out_json("verify", value)
         return OK if report.ok else FINDING
+    for line in format_policies(policies or []):
+        out(line)
     if report.failures or report.stale_locks:
         out()
     for failure in report.failures:

@@ -8,7 +8,7 @@ stage may read it (``core``).
 
 **Bedrock's one-hour TTL by model** [found with the issue search 2026-12-07]: Bedrock
 takes ``cachePoint`` ``"ttl": "1h"`` on some models only and answers a
-ValidationException on the others, so ``cache_ttl: 1h`` / ``turn`` is refused there.
+ValidationException on the others, so ``cache_ttl: 1h`` / ``auto`` (``turn``) is refused there.
 The texts:
 * AWS's announcement of 2026-01-26 (as quoted in :mod:`prefixlock.cache.rules`):
   "generally available for Claude Sonnet 4.5, Claude Haiku 4.5 and Claude Opus 4.5".
@@ -35,11 +35,16 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "ANTHROPIC_VERSIONS",
+    "API_VERSION_OPTION",
     "CACHE_TTL_OPTION",
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_RESPONSE_LINE_BYTES",
+    "MIN_OUTPUT_TOKENS",
     "ONE_HOUR_POLICIES",
+    "REMOVED_IN_2026_10_21",
+    "keepalive_output_limit",
     "one_hour_ttl_refusal",
     "settings_problems",
 ]
@@ -68,8 +73,46 @@ MAX_INSTRUCTIONS_BYTES = 1 * MIB
 
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"
+#: The smallest output limit each provider's service accepts: a keep-alive request (issue
+#: 45; :meth:`prefixlock.Conversation.keepalive`) is the last request with only its output
+#: limit set to this, so it re-reads the cached prefix and pays for (almost) no output.
+#: * anthropic ``max_tokens``: "x >= 1" (Messages API reference, ``max_tokens``; NOT
+#:   VERIFIED against a stored copy of the page: the SDK types carry no minimum).
+#: * bedrock-converse ``inferenceConfig.maxTokens``: botocore's bedrock-runtime service
+#:   model, ``InferenceConfigurationMaxTokensInteger`` ``"min": 1``.
+#: * openai-responses ``max_output_tokens``: the service answers "Invalid
+#:   'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 1
+#:   instead." (earendil-works/pi#6265, 2026-07-02; vectorize-io/hindsight#58).
+#: * openai-chat ``max_completion_tokens``: 16 as well ("chat completions/responses error
+#:   when you have a max token size of < 16", braintrustdata/lingua#186; NOT VERIFIED on a
+#:   first-party page).
+#: * gemini ``generationConfig.maxOutputTokens``: 1 (NOT VERIFIED: the docs give no
+#:   minimum).
+MIN_OUTPUT_TOKENS: Mapping[str, int] = {
+    "anthropic": 1,
+    "bedrock-converse": 1,
+    "openai-chat": 16,
+    "openai-responses": 16,
+    "gemini": 1,
+}
+
+
+def keepalive_output_limit(provider: str, options: Mapping[str, Any]) -> int:
+    """The smallest output limit ``provider`` accepts with these settings options: its
+    :data:`MIN_OUTPUT_TOKENS`, and on Anthropic with extended thinking one more than the
+    thinking budget ("``max_tokens`` must be greater than ``thinking.budget_tokens``",
+    Anthropic's extended-thinking guide; NOT VERIFIED against a stored copy)."""
+    least = MIN_OUTPUT_TOKENS.get(provider, 1)
+    thinking = options.get("thinking")
+    if provider == "anthropic" and isinstance(thinking, Mapping):
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            least = max(least, budget + 1)
+    return least
+
+
 #: Its values that put one-hour markers into bodies.
-ONE_HOUR_POLICIES = ("1h", "turn")
+ONE_HOUR_POLICIES = ("1h", "auto", "turn")
 
 #: ``<vendor>.<model>`` after an optional inference-profile prefix (``us.``, ``global.``).
 _NAMED_MODEL = re.compile(r"(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?P<vendor>[a-z][a-z0-9-]*)\.(?P<name>.+)")
@@ -115,12 +158,55 @@ def one_hour_ttl_refusal(model: str) -> str | None:
     )
 
 
+#: prefixlock's own option naming the Anthropic API version a deployment sends (the
+#: ``anthropic-version`` header; never a body key).
+API_VERSION_OPTION = "anthropic_version"
+#: The sampling parameters Anthropic API version 2026-10-21 removes. Sources [found with
+#: the document search 2026-12-07]: "Anthropic's first new API version since 2023-06-01
+#: shipped Oct 21, 2026 ... temperature/top_p/top_k now return 400" (codersera.com's
+#: migration guide), "Claude API version 2026-10-21 removes temperature, top_p and top_k
+#: ... 400 error, 'even at t[he default]'" (developersdigest.tech, quoting the migration
+#: guide), "temperature: 1.0 fails with 'temperature: Extra inputs are not permitted'"
+#: (qiita.com/Synthorai, tested on Sonnet 4.6 and 5.5). NOT VERIFIED on Anthropic's own
+#: versioning page (no stored copy found).
+REMOVED_IN_2026_10_21 = ("temperature", "top_p", "top_k")
+#: The API versions the option takes.
+ANTHROPIC_VERSIONS = ("2023-06-01", "2026-10-21")
+
+
 def settings_problems(
     provider: str, model: str, options: Mapping[str, Any]
 ) -> list[tuple[tuple[str, ...], str]]:
     """``(field, why)`` for each value of one provider's settings (``model``, the parsed
     ``options``) that its service refuses with the others: ``field`` is the path under
     the provider's entry of ``rules/providers.yaml``, ``("options", "cache_ttl")``."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    version = options.get(API_VERSION_OPTION)
+    if version is not None and provider != "anthropic":
+        found.append(
+            (
+                ("options", API_VERSION_OPTION),
+                f"{API_VERSION_OPTION} is the Anthropic Messages API's version header; "
+                f"{provider} has none",
+            )
+        )
+    elif version == "2026-10-21":
+        found += [
+            (
+                ("options", key),
+                f"Anthropic API version 2026-10-21 removes {key!r}: the service answers 400 "
+                "('Extra inputs are not permitted', even at its default value); remove it, "
+                "or set anthropic_version: 2023-06-01",
+            )
+            for key in REMOVED_IN_2026_10_21
+            if key in options
+        ]
+    return found + _ttl_problems(provider, model, options)
+
+
+def _ttl_problems(
+    provider: str, model: str, options: Mapping[str, Any]
+) -> list[tuple[tuple[str, ...], str]]:
     value = options.get(CACHE_TTL_OPTION)
     if provider != "bedrock-converse" or value not in ONE_HOUR_POLICIES:
         return []

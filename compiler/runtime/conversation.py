@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ..cache.policy import DEFAULT_RETURN_MODEL, ReturnModel, plan_for
 from ..core import canonical
 from ..core.errors import (
     CheckpointError,
@@ -38,7 +39,7 @@ from ..core.errors import (
     UsageError,
     require_type,
 )
-from ..core.limits import MAX_INSTRUCTIONS_BYTES
+from ..core.limits import MAX_INSTRUCTIONS_BYTES, keepalive_output_limit
 from ..core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -53,6 +54,7 @@ from ..core.messages import (
 from ..core.model import ModelRequest
 from ..core.names import hint
 from ..core.output import ModelOutput, Usage
+from ..core.timestamps import seconds as _seconds
 from ..core.timestamps import stamp_problem
 from ..providers import NAMES as PROVIDER_NAMES
 from ..providers import Provider
@@ -82,6 +84,9 @@ from .turn import Turn
 
 T = TypeVar("T")
 
+#: A keep-alive schedule whose entries expired (more slots than any plan has).
+_EXPIRED = 1 << 30
+
 #: Event ids prefixlock gives its own records; a client's event id may not start so.
 RESERVED_EVENT_PREFIXES = ("assistant:", "tool-results:", "compact:")
 
@@ -103,6 +108,11 @@ class Conversation:
         self._opaque_scan: tuple[list[CanonicalMessage] | None, int, set[str]] = (None, 0, set())
         #: the event id of the last record this instance appended (:meth:`deliver`)
         self._last_appended: str | None = None
+        #: When the user comes back after a call (:meth:`next_keepalive_at`); a server
+        #: sets its own (:class:`~prefixlock.cache.policy.ReturnModel`).
+        self.return_model: ReturnModel = DEFAULT_RETURN_MODEL
+        #: (provider, history seq) -> keep-alives handed out after that call (in memory).
+        self._keepalives_sent: dict[tuple[str, int], int] = {}
 
     # -- opening -------------------------------------------------------------------
 
@@ -391,6 +401,90 @@ class Conversation:
         seen.update(opaque_providers(messages[count:]))
         self._opaque_scan = (messages, len(messages), seen)
         return seen
+
+    # -- keep-alive (issue 45) ------------------------------------------------------
+
+    def keepalive_request(self) -> ModelRequest | None:
+        """The last model call's request with every provider's output limit set to the
+        smallest its service accepts (:func:`~prefixlock.core.limits.keepalive_output_limit`):
+        serialized, the previous body's bytes with only that number changed, so the call
+        re-reads the whole cached prefix. None before the first call (or after a manual
+        compaction). Nothing is recorded: the history does not change."""
+        last = self.history.last_call
+        if last is None:
+            return None
+        request = self.history.project(last)
+        settings = tuple(
+            attrs.evolve(s, max_tokens=keepalive_output_limit(s.provider, s.options_value))
+            for s in request.settings
+        )
+        return attrs.evolve(request, settings=settings)
+
+    def next_keepalive_at(
+        self, provider: str | None = None, *, model: ReturnModel | None = None
+    ) -> float | None:
+        """When (seconds since the epoch) the next keep-alive to ``provider`` would pay, or
+        None: no call with a timestamp yet, or no (further) keep-alive pays. From the last
+        call's cached prefix (its size, what an expiry would lose), the provider's read
+        and write prices and TTL, and the return-time ``model`` (default
+        :attr:`return_model`): :func:`~prefixlock.cache.policy.keepalive_plan`."""
+        slot = self._keepalive_slot(provider, model)
+        return None if slot is None else slot[0]
+
+    def keepalive(
+        self, now: float | str, provider: str | None = None, *, model: ReturnModel | None = None
+    ) -> ModelRequest | None:
+        """The keep-alive request to send to ``provider`` at ``now`` (seconds since the
+        epoch, or an RFC 3339 timestamp), or None when none is due: before
+        :meth:`next_keepalive_at`, or once the entries it would refresh have expired (a
+        late keep-alive would write, not read). A request handed out counts as sent (in
+        memory only: nothing is recorded, and the history does not change)."""
+        at = now if isinstance(now, float | int) else _seconds(now)
+        slot = self._keepalive_slot(provider, model)
+        if slot is None or at < slot[0]:
+            return None
+        _, alive_until, key, number = slot
+        if at >= alive_until:  # the entries are gone: no keep-alive pays after this call
+            self._keepalives_sent[key] = _EXPIRED
+            return None
+        self._keepalives_sent[key] = number
+        return self.keepalive_request()
+
+    def _keepalive_slot(
+        self, provider: str | None, model: ReturnModel | None
+    ) -> tuple[float, float, tuple[str, int], int] | None:
+        """(when, entries alive until, key, slot number) of the next planned keep-alive."""
+        h = self.history
+        request = self.keepalive_request()
+        if request is None or h.last_call_at is None:
+            return None
+        name = self._keepalive_provider(request, provider)
+        settings = request.settings_for(name)
+        body = get_provider(name).serialize(request)
+        plan, ttl = plan_for(name, settings.model, body, model or self.return_model)
+        key = (name, h.seq)
+        number = self._keepalives_sent.get(key, 0)
+        if number >= len(plan):
+            return None
+        start = _seconds(h.last_call_at)
+        previous = plan[number - 1] if number else 0.0
+        return start + plan[number], start + previous + ttl, key, number + 1
+
+    def _keepalive_provider(self, request: ModelRequest, provider: str | None) -> str:
+        names = [s.provider for s in request.settings]
+        if provider is None:
+            if len(names) == 1:
+                return names[0]
+            raise UsageError(
+                f"keep-alive: name the provider, one of {names} (the conversation's root is "
+                "configured for more than one)"
+            )
+        if provider not in names:
+            raise UnknownNameError(
+                f"keep-alive: provider {provider!r} is not configured for this conversation "
+                f"(configured: {', '.join(names)})"
+            )
+        return provider
 
     def compact(self, summary: str) -> None:
         """Manual compaction: the history becomes the summary alone (non-blank text).

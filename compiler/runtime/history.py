@@ -61,6 +61,11 @@ class History:
         self.assistant_count = 0
         self.user_turns = 0
         self.awaiting_output = False  # a model call was made and has no output yet
+        #: The last model call's projection (:class:`EventInfo`; None before the first and
+        #: after a manual compaction) and the latest call timestamp (RFC 3339) so far: a
+        #: keep-alive re-sends that call (:meth:`Conversation.keepalive`).
+        self.last_call: EventInfo | None = None
+        self.last_call_at: str | None = None
         self._cache_key = cache_key(root.conversation_id)
 
     @classmethod
@@ -140,9 +145,16 @@ class History:
             RecordType.EVENT,
             RecordType.TOOL_RESULTS,
         )
-        self.events[record.event_id] = EventInfo(
+        info = EventInfo(
             record.type, record.request_digest, self.epoch, len(current), self.context_index
         )
+        self.events[record.event_id] = info
+        if self.awaiting_output:
+            self.last_call = info
+            if record.timestamp is not None:
+                self.last_call_at = record.timestamp
+        elif record.type is RecordType.COMPACT:
+            self.last_call = None
         self.seq = record.seq
         self.head = record_digest
 

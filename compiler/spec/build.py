@@ -41,6 +41,7 @@ from ..core.errors import BuildError, Location, SpecError, SpecErrors
 from ..core.jsonpath import json_path
 from ..core.limits import MAX_INSTRUCTIONS_BYTES, settings_problems
 from ..core.model import ProviderSettings, ToolSpec
+from ..core.models import model_warning
 from ..core.names import hint
 from ..core.resources import example_dir
 from .bundle import Bundle, BundlePart, Mode
@@ -62,6 +63,7 @@ __all__ = [
     "LOCK_FILE",
     "MANIFEST",
     "build_bundle",
+    "build_warnings",
     "check_outputs",
     "diff_outputs",
     "find_example_root",
@@ -372,6 +374,30 @@ def _context_field_problems(
             )
             found.append(SpecError(doc.location(where), where, message))
     return found
+
+
+def build_warnings(root: Path | str) -> list[str]:
+    """Warnings about a spec root that builds: a retired or unknown ``model`` in
+    ``rules/providers.yaml`` (:func:`prefixlock.core.models.model_warning`), each as
+    ``file:line:col: warning: $.path: why``, in provider order. Empty when the file does
+    not load (the build reports that)."""
+    path = Path(root) / "rules" / "providers.yaml"
+    try:
+        doc = load_yaml_file(path)
+    except (SpecErrors, OSError):
+        return []
+    providers_value = doc.value.get("providers") if isinstance(doc.value, dict) else None
+    if not isinstance(providers_value, dict):
+        return []
+    out = []
+    for provider in sorted(providers_value):
+        entry = providers_value[provider]
+        model = entry.get("model") if isinstance(entry, dict) else None
+        why = model_warning(provider, model) if isinstance(model, str) else None
+        if why is not None:
+            where = json_path(("providers", provider, "model"))
+            out.append(f"{doc.location(where)}: warning: {where}: {why}")
+    return out
 
 
 def _settings_problems(

@@ -1,0 +1,327 @@
+"""Each cache policy's cost on one conversation with its call times (issue 45): what
+``prefixlock verify --policy`` prints for a user's scenarios and ``prefixlock bench``
+for its real-timing workload.
+
+:func:`price_session` prices, per provider, on the same requests and times: ``5m``,
+``1h`` and ``auto`` (the ``cache_ttl`` values of the marker wires, Anthropic and Bedrock
+with a model that takes one-hour entries), ``configured`` (the settings as they are),
+``keepalive`` (five-minute markers where the wire has a TTL choice, else ``configured``,
+plus the keep-alives :func:`~prefixlock.cache.policy.
+plan_for` sends in every gap: the requests :meth:`~prefixlock.Conversation.keepalive`
+returns) and ``auto+keepalive``. The yardsticks, all simulated from the exact bodies:
+``uncached`` (every token at the base price), the **perfect-cache bound**
+(:class:`~prefixlock.cache.simulator.PerfectBound`: never expires, unreachable), the
+**offline-optimal policy** (:func:`_oracle`: knows each gap in advance and picks, per
+gap, the cheapest of letting the entries expire, a one-hour write of the call before the
+gap, or keep-alive reads through it) and the **naive harness**
+(:class:`~prefixlock.review.naive.NaiveHarness`: the context re-rendered into the system
+prompt, no keep-alive, five-minute markers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import providers
+from ..cache.policy import (
+    DEFAULT_RETURN_MODEL,
+    ReturnModel,
+    cached_prefix,
+    keepalive_interval,
+    plan_for,
+    with_policy,
+)
+from ..cache.rules import DEFAULT_TTL, rules_for
+from ..cache.simulator import PerfectBound, Simulation
+from ..core.errors import UsageError
+from ..core.limits import keepalive_output_limit
+from ..core.model import ModelRequest
+from .naive import NaiveHarness, tool_file_order
+from .replay import iter_replay
+from .scenario import Scenario, load_scenario, scenario_files
+from .verify import call_time, scenario_label
+
+__all__ = [
+    "POLICIES",
+    "SHORTEST_SLOT",
+    "SessionCall",
+    "format_policies",
+    "marker_policies",
+    "parse_policies",
+    "price_session",
+    "scenario_calls",
+    "scenario_policies",
+]
+
+#: The policies priced, in report order (see the module docstring).
+POLICIES = ("configured", "5m", "1h", "auto", "keepalive", "auto+keepalive")
+#: No entry lives shorter than this, and no keep-alive is planned sooner (half of the
+#: shortest TTL, :func:`~prefixlock.cache.policy.keepalive_interval`): a shorter gap
+#: needs no choice.
+SHORTEST_SLOT = DEFAULT_TTL / 2
+
+
+@attrs.frozen
+class SessionCall:
+    """One model call of a session: the request and its time (seconds from the start)."""
+
+    request: ModelRequest
+    at: float
+
+
+def marker_policies(provider: str, model: str) -> bool:
+    """Whether ``provider``'s ``cache_ttl`` has a choice for ``model``."""
+    return rules_for(provider, model).write_multiplier_1h is not None
+
+
+def _keepalive_body(wire: providers.Provider, request: ModelRequest) -> bytes:
+    settings = tuple(
+        attrs.evolve(s, max_tokens=keepalive_output_limit(s.provider, s.options_value))
+        for s in request.settings
+    )
+    return wire.serialize(attrs.evolve(request, settings=settings))
+
+
+def _plan(provider: str, model: str, body: bytes, return_model: ReturnModel) -> tuple[float, ...]:
+    return plan_for(provider, model, body, return_model)[0]
+
+
+def _ttl(provider: str, model: str, body: bytes) -> float:
+    return cached_prefix(provider, model, body)[1]
+
+
+class _Run:
+    """One policy's simulation of a session: its cost and its keep-alives."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.sim = Simulation(provider, model=model, keep_calls=False)
+        self.keepalives = 0
+
+    @property
+    def cost(self) -> Fraction:
+        return self.sim.totals.cost
+
+
+def price_session(
+    calls: Sequence[SessionCall],
+    provider: str,
+    *,
+    tool_order: Sequence[str] = (),
+    return_model: ReturnModel = DEFAULT_RETURN_MODEL,
+) -> dict[str, Any]:
+    """One session's figures for ``provider``: the cost of each policy (and of the
+    yardsticks) in base input-token units, and each policy's ratios."""
+    wire = providers.get(provider)
+    model = calls[0].request.settings_for(provider).model
+    choice = marker_policies(provider, model)
+    policies = [p for p in POLICIES if p in ("configured", "keepalive") or choice]
+
+    def request_for(request: ModelRequest, policy: str) -> ModelRequest:
+        # keepalive: five-minute markers where the wire has a choice, else as configured
+        marker = "5m" if policy == "keepalive" else policy.split("+")[0]
+        if marker == "configured" or not choice:
+            return request
+        return with_policy(request, provider, marker)
+
+    runs = {policy: _Run(provider, model) for policy in policies}
+    bound = PerfectBound()
+    uncached = Fraction(0)
+    for i, call in enumerate(calls):
+        # the next call's time; after the last call the user may come back, and the
+        # server cannot know that the session is over: its keep-alives are paid too
+        nxt = calls[i + 1].at if i + 1 < len(calls) else math.inf
+        for policy, run in runs.items():
+            request = request_for(call.request, policy)
+            sent = wire.serialize(request)
+            priced = run.sim.add(sent, call.at)
+            if policy == "configured":
+                bound.add(priced)
+                uncached += priced.uncached_cost
+            if policy.endswith("keepalive") and nxt - call.at > SHORTEST_SLOT:
+                keep = _keepalive_body(wire, request)
+                for offset in _plan(provider, model, sent, return_model):
+                    if call.at + offset >= nxt:
+                        break
+                    run.sim.add(keep, call.at + offset)
+                    run.keepalives += 1
+    oracle = _oracle(calls, provider, model, wire)
+    naive = _naive(calls, provider, model, wire, tool_order)
+    out: dict[str, Any] = {
+        "calls": len(calls),
+        "uncached": float(uncached),
+        "bound": float(bound.cost),
+        "oracle": float(oracle),
+        "naive": float(naive),
+        "policies": {},
+    }
+    for policy, run in runs.items():
+        cost = run.cost
+        out["policies"][policy] = {
+            "cost": float(cost),
+            "keepalives": run.keepalives,
+            "vs_uncached": float(cost / uncached),
+            "vs_bound": float(cost / bound.cost),
+            "vs_oracle": float(cost / oracle),
+            "vs_naive": float(cost / naive),
+        }
+    return out
+
+
+def _oracle(
+    calls: Sequence[SessionCall], provider: str, model: str, wire: providers.Provider
+) -> Fraction:
+    """The offline-optimal policy's cost: the five-minute bodies (on a wire without a TTL
+    choice the configured ones), and in each gap longer
+    than the entries' lifetime the cheapest (given the gap) of letting them expire, a
+    one-hour write of the call before the gap (where the wire has one), or keep-alive
+    reads through the gap; the choice is priced by simulating each option up to and
+    including the next call, and the cheapest one is kept."""
+    sim = Simulation(provider, model=model)
+    one_hour = marker_policies(provider, model)
+
+    def five(request: ModelRequest) -> ModelRequest:  # the base: five-minute markers
+        return with_policy(request, provider, "5m") if one_hour else request
+
+    for i, call in enumerate(calls):
+        plain = wire.serialize(five(call.request))
+        if i + 1 == len(calls):
+            sim.add(plain, call.at)
+            break
+        nxt = calls[i + 1]
+        gap = nxt.at - call.at
+        ttl = _ttl(provider, model, plain) if gap > SHORTEST_SLOT else math.inf
+        if gap < ttl:
+            sim.add(plain, call.at)
+            continue
+        after = wire.serialize(five(nxt.request))
+        step = keepalive_interval(ttl)
+        reads = math.ceil((gap - ttl) / step) if gap >= ttl else 0
+        keep = _keepalive_body(wire, five(call.request))
+        # each option: the bodies sent from this call up to (not including) the next
+        options = [[(plain, call.at)]]
+        if one_hour:
+            options.append([(wire.serialize(with_policy(call.request, provider, "1h")), call.at)])
+        options.append(
+            [(plain, call.at)] + [(keep, call.at + k * step) for k in range(1, reads + 1)]
+        )
+        best: tuple[Fraction, Simulation] | None = None
+        for option in options:
+            fork = sim.fork()
+            before = fork.totals.cost
+            for sent, at in option:
+                fork.add(sent, at)
+            probe = fork.fork()
+            probe.add(after, nxt.at)
+            spent = probe.totals.cost - before
+            if best is None or spent < best[0]:
+                best = (spent, fork)
+        assert best is not None
+        sim = best[1]  # the cheapest option's state, before the next call
+    return sim.totals.cost
+
+
+def _naive(
+    calls: Sequence[SessionCall],
+    provider: str,
+    model: str,
+    wire: providers.Provider,
+    tool_order: Sequence[str],
+) -> Fraction:
+    """The naive harness's cost on the same calls and times: no keep-alive, and the
+    services' default five-minute markers (what most harnesses send), whatever
+    ``cache_ttl`` the settings have."""
+    harness = NaiveHarness(tool_order)
+    sim = Simulation(provider, model=model)
+    five = marker_policies(provider, model)
+    for call in calls:
+        request = harness.request(call.request)
+        if five:
+            request = with_policy(request, provider, "5m")
+        sim.add(wire.serialize(request), call.at)
+    return sim.totals.cost
+
+
+def parse_policies(text: str) -> tuple[str, ...]:
+    """``5m,1h,auto,keepalive`` -> the policy names, checked against :data:`POLICIES`."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in POLICIES]
+    if not names or unknown:
+        raise UsageError(
+            f"--policy: unknown policy {', '.join(map(repr, unknown)) or repr(text)} "
+            f"(known: {', '.join(POLICIES)})"
+        )
+    return names
+
+
+def scenario_calls(scenario: Scenario) -> list[SessionCall]:
+    """The model calls of ``scenario`` with their times in seconds (a call without a
+    timestamp comes with the call before it; before the first timestamp, at 0)."""
+    out: list[SessionCall] = []
+    at = 0.0
+    for call in iter_replay(scenario):
+        stamp = call_time(scenario, call)
+        if stamp is not None:
+            at = stamp
+        out.append(SessionCall(call.request, at))
+    if out:
+        start = min(c.at for c in out if c.at) if any(c.at for c in out) else 0.0
+        out = [attrs.evolve(c, at=max(c.at - start, 0.0)) for c in out]
+    return out
+
+
+def scenario_policies(
+    paths: Sequence[Path], names: Sequence[str], policies: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per scenario (``paths``: files or folders), provider and policy (those of
+    ``policies`` that the provider has), the policy's cost as a multiple of the same
+    calls uncached, of the perfect-cache bound, of the offline-optimal policy and of the
+    naive harness (:func:`price_session`), and its keep-alives."""
+    rows: list[dict[str, Any]] = []
+    for path in scenario_files(paths):
+        scenario = load_scenario(path)
+        calls = scenario_calls(scenario)
+        if not calls:
+            continue
+        order = tool_file_order(scenario.bundle_root)
+        for name in names:
+            figures = price_session(calls, name, tool_order=order)
+            for policy in policies:
+                f = figures["policies"].get(policy)
+                if f is None:
+                    continue  # e.g. 1h on a wire without a TTL setting
+                rows.append(
+                    {
+                        "scenario": scenario_label(scenario.path),
+                        "provider": name,
+                        "policy": policy,
+                        "calls": figures["calls"],
+                        **{key: round(f[key], 4) for key in _RATIOS},
+                        "keepalives": f["keepalives"],
+                    }
+                )
+    return rows
+
+
+_RATIOS = ("vs_uncached", "vs_bound", "vs_oracle", "vs_naive")
+
+
+def format_policies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table ``verify --policy`` prints."""
+    if not rows:
+        return []
+    lines = [
+        "cache policies: cost vs uncached / vs perfect cache / vs offline optimum / vs naive "
+        "harness (keep-alives)"
+    ]
+    width = max(len(f"{r['scenario']}  {r['provider']}  {r['policy']}") for r in rows)
+    for r in rows:
+        label = f"{r['scenario']}  {r['provider']}  {r['policy']}"
+        ratios = " / ".join(f"{r[key]:.2f}x" for key in _RATIOS)
+        lines.append(f"  {label:<{width}}  {ratios}  ({r['keepalives']})")
+    return lines

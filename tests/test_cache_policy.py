@@ -1,0 +1,255 @@
+"""Cache TTL policies (issue 45, item 1): ``cache_ttl: 5m | 1h | auto`` (``turn``, auto's
+earlier name, means auto) on the marker wires; golden bodies per policy for Anthropic and
+Bedrock pin every marker's TTL byte-exactly, and every body is SDK-validated and
+service-rule checked (at most 4 breakpoints, every 1h marker before any 5m one)."""
+
+from __future__ import annotations
+
+import json
+import os
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from conv_helpers import open_conv, user
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prefixlock import ToolCall, ToolResult, providers
+from prefixlock.cache.policy import with_policy
+from prefixlock.cache.simulator import Simulation
+from prefixlock.core.errors import SerializationError
+from prefixlock.review.replay import replay, serialize_at
+from prefixlock.review.scenario import load_scenario
+from sdk_judge import assert_valid
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "golden" / "changed-context" / "scenario.yaml"
+DATA = Path(__file__).resolve().parent / "data" / "cache_policy"
+WIRES = [("anthropic", "cache_control"), ("bedrock-converse", "cachePoint")]
+POLICIES = ("5m", "1h", "auto")
+#: A Bedrock model that takes one-hour entries (prefixlock.core.limits).
+MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+#: Set to rewrite the golden files below (then read the diff before committing).
+UPDATE = os.environ.get("PREFIXLOCK_UPDATE_POLICY_GOLDEN") == "1"
+
+
+def _bodies(provider: str, policy: str) -> list[bytes]:
+    scenario = load_scenario(SCENARIO)
+    wire = providers.get(provider)
+    out = []
+    for call in replay(scenario):
+        call = attrs.evolve(call, request=with_policy(call.request, provider, policy))
+        out.append(serialize_at(scenario, call, wire))
+    return out
+
+
+def _request() -> Any:
+    return replay(load_scenario(SCENARIO))[0].request
+
+
+def _marks(value: Any, key: str, path: str = "$") -> list[tuple[str, str]]:
+    """(json path, ttl) of every marker in body order ("5m" for one without ttl)."""
+    out: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        if key in value:
+            out.append((path, value[key].get("ttl", "5m")))
+        for k, v in value.items():
+            if k != key:
+                out += _marks(v, key, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _marks(v, key, f"{path}[{i}]")
+    return out
+
+
+def _processing_order(marks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Anthropic's top-level marker applies to the last block: it comes last. Tools come
+    before system before messages (Anthropic: "tools, system, and messages (in that
+    order)"; Bedrock's toolConfig, system, messages likewise)."""
+    order = {"tools": 0, "toolConfig": 0, "system": 1, "messages": 2}
+    top = [m for m in marks if m[0] == "$"]
+    rest = [m for m in marks if m[0] != "$"]
+    rest.sort(key=lambda m: order.get(m[0].split(".")[1].split("[")[0], 3))
+    return rest + top
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_golden_bodies_per_policy(provider: str, key: str, policy: str) -> None:
+    bodies = _bodies(provider, policy)
+    folder = DATA / provider / policy
+    if UPDATE:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.json"):
+            old.unlink()
+        for i, body in enumerate(bodies, 1):
+            (folder / f"{i:04d}.json").write_bytes(body)
+    files = sorted(folder.glob("*.json"))
+    assert [f.name for f in files] == [f"{i:04d}.json" for i in range(1, len(bodies) + 1)]
+    for file, body in zip(files, bodies, strict=True):
+        assert body == file.read_bytes(), f"{provider}/{policy}/{file.name} differs"
+        value = json.loads(body)
+        assert "cache_ttl" not in body.decode()
+        ttls = [ttl for _, ttl in _processing_order(_marks(value, key))]
+        assert len(ttls) <= 4
+        assert ttls == sorted(ttls, key=lambda t: t != "1h"), ttls  # 1h never after 5m
+        if policy == "5m":
+            assert set(ttls) == {"5m"}
+        if policy == "1h":
+            assert set(ttls) == {"1h"}
+        if provider == "bedrock-converse":  # modelId travels in the URI, not the body
+            value = {"modelId": MODEL, **value}
+        assert_valid(provider, value)
+
+
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_auto_marks_the_second_turn_one_hour_up_to_its_opening_message(
+    provider: str, key: str
+) -> None:
+    """The golden case's calls: u1 (1), its tool loop (2), u2 with a new context (3),
+    its loop (4, 5). auto's first turn is the 5m bodies; from u2 on the root, the new
+    context and u2 are 1h (one marker each; u2's first call marks u1 too) and the loop's
+    moving tail 5m."""
+    five = _bodies(provider, "5m")
+    auto = _bodies(provider, "auto")
+    assert auto[:2] == five[:2]
+    marks = [_processing_order(_marks(json.loads(b), key)) for b in auto[2:]]
+    assert marks == EXPECTED_AUTO[provider]
+
+
+EXPECTED_AUTO = {
+    # the turn's first call also marks u1, the previous turn's opening message (4 markers)
+    "anthropic": [
+        [
+            ("$.system[0]", "1h"),
+            ("$.messages[1].content[0]", "1h"),
+            ("$.messages[5].content[0]", "1h"),
+            ("$.messages[6].content[0]", "1h"),
+        ],
+        [
+            ("$.system[0]", "1h"),
+            ("$.messages[5].content[0]", "1h"),
+            ("$.messages[6].content[0]", "1h"),
+            ("$", "5m"),
+        ],
+        [
+            ("$.system[0]", "1h"),
+            ("$.messages[5].content[0]", "1h"),
+            ("$.messages[6].content[0]", "1h"),
+            ("$", "5m"),
+        ],
+    ],
+    # Bedrock merges the same-role context and runtime messages into one wire message
+    "bedrock-converse": [
+        [
+            ("$.system[1]", "1h"),
+            ("$.messages[0].content[2]", "1h"),
+            ("$.messages[4].content[1]", "1h"),
+            ("$.messages[4].content[3]", "1h"),
+        ],
+        [
+            ("$.system[1]", "1h"),
+            ("$.messages[4].content[1]", "1h"),
+            ("$.messages[4].content[3]", "1h"),
+            ("$.messages[6].content[1]", "5m"),
+        ],
+        [
+            ("$.system[1]", "1h"),
+            ("$.messages[4].content[1]", "1h"),
+            ("$.messages[4].content[3]", "1h"),
+            ("$.messages[8].content[1]", "5m"),
+        ],
+    ],
+}
+
+
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_turn_is_autos_earlier_name(provider: str, key: str) -> None:
+    assert _bodies(provider, "turn") == _bodies(provider, "auto")
+
+
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_an_unknown_policy_is_refused_naming_the_values(provider: str, key: str) -> None:
+    with pytest.raises(SerializationError) as caught:
+        providers.get(provider).serialize(with_policy(_request(), provider, "2h"))
+    assert str(caught.value) == (
+        f"{provider}: settings option 'cache_ttl' must be one of "
+        "['5m', '1h', 'auto', 'turn'], not '2h'"
+    )
+
+
+def test_the_providers_schema_takes_auto_and_turn_on_the_marker_wires() -> None:
+    from prefixlock.spec.loader import load_yaml_text
+    from prefixlock.spec.validate import validate_document
+
+    for name, _ in WIRES:
+        for value in ("5m", "1h", "auto", "turn"):
+            options = f"{{cache_ttl: {value}}}"
+            text = f"providers:\n  {name}: {{model: m, max_tokens: 1, options: {options}}}\n"
+            assert validate_document(load_yaml_text(text, "x.yaml"), "providers") == []
+
+
+# --- properties over random conversations ------------------------------------------------
+
+
+#: Per turn: tool rounds, and per round the output's repetitions of a 40-byte line.
+_SHAPES = st.lists(st.lists(st.integers(1, 300), max_size=4), min_size=2, max_size=3)
+
+
+def _conversation(shape: list[list[int]]) -> list[Any]:
+    conv = open_conv()
+    requests = []
+    for t, rounds in enumerate(shape):
+        requests.append(conv.handle(user(f"u{t}", f"task {t}")))
+        for r, size in enumerate(rounds):
+            call = f"c{t}-{r}"
+            conv.assistant(None, [ToolCall(call, "read_file", {"path": f"f{r}.py"})])
+            requests.append(conv.tool_results([ToolResult(call, f"line {t} {r} {size}\n" * size)]))
+        conv.assistant("Done.")
+    return requests
+
+
+@settings(max_examples=8, deadline=None)
+@given(_SHAPES)
+def test_auto_never_places_a_longer_ttl_after_a_shorter_one(shape: list[list[int]]) -> None:
+    for provider, key in WIRES:
+        wire = providers.get(provider)
+        for request in _conversation(shape):
+            body = json.loads(wire.serialize(with_policy(request, provider, "auto")))
+            ttls = [ttl for _, ttl in _processing_order(_marks(body, key))]
+            assert len(ttls) <= 4
+            assert ttls == sorted(ttls, key=lambda t: t != "1h"), ttls
+
+
+@settings(max_examples=8, deadline=None)
+@given(_SHAPES)
+def test_without_pauses_auto_costs_5m_plus_its_one_hour_premium(shape: list[list[int]]) -> None:
+    """Calls 8 s apart (nothing expires): auto's cost exceeds 5m's by at most its
+    documented premium (docs/cache-policy.md): (2 - 1.25) x its one-hour write tokens,
+    and on Bedrock the tokens its per-checkpoint minimum leaves uncached after the turn
+    marker (a tail checkpoint needs 1,024 tokens since the previous one), at most the
+    base price each."""
+    requests = _conversation(shape)
+    for provider, _ in WIRES:
+        wire = providers.get(provider)
+        model = requests[0].settings_for(provider).model
+        runs = {}
+        for policy in ("5m", "auto"):
+            sim = Simulation(provider, model=model)
+            for i, request in enumerate(requests):
+                sim.add(wire.serialize(with_policy(request, provider, policy)), 8.0 * i)
+            runs[policy] = sim
+        five, auto = runs["5m"].report(), runs["auto"].report()
+        one_hour = sum(c.cache_write_1h_tokens for c in auto.calls)
+        uncached = sum(
+            max(
+                a.uncached_tokens + a.cache_write_tokens - f.uncached_tokens - f.cache_write_tokens,
+                0,
+            )
+            for f, a in zip(five.calls, auto.calls, strict=True)
+        )
+        if provider == "anthropic":
+            assert uncached == 0  # no per-checkpoint minimum: only the premium
+        assert auto.cost <= five.cost + Fraction(3, 4) * one_hour + uncached, provider
