@@ -107,9 +107,11 @@ def _shipped_bundle() -> Bundle:
 
 
 @functools.cache
-def mode_root(mode: str) -> Path:
-    """A copy of the example spec root with ``context_updates: <mode>``."""
+def mode_root(mode: str, context_updates: str | None = None) -> Path:
+    """A copy of the example spec root with ``context_updates: <mode>`` (or
+    ``context_updates``, where ``mode`` only names the copy)."""
     root = Path(tempfile.mkdtemp(prefix=f"prefixlock-{mode}-"))
+    mode = context_updates or mode
     for folder in ("rules", "prompt"):
         shutil.copytree(REPO / folder, root / folder)
     agent = root / "rules" / "agent.yaml"

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from conv_helpers import CONTEXT_A, open_conv, user
 from http_support import expected
 from prefixlock import providers
+from prefixlock.core import canonical
 from prefixlock.core.errors import SerializationError, UnknownNameError, UsageError
 from prefixlock.core.messages import OpaquePart
 from prefixlock.core.output import ModelOutput
@@ -26,6 +28,7 @@ from prefixlock.runtime.tools import ToolResult
 ANTHROPIC = expected("anthropic", "turn1")  # thinking, redacted thinking, text, two calls
 BEDROCK = expected("bedrock-converse", "turn1_reasoning_parallel_tools")
 CLAUDE_ON_BEDROCK = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+EXAMPLE_CLAUDE = "claude-sonnet-5-5"  # rules/providers.yaml
 
 
 def _answered(output: ModelOutput) -> Conversation:
@@ -98,7 +101,20 @@ def test_bedrock_claude_reasoning_goes_to_anthropic_as_a_thinking_block() -> Non
 
 def test_thinking_to_a_model_that_is_not_claude_is_left_out() -> None:
     conv = _answered(ANTHROPIC)
-    body = _body(conv, "bedrock-converse", "amazon.nova-pro-v1:0")
+    request = conv.request(provider="bedrock-converse", model="amazon.nova-pro-v1:0")
+    # The example's Bedrock settings ask for one-hour entries (cache_ttl: auto), which the
+    # service refuses for a model of another vendor: the retargeted call says so.
+    with pytest.raises(SerializationError, match="only supported for Anthropic models"):
+        providers.get("bedrock-converse").serialize(request)
+    five_minutes = tuple(
+        attrs.evolve(s, options=canonical.dumps({**s.options_value, "cache_ttl": "5m"}))
+        if s.provider == "bedrock-converse"
+        else s
+        for s in request.settings
+    )
+    body = json.loads(
+        providers.get("bedrock-converse").serialize(attrs.evolve(request, settings=five_minutes))
+    )
     assert body["messages"][1]["content"][0] == {"text": ANTHROPIC.text}
     assert "reasoningContent" not in json.dumps(body)
     openai = _body(conv, "openai-responses")
@@ -112,10 +128,10 @@ def test_thinking_to_a_model_that_is_not_claude_is_left_out() -> None:
 
 def test_a_per_call_model_is_that_calls_model_only() -> None:
     conv = _answered(ANTHROPIC)
-    assert _body(conv, "anthropic", "claude-opus-4-1")["model"] == "claude-opus-4-1"
-    assert _body(conv, "anthropic")["model"] == "claude-sonnet-4-5"
+    assert _body(conv, "anthropic", "claude-opus-4-6")["model"] == "claude-opus-4-6"
+    assert _body(conv, "anthropic")["model"] == EXAMPLE_CLAUDE
     plain = providers.get("anthropic").serialize(conv.request())
-    assert json.loads(plain)["model"] == "claude-sonnet-4-5"
+    assert json.loads(plain)["model"] == EXAMPLE_CLAUDE
     assert conv.request(provider="anthropic") is not None
 
 
