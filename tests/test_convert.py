@@ -1,0 +1,174 @@
+"""prefixlock convert: Claude Code and Codex transcripts as scenarios and observed usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from convert_fixtures import SECRET, claude_long, claude_small, codex_small
+from prefixlock.core.errors import SpecErrors
+from prefixlock.review.convert import convert, usage_path, write_converted
+from prefixlock.review.replay import replay
+from prefixlock.review.scenario import load_scenario
+from prefixlock.review.verify import verify_scenario
+
+DATA = Path(__file__).parent / "data" / "convert"
+
+
+def _steps(converted: object) -> list[str]:
+    return [next(iter(step)) for step in converted.scenario["steps"]]  # type: ignore[attr-defined]
+
+
+def test_fixtures_are_the_generated_ones() -> None:
+    assert (DATA / "claude-small.jsonl").read_text() == claude_small()
+    assert (DATA / "codex-small.jsonl").read_text() == codex_small()
+
+
+def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
+    c = convert("claude-code", DATA / "claude-small.jsonl")
+    assert _steps(c) == [
+        "user",
+        "assistant",
+        "tool_results",
+        "assistant",
+        "tool_results",
+        "assistant",
+        "user",
+        "assistant",
+        "compact",
+        "user",
+        "assistant",
+    ]
+    steps = c.scenario["steps"]
+    assert steps[0] == {
+        "user": {
+            "event": "u1",
+            "query": "Add a PDF export for invoices.",
+            "timestamp": "2026-03-06T10:00:07.000Z",
+        }
+    }
+    # the split reply (thinking, text, tool_use) is one assistant step; Glob -> glob_search
+    assert steps[1] == {
+        "assistant": {
+            "text": "Let me look.",
+            "tool_calls": [
+                {"arguments": {"pattern": "**/*.py"}, "id": "toolu_1", "name": "glob_search"}
+            ],
+        }
+    }
+    # the secret is redacted before anything is kept
+    assert SECRET not in json.dumps(c.scenario)
+    assert steps[2]["tool_results"][0]["output"].endswith("export KEY=[REDACTED]")
+    # a query that travels with a tool result: the results, an unobserved reply, the query
+    assert steps[4:7] == [
+        {"tool_results": [{"call_id": "toolu_2", "output": "done\n[image]"}]},
+        {"assistant": {"text": "(no reply in the transcript)"}},
+        {
+            "user": {
+                "event": "u2",
+                "query": "Also add a CSV export.",
+                "timestamp": "2026-03-06T10:00:56.000Z",
+            }
+        },
+    ]
+    # the last reply's usage, the 5m/1h split of the writes
+    assert c.usage["calls"][0]["observed"] == {
+        "input_tokens": 3012,
+        "uncached_tokens": 12,
+        "cache_read_tokens": 0,
+        "cache_write_5m_tokens": 2000,
+        "cache_write_1h_tokens": 1000,
+        "output_tokens": 40,
+    }
+    assert c.usage["calls"][2]["observed"] is None
+    # an unknown tool goes to the documented fallback
+    assert steps[3]["assistant"]["tool_calls"][0]["name"] == "run_terminal_command"
+    counts = c.report["counts"]
+    assert counts["rewound_billed_calls"] == 1 and counts["rewound_records"] == 2
+    assert counts["sidechain a1b2 billed calls"] == 1
+    assert counts["rewritten_records"] == 1
+    assert counts["out_of_order_timestamps"] == 1
+    assert counts["thinking_blocks_dropped"] == 1
+    assert counts["queries_with_tool_results"] == 1
+    assert counts["tools_by_fallback"] == 1
+    whys = [d["what"] for d in c.report["dropped"]]
+    assert whys[:2] == ["a 'summary' record", "a 'file-history-snapshot' record"]
+    assert "a meta user record" in whys
+
+
+def test_codex_maps_calls_usage_and_compaction() -> None:
+    c = convert("codex", DATA / "codex-small.jsonl")
+    assert _steps(c) == [
+        "user",
+        "assistant",
+        "tool_results",
+        "assistant",
+        "compact",
+        "user",
+        "assistant",
+    ]
+    assert c.scenario["base"]["context"]["git"] == {
+        "branch": "main",
+        "dirty": False,
+        "head": "5d1e7a0",
+    }
+    rows = [call["observed"] for call in c.usage["calls"]]
+    assert rows[0] == {
+        "input_tokens": 4000,
+        "uncached_tokens": 928,
+        "cache_read_tokens": 3072,
+        "cache_write_5m_tokens": 0,
+        "cache_write_1h_tokens": 0,
+        "output_tokens": 30,
+    }
+    assert [r["cache_read_tokens"] for r in rows] == [3072, 3968, 0]
+
+
+@pytest.mark.parametrize(
+    "source,name", [("claude-code", "claude-small.jsonl"), ("codex", "codex-small.jsonl")]
+)
+def test_import_replays_with_every_invariant(tmp_path: Path, source: str, name: str) -> None:
+    c = convert(source, DATA / name)
+    out, usage = write_converted(c, tmp_path / "s.yaml")
+    assert usage == tmp_path / "s.usage.json"
+    again = convert(source, DATA / name)
+    assert again.scenario_bytes() == out.read_bytes()  # re-import: byte for byte
+    assert again.usage_bytes() == usage.read_bytes()
+    scenario = load_scenario(out)
+    calls = replay(scenario)
+    assert len(calls) == len(c.usage["calls"])
+    rows, failures = verify_scenario(scenario, ["anthropic", "openai-responses"])
+    assert failures == []
+    assert all(row.prefix_stable for row in rows)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_long_sessions_replay_with_every_invariant(tmp_path: Path, seed: int) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_text(claude_long(seed, turns=20))
+    c = convert("claude-code", path)
+    assert c.report["counts"]["compactions"] == 1
+    out, _ = write_converted(c, tmp_path / "s.yaml")
+    _, failures = verify_scenario(load_scenario(out), ["anthropic"])
+    assert failures == []
+    assert convert("claude-code", path).scenario_bytes() == out.read_bytes()
+
+
+def test_a_truncated_line_is_an_error_and_nothing_is_written(tmp_path: Path) -> None:
+    text = claude_small().splitlines()
+    text[4] = text[4][:30]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(text) + "\n[1]\n")
+    with pytest.raises(SpecErrors) as caught:
+        convert("claude-code", path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:5: not a JSON line (Unterminated string starting at); a truncated or "
+        "malformed transcript line: nothing was written",
+        f"{path}:{len(text) + 1}: expected a JSON object, got list: nothing was written",
+    ]
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_usage_path_is_beside_the_scenario() -> None:
+    assert usage_path(Path("a/s.yaml")) == Path("a/s.usage.json")
