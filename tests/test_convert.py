@@ -172,3 +172,45 @@ def test_a_truncated_line_is_an_error_and_nothing_is_written(tmp_path: Path) -> 
 
 def test_usage_path_is_beside_the_scenario() -> None:
     assert usage_path(Path("a/s.yaml")) == Path("a/s.usage.json")
+
+
+def test_cli_convert_then_verify_observed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefixlock.cli.commands import main
+
+    out = tmp_path / "s.yaml"
+    code = main(["convert", "claude-code", str(DATA / "claude-small.jsonl"), "--out", str(out)])
+    assert code == 0
+    assert (
+        capsys.readouterr().out.splitlines()[-1] == f"wrote {out} and {tmp_path / 's.usage.json'}"
+    )
+    code = main(["verify", str(out), "--observed", str(tmp_path / "s.usage.json"), "--json"])
+    assert code == 0
+    value = json.loads(capsys.readouterr().out)
+    assert value["format"] == "prefixlock.verify-observed/1"
+    assert [row["call"] for row in value["calls"]] == [1, 2, 3, 4, 5]
+    assert value["calls"][2]["observed"] is None
+    assert value["calls"][0]["observed"] == {
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 3000,
+        "cached_share": 0.0,
+        "cost": 4512.0,
+        "input_tokens": 3012,
+    }
+    assert value["totals"]["observed"]["input_tokens"] == sum(
+        row["observed"]["input_tokens"] for row in value["calls"] if row["observed"]
+    )
+
+
+def test_cli_convert_bad_line_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefixlock.cli.commands import main
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"type":"user"}\n{"type":\n')
+    code = main(["convert", "codex", str(path), "--out", str(tmp_path / "s.yaml")])
+    assert code == 2
+    assert f"{path}:2: not a JSON line" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
