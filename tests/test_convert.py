@@ -32,8 +32,6 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
         "assistant",
         "tool_results",
         "assistant",
-        "tool_results",
-        "assistant",
         "user",
         "assistant",
         "compact",
@@ -59,20 +57,31 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     }
     # the secret is redacted before anything is kept
     assert SECRET not in json.dumps(c.scenario)
-    assert steps[2]["tool_results"][0]["output"].endswith("export KEY=[REDACTED]")
-    # a query that travels with a tool result: the results, an unobserved reply, the query
-    assert steps[4:7] == [
-        {"tool_results": [{"call_id": "toolu_2", "output": "done\n[image]"}]},
-        {"assistant": {"text": "(no reply in the transcript)"}},
-        {
-            "user": {
-                "event": "u2",
-                "query": "Also add a CSV export.",
-                "timestamp": "2026-03-06T10:00:56.000Z",
+    assert steps[2] == {
+        "tool_results": [
+            {
+                "call_id": "toolu_1",
+                "output": "shop/a.py\nshop/b.py\nexport KEY=[REDACTED]",
+                "timestamp": "2026-03-06T10:00:35.000Z",
             }
-        },
-    ]
-    # the last reply's usage, the 5m/1h split of the writes
+        ]
+    }
+    # a query that travels with a tool result: one turn, the results first
+    assert steps[4] == {
+        "user": {
+            "event": "u2",
+            "query": "Also add a CSV export.",
+            "timestamp": "2026-03-06T10:00:56.000Z",
+            "tool_results": [
+                {
+                    "call_id": "toolu_2",
+                    "output": "done\n[image]",
+                    "timestamp": "2026-03-06T10:00:56.000Z",
+                }
+            ],
+        }
+    }
+    # the first reply's usage, the 5m/1h split of the writes
     assert c.usage["calls"][0]["observed"] == {
         "input_tokens": 3012,
         "uncached_tokens": 12,
@@ -81,7 +90,7 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
         "cache_write_1h_tokens": 1000,
         "output_tokens": 40,
     }
-    assert c.usage["calls"][2]["observed"] is None
+    assert all(call["observed"] is not None for call in c.usage["calls"])
     # an unknown tool goes to the documented fallback
     assert steps[3]["assistant"]["tool_calls"][0]["name"] == "run_terminal_command"
     counts = c.report["counts"]
@@ -189,8 +198,8 @@ def test_cli_convert_then_verify_observed(
     assert code == 0
     value = json.loads(capsys.readouterr().out)
     assert value["format"] == "prefixlock.verify-observed/1"
-    assert [row["call"] for row in value["calls"]] == [1, 2, 3, 4, 5]
-    assert value["calls"][2]["observed"] is None
+    assert [row["call"] for row in value["calls"]] == [1, 2, 3, 4]
+    assert [row["step"] for row in value["calls"]] == [0, 2, 4, 7]
     assert value["calls"][0]["observed"] == {
         "cache_read_tokens": 0,
         "cache_write_tokens": 3000,

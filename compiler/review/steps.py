@@ -49,6 +49,10 @@ class UserStep:
     location: Location
     event: str
     request: AgentRunRequest
+    #: Results of the pending tool calls sent with the turn (results first, then the
+    #: query), in one model call; and the latest of their timestamps.
+    results: tuple[ToolResult, ...] = ()
+    results_timestamp: str | None = None
 
 
 @attrs.frozen
@@ -68,6 +72,9 @@ class ToolResultsStep:
     kind: ClassVar[str] = "tool_results"
     location: Location
     results: tuple[ToolResult, ...]
+    #: When the batch is sent: the latest of its results' timestamps (None: right after
+    #: the call before). Not sent to the model; the cache simulator dates the call by it.
+    timestamp: str | None = None
 
     @property
     def event(self) -> str:

@@ -14,8 +14,10 @@ all (:meth:`Walk.lost`), the state is unknown and the walk stops judging.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from ..runtime.tools import ToolResult
 from .steps import (
     AssistantStep,
     BackgroundStep,
@@ -68,6 +70,8 @@ class Walk:
             )
 
     def _user(self, index: int, path: str, step: UserStep) -> None:
+        if step.results:
+            self._answer(f"{path}.tool_results", step.results)
         self.turn(index, "user", step.event, step.request.digest)
 
     def _background(self, index: int, path: str, step: BackgroundStep) -> None:
@@ -131,8 +135,12 @@ class Walk:
         self.awaiting = False
 
     def _tool_results(self, index: int, path: str, step: ToolResultsStep) -> None:
+        self._answer(path, step.results)
+
+    def _answer(self, path: str, results: Sequence[ToolResult]) -> None:
+        """A batch of results at ``path``: exactly the pending calls, each once."""
         batch: dict[str, str] = {}
-        for j, result in enumerate(step.results):
+        for j, result in enumerate(results):
             where = f"{path}[{j}]"
             call_id = result.call_id
             if call_id in batch:

@@ -280,11 +280,13 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
             if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
                 build.tally("images_as_placeholders")
                 text = (text + "\n[image]").strip("\n")
+            if results and text:
+                # the query travels with the results: one turn, results first
+                build.tally("queries_with_tool_results")
+                build.user(number, text, stamp, results)
+                continue
             if results:
-                build.tool_results(number, results, stamp)
-                if text:
-                    build.tally("queries_with_tool_results")
-                    build.user(number, text, stamp)
+                build.results(number, results, stamp)
                 continue
             build.user(number, text, stamp)
             continue

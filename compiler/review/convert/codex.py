@@ -69,17 +69,9 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
     name = file if file is not None else str(path)
     build = Builder(SOURCE, name, tools)
     reply = _Reply()
-    results: list[dict[str, Any]] = []
-    results_at: tuple[int, Any] = (0, None)
     session = ""
     branch: str | None = None
     head: str | None = None
-
-    def flush_results() -> None:
-        nonlocal results
-        if results:
-            build.tool_results(results_at[0], results, results_at[1])
-            results = []
 
     for number, record in read_lines(path, name):
         kind = record.get("type")
@@ -100,7 +92,6 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             build.set_context(_str(payload.get("cwd")), branch, head)
         elif kind == "compacted":
             reply.flush(build, number, None)
-            flush_results()
             build.compact(number, str(payload.get("message", "")))
         elif kind == "event_msg":
             if ptype == "token_count":
@@ -116,7 +107,6 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                 role = payload.get("role")
                 text = _content_text(payload.get("content"))
                 if role == "assistant":
-                    flush_results()
                     reply.items.append(text)
                 elif role == "user":
                     if text.lstrip().startswith(_CONTEXT_TAGS):
@@ -127,12 +117,10 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                         )
                         continue
                     reply.flush(build, number, None)
-                    flush_results()
                     build.user(number, text, stamp)
                 else:
                     build.drop(number, f"a {role!r} message", "instructions come from the bundle")
             elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
-                flush_results()
                 call_name = str(
                     payload.get("name") or ("local_shell" if ptype == "local_shell_call" else "")
                 )
@@ -145,9 +133,9 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                 output = payload.get("output")
                 if isinstance(output, dict):
                     output = output.get("content", canonical.dumps(output))
-                if not results:
-                    results_at = (number, stamp)
-                results.append({"call_id": str(payload.get("call_id")), "output": str(output)})
+                build.results(
+                    number, [{"call_id": str(payload.get("call_id")), "output": str(output)}], stamp
+                )
             elif ptype == "reasoning":
                 build.tally("reasoning_items_dropped")
             else:
@@ -155,7 +143,6 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
         else:
             build.drop(number, f"a {kind!r} record", "not part of the conversation")
     reply.flush(build, 0, None)
-    flush_results()
     return build.finish(f"codex session {session}".strip(), session or "codex", PROVIDER)
 
 

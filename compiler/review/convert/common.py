@@ -44,6 +44,9 @@ EMPTY_QUERY = "(no text)"
 #: text and no tool call (only thinking): Anthropic and Bedrock refuse blank text blocks.
 EMPTY_REPLY = "(no reply in the transcript)"
 
+#: The output of a tool call the transcript never answered.
+NO_RESULT = "(no result in the transcript)"
+
 
 def read_lines(path: Path, file: str) -> list[tuple[int, dict[str, Any]]]:
     """Every non-blank line of a JSON-lines transcript as ``(line number, object)``.
@@ -198,6 +201,8 @@ class Builder:
         self.calls: list[dict[str, Any]] = []  # one per model call, in order
         self.pending: list[str] = []  # call ids waiting for results
         self.awaiting = False  # a model call was made and its reply is not yet given
+        self.gathered: list[dict[str, Any]] = []  # results of the pending calls so far
+        self.gathered_line = 0
         self.events = 0
         self.latest: tuple[float, str] | None = None
         self.dropped: list[dict[str, str]] = []
@@ -265,75 +270,82 @@ class Builder:
         )
         self.awaiting = True
 
-    def _fill_pending(self, line: int, stamp: str | None) -> None:
+    def _batch(self, line: int) -> list[dict[str, Any]]:
+        """The gathered results as a batch answering every pending call, in call order
+        (a call without a result gets an error result, reported); empty if none waits."""
         if not self.pending:
-            return
-        results = [
-            {"call_id": call_id, "output": "(no result in the transcript)", "is_error": True}
-            for call_id in self.pending
-        ]
-        self.tally("filled_tool_results", len(results))
-        self.drop(
-            line,
-            f"{len(results)} pending tool call(s)",
-            "the transcript never answered them; "
-            "an error result was put in, and its model call has no observed usage",
-        )
-        self.tool_results(line, results, stamp)
+            return []
+        by_id = {r["call_id"]: r for r in self.gathered}
+        missing = [c for c in self.pending if c not in by_id]
+        if missing:
+            self.tally("filled_tool_results", len(missing))
+            self.drop(
+                line,
+                f"no result for tool call(s) {', '.join(missing)}",
+                "the transcript never answered them; an error result was put in",
+            )
+        batch = []
+        for call_id in self.pending:
+            item = by_id.get(call_id) or {"call_id": call_id, "output": NO_RESULT, "is_error": True}
+            batch.append(item)
+        self.pending, self.gathered = [], []
+        return batch
 
-    def user(self, line: int, query: str, stamp: Any) -> None:
-        """A user turn (one model call)."""
+    def flush(self, line: int) -> None:
+        """Send the gathered tool results (one model call), if any call waits."""
+        batch = self._batch(line)
+        if not batch:
+            return
+        self.steps.append({"tool_results": batch})
+        self.tally("tool_result_batches")
+        stamps = [r["timestamp"] for r in batch if "timestamp" in r]
+        self._call(self.gathered_line or line, stamps[-1] if stamps else None)
+
+    def results(
+        self, line: int, results: list[dict[str, Any]], stamp: Any, *, send: bool = True
+    ) -> None:
+        """Tool results of one transcript record. They are gathered until every pending
+        call has one (Claude Code writes parallel calls' results as one record each),
+        then sent as one batch (``send``; else they wait for the user turn)."""
         at = self._stamp(line, stamp)
-        self._fill_pending(line, at)
-        if self.awaiting:
-            self._no_reply(line)
+        for r in results:
+            if r["call_id"] not in self.pending or any(
+                g["call_id"] == r["call_id"] for g in self.gathered
+            ):
+                self.drop(line, f"tool result {r['call_id']}", "it answers no pending call")
+                continue
+            item: dict[str, Any] = {"call_id": r["call_id"], "output": redact_text(r["output"])}
+            if r.get("is_error"):
+                item["is_error"] = True
+            if at is not None:
+                item["timestamp"] = at
+            if not self.gathered:
+                self.gathered_line = line
+            self.gathered.append(item)
+        if send and self.pending and len(self.gathered) == len(self.pending):
+            self.flush(line)
+
+    def user(
+        self, line: int, query: str, stamp: Any, results: list[dict[str, Any]] | None = None
+    ) -> None:
+        """A user turn (one model call). ``results``: tool results the turn sends first
+        (``user.tool_results``); any call still pending is answered by it too."""
+        if results:
+            self.results(line, results, stamp, send=False)
+        at = self._stamp(line, stamp)
+        batch = self._batch(line)
         self.events += 1
-        body: dict[str, Any] = {
-            "event": f"u{self.events}",
-            "query": redact_text(query) or EMPTY_QUERY,
-        }
+        text = redact_text(query) or EMPTY_QUERY
+        body: dict[str, Any] = {"event": f"u{self.events}", "query": text}
         if at is not None:
             body["timestamp"] = at
         if self.context is not None and self.context != self.base_context:
             body["context"] = self.context
+        if batch:
+            body["tool_results"] = batch
+            self.tally("turns_with_tool_results")
         self.steps.append({"user": body})
         self.tally("user_turns")
-        self._call(line, at)
-
-    def tool_results(self, line: int, results: list[dict[str, Any]], stamp: Any) -> None:
-        """Results of the pending calls (one model call). A result for a call nobody
-        made is dropped; a pending call without one gets an error result."""
-        at = self._stamp(line, stamp)
-        known = [r for r in results if r["call_id"] in self.pending]
-        for r in results:
-            if r["call_id"] not in self.pending:
-                self.drop(line, f"tool result {r['call_id']}", "it answers no pending call")
-        answered = {r["call_id"] for r in known}
-        missing = [c for c in self.pending if c not in answered]
-        if missing:
-            self.tally("filled_tool_results", len(missing))
-            self.drop(
-                line, f"{len(missing)} tool call(s) without a result", "an error result was put in"
-            )
-        if not known and not missing:
-            return
-        by_id = {r["call_id"]: r for r in known}
-        batch = []
-        for call_id in self.pending:
-            r = by_id.get(call_id) or {
-                "call_id": call_id,
-                "output": "(no result in the transcript)",
-                "is_error": True,
-            }
-            item: dict[str, Any] = {"call_id": call_id, "output": redact_text(r["output"])}
-            if r.get("is_error"):
-                item["is_error"] = True
-            batch.append(item)
-        self.pending = []
-        if self.awaiting:
-            self._no_reply(line)
-        self.steps.append({"tool_results": batch})
-        self.tally("tool_result_batches")
         self._call(line, at)
 
     def _no_reply(self, line: int) -> None:
@@ -353,6 +365,7 @@ class Builder:
     ) -> None:
         """The reply to the pending model call: text and tool calls ``(id, source name,
         arguments)``, and the usage the call observed."""
+        self.flush(line)
         if not self.awaiting:
             # a reply without a call (the transcript has two replies in a row): its
             # billed call has no place in the scenario; counted beside it
@@ -386,7 +399,7 @@ class Builder:
 
     def compact(self, line: int, summary: str) -> None:
         """A compaction: the history becomes the summary."""
-        self._fill_pending(line, None)
+        self.flush(line)
         if self.awaiting:
             self._no_reply(line)
         if not self.steps:
@@ -396,6 +409,8 @@ class Builder:
         self.tally("compactions")
 
     def finish(self, name: str, conversation: str, provider: str) -> Converted:
+        if self.gathered:
+            self.flush(self.gathered_line)
         if not self.steps:
             raise InputError(f"{self.file}: the transcript has no user turn to convert")
         scenario: dict[str, Any] = {"name": redact_text(name), "conversation": conversation}
