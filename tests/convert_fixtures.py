@@ -229,25 +229,7 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
             )
             cached += write
             if name == "Task":
-                for k in range(2):
-                    s.lines.append(
-                        _line(
-                            {
-                                "type": "assistant",
-                                "uuid": f"side-{call}-{k}",
-                                "parentUuid": None,
-                                "isSidechain": True,
-                                "agentId": f"agent{call}",
-                                "sessionId": s.session,
-                                "timestamp": s.stamp(1),
-                                "message": {
-                                    "id": f"msg_side_{call}_{k}",
-                                    "role": "assistant",
-                                    "content": [{"type": "text", "text": "sub"}],
-                                },
-                            }
-                        )
-                    )
+                _sidechain(s, call)
             s.user(
                 [
                     {
@@ -411,3 +393,74 @@ def codex_small() -> str:
         },
     ]
     return "\n".join(_line(v) for v in lines) + "\n"
+
+
+def _sidechain(s: ClaudeSession, call: int) -> None:
+    """A sub-agent's own conversation (its prompt, a tool loop, a reply) as sidechain
+    records, between the main chain's records."""
+    agent = f"agent{call}"
+
+    def record(n: int, kind: str, message: dict[str, Any]) -> None:
+        s.lines.append(
+            _line(
+                {
+                    "type": kind,
+                    "uuid": f"side-{call}-{n}",
+                    "parentUuid": f"side-{call}-{n - 1}" if n else None,
+                    "isSidechain": True,
+                    "agentId": agent,
+                    "sessionId": s.session,
+                    "timestamp": s.stamp(1),
+                    "message": message,
+                }
+            )
+        )
+
+    def usage(read: int) -> dict[str, int]:
+        return {
+            "input_tokens": 5,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": 50,
+            "output_tokens": 9,
+        }
+
+    record(0, "user", {"role": "user", "content": f"Explore module {call}."})
+    record(
+        1,
+        "assistant",
+        {
+            "id": f"msg_side_{call}_1",
+            "model": "claude-haiku-4-5",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_side_{call}",
+                    "name": "Grep",
+                    "input": {"pattern": "x"},
+                }
+            ],
+            "usage": usage(100),
+        },
+    )
+    record(
+        2,
+        "user",
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_side_{call}", "content": "match"}
+            ],
+        },
+    )
+    record(
+        3,
+        "assistant",
+        {
+            "id": f"msg_side_{call}_2",
+            "model": "claude-haiku-4-5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Found it."}],
+            "usage": usage(200),
+        },
+    )

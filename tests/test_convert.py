@@ -139,7 +139,7 @@ def test_codex_maps_calls_usage_and_compaction() -> None:
 )
 def test_import_replays_with_every_invariant(tmp_path: Path, source: str, name: str) -> None:
     c = convert(source, DATA / name)
-    out, usage = write_converted(c, tmp_path / "s.yaml")
+    out, usage = write_converted(c, tmp_path / "s.yaml")[:2]
     assert usage == tmp_path / "s.usage.json"
     again = convert(source, DATA / name)
     assert again.scenario_bytes() == out.read_bytes()  # re-import: byte for byte
@@ -158,7 +158,7 @@ def test_generated_long_sessions_replay_with_every_invariant(tmp_path: Path, see
     path.write_text(claude_long(seed, turns=20))
     c = convert("claude-code", path)
     assert c.report["counts"]["compactions"] == 1
-    out, _ = write_converted(c, tmp_path / "s.yaml")
+    out = write_converted(c, tmp_path / "s.yaml")[0]
     _, failures = verify_scenario(load_scenario(out), ["anthropic"])
     assert failures == []
     assert convert("claude-code", path).scenario_bytes() == out.read_bytes()
@@ -223,3 +223,28 @@ def test_cli_convert_bad_line_writes_nothing(
     assert code == 2
     assert f"{path}:2: not a JSON line" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
+def test_sub_agents_are_their_own_scenarios(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_text(claude_long(7, turns=20))
+    c = convert("claude-code", path)
+    agents = [agent for agent, _ in c.sidechains]
+    assert agents and all(agent.startswith("agent") for agent in agents)
+    written = write_converted(c, tmp_path / "s.yaml")
+    assert written[:2] == [tmp_path / "s.yaml", tmp_path / "s.usage.json"]
+    assert written[2:4] == [
+        tmp_path / f"s.agent-{agents[0]}.yaml",
+        tmp_path / f"s.agent-{agents[0]}.usage.json",
+    ]
+    side = c.sidechains[0][1]
+    assert [next(iter(step)) for step in side.scenario["steps"]] == [
+        "user",
+        "assistant",
+        "tool_results",
+        "assistant",
+    ]
+    assert side.scenario["conversation"] == f"sess-long:{agents[0]}"
+    assert [call["observed"]["cache_read_tokens"] for call in side.usage["calls"]] == [100, 200]
+    _, failures = verify_scenario(load_scenario(written[2]), ["anthropic"])
+    assert failures == []

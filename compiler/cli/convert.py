@@ -37,10 +37,11 @@ def _convert_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_convert(args: argparse.Namespace) -> int:
     converted = convert(args.source, args.transcript, tools=args.tools)
-    scenario, usage = write_converted(converted, args.out)
+    written = write_converted(converted, args.out)
     for line in converted.report_lines():
         out(line)
-    out(f"wrote {scenario} and {usage}")
+    for scenario, usage in zip(written[::2], written[1::2], strict=True):
+        out(f"wrote {scenario} and {usage}")
     return OK
 
 

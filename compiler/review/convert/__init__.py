@@ -21,7 +21,15 @@ from .codex import DEFAULT_TOOLS as CODEX_TOOLS
 from .codex import convert_codex
 from .common import USAGE_FORMAT, Converted, ToolMap
 
-__all__ = ["FORMATS", "USAGE_FORMAT", "Converted", "convert", "usage_path", "write_converted"]
+__all__ = [
+    "FORMATS",
+    "USAGE_FORMAT",
+    "Converted",
+    "convert",
+    "sidechain_path",
+    "usage_path",
+    "write_converted",
+]
 
 #: Source format -> (converter, its default tool map).
 FORMATS: dict[str, tuple[Callable[[Path, str | None, ToolMap], Converted], ToolMap]] = {
@@ -74,16 +82,26 @@ def usage_path(scenario: Path) -> Path:
     return scenario.with_name(scenario.stem + ".usage.json")
 
 
-def write_converted(converted: Converted, out: Path) -> tuple[Path, Path]:
-    """Write the scenario to ``out`` and the usage beside it; both are staged first, so
-    a failure leaves neither changed."""
-    usage = usage_path(out)
-    staged = [staged_file(out, converted.scenario_bytes())]
+def sidechain_path(scenario: Path, agent: str) -> Path:
+    """``s.yaml`` -> ``s.agent-<id>.yaml``: where a sub-agent's scenario goes."""
+    return scenario.with_name(f"{scenario.stem}.agent-{agent}{scenario.suffix}")
+
+
+def write_converted(converted: Converted, out: Path) -> list[Path]:
+    """Write the scenario to ``out``, the usage beside it, and each sub-agent's scenario
+    and usage beside them (:func:`sidechain_path`); all are staged first, so a failure
+    leaves none changed. Returns the paths written, in that order."""
+    files = [(out, converted.scenario_bytes()), (usage_path(out), converted.usage_bytes())]
+    for agent, side in converted.sidechains:
+        path = sidechain_path(out, agent)
+        files += [(path, side.scenario_bytes()), (usage_path(path), side.usage_bytes())]
+    staged: list[Path] = []
     try:
-        staged.append(staged_file(usage, converted.usage_bytes()))
-        staged[0].replace(out)
-        staged[1].replace(usage)
+        for path, data in files:
+            staged.append(staged_file(path, data))
+        for temp, (path, _) in zip(staged, files, strict=True):
+            temp.replace(path)
     finally:
         for temp in staged:
             temp.unlink(missing_ok=True)
-    return out, usage
+    return [path for path, _ in files]

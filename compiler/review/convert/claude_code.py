@@ -39,8 +39,11 @@ are reported as dropped.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from .common import Builder, Converted, ToolMap, Usage, count, read_lines
 
@@ -81,31 +84,67 @@ def convert_claude_code(
     name = file if file is not None else str(path)
     lines = read_lines(path, name)
     build = Builder(SOURCE, name, tools)
-    latest: dict[str, tuple[int, dict[str, Any]]] = {}
-    sidechains: dict[str, set[str]] = {}
+    main: list[tuple[int, dict[str, Any]]] = []
+    agents: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     session = ""
-    leaf: str | None = None
     for number, record in lines:
         kind = record.get("type")
         session = session or str(record.get("sessionId") or "")
-        uuid = record.get("uuid")
-        if kind not in _CHAIN_TYPES or not isinstance(uuid, str):
+        if kind not in _CHAIN_TYPES or not isinstance(record.get("uuid"), str):
             build.drop(number, f"a {kind!r} record", "bookkeeping, not part of the conversation")
-            continue
-        if record.get("isSidechain") is True:
-            agent = str(record.get("agentId") or "sidechain")
-            calls = sidechains.setdefault(agent, set())
-            message = record.get("message")
-            if kind == "assistant" and isinstance(message, dict):
-                calls.add(str(message.get("id") or uuid))
-            build.tally("sidechain_records")
-            continue
+        elif record.get("isSidechain") is True:
+            agents.setdefault(_agent(record), []).append((number, record))
+        else:
+            main.append((number, record))
+    sidechains = []
+    for agent in sorted(agents):
+        records = agents[agent]
+        billed = {
+            str(r["message"].get("id") or r["uuid"])
+            for _, r in records
+            if r.get("type") == "assistant" and isinstance(r.get("message"), dict)
+        }
+        build.tally("sidechain_records", len(records))
+        build.tally(f"sidechain {agent} billed calls", len(billed))
+        side = Builder(SOURCE, name, tools)
+        _conversation(records, side)
+        if side.steps and any("user" in step for step in side.steps):
+            conversation = f"{session or 'claude-code'}:{agent}"
+            sidechains.append(
+                (
+                    agent,
+                    side.finish(
+                        f"claude-code sub-agent {agent} of {session}", conversation, PROVIDER
+                    ),
+                )
+            )
+        else:
+            build.drop(
+                records[0][0], f"sidechain {agent}", "it has no user turn to start a scenario"
+            )
+    _conversation(main, build)
+    done = build.finish(
+        f"claude-code session {session}".strip(), session or "claude-code", PROVIDER
+    )
+    return attrs.evolve(done, sidechains=tuple(sidechains))
+
+
+def _agent(record: dict[str, Any]) -> str:
+    """A sidechain's agent id, as a file name may hold it."""
+    raw = str(record.get("agentId") or "sidechain")
+    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "sidechain"
+
+
+def _conversation(records: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
+    """Play the records' final branch into ``build``; count the rewritten and rewound."""
+    latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    leaf: str | None = None
+    for number, record in records:
+        uuid = record["uuid"]
         if uuid in latest:
             build.tally("rewritten_records")
         latest[uuid] = (number, record)
         leaf = uuid
-    for agent in sorted(sidechains):
-        build.tally(f"sidechain {agent} billed calls", len(sidechains[agent]))
     chain = _chain(latest, leaf, build)
     on_chain = {record["uuid"] for _, record in chain}
     rewound = [(n, r) for uuid, (n, r) in latest.items() if uuid not in on_chain]
@@ -118,9 +157,6 @@ def convert_claude_code(
         }
         build.tally("rewound_billed_calls", len(billed))
     _play(chain, build)
-    return build.finish(
-        f"claude-code session {session}".strip(), session or "claude-code", PROVIDER
-    )
 
 
 def _chain(

@@ -165,6 +165,8 @@ class Converted:
     scenario: dict[str, Any]
     usage: dict[str, Any]
     report: dict[str, Any]
+    #: Sub-agents' conversations, each its own scenario: (agent id, converted).
+    sidechains: tuple[tuple[str, Converted], ...] = ()
 
     def scenario_bytes(self) -> bytes:
         """The scenario file: indented canonical JSON, which is YAML too (YAML 1.2 is a
