@@ -88,3 +88,58 @@ def test_user_turn_must_answer_every_pending_call(tmp_path: Path) -> None:
         f"{path}:6:61: $.steps[2].user.tool_results[0].call_id: tool result for unknown "
         "call id 'c9' (pending calls: c1)",
     ]
+
+
+NOTE = """name: t
+conversation: c1
+steps:
+  - user: {event: u1, query: hi, timestamp: "2026-03-06T10:00:00Z"}
+  - assistant: {text: ok}
+  - note: {event: n1, text: "file a.py changed on disk"}
+  - user: {event: u2, query: next}
+  - assistant: {text: done}
+"""
+
+
+def test_a_note_goes_with_the_next_call_and_makes_none(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(NOTE)
+    scenario = load_scenario(path)
+    calls = replay(scenario)
+    assert [(c.kind, c.event) for c in calls] == [("user", "u1"), ("user", "u2")]
+    assert [m.id for m in calls[1].request.messages] == [
+        "request-context:u1",
+        "runtime:u1",
+        "assistant:1",
+        "event:n1",
+        "runtime:u2",
+    ]
+    rows, failures = verify_scenario(scenario, ["anthropic", "openai-chat", "bedrock-converse"])
+    assert failures == [] and all(r.prefix_stable for r in rows)
+
+
+@pytest.mark.parametrize(
+    "steps,message",
+    [
+        (
+            "  - user: {event: u1, query: hi}\n  - note: {event: n1, text: x}\n",
+            "5:5: $.steps[1].note: note while a model call awaits its reply (a note goes "
+            "with the next call)",
+        ),
+        (
+            "  - note: {event: n1, text: x}\n  - user: {event: u1, query: hi}\n",
+            "4:5: $.steps[0].note: note before any user turn",
+        ),
+        (
+            "  - user: {event: u1, query: hi}\n  - assistant: {text: ok}\n"
+            "  - note: {event: n1, text: x}\n  - retry: n1\n",
+            "7:5: $.steps[3].retry: retry of note 'n1': a note makes no model call",
+        ),
+    ],
+)
+def test_note_rules(tmp_path: Path, steps: str, message: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\nconversation: c1\nsteps:\n" + steps)
+    with pytest.raises(SpecErrors) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"{path}:{message}"

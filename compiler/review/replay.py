@@ -46,6 +46,7 @@ from .scenario import (
     AssistantStep,
     BackgroundStep,
     CompactStep,
+    NoteStep,
     RestartStep,
     RetryStep,
     Scenario,
@@ -259,6 +260,9 @@ def _run(
     scenario: Scenario, conversation: Conversation, step: Step
 ) -> tuple[str, str, ModelRequest] | None:
     """Apply one step; the model call it makes, if any."""
+    if isinstance(step, NoteStep):
+        conversation.handle(step.request)  # recorded; sent with the next call
+        return None
     if isinstance(step, UserStep) and step.results:
         # results first, then the query: one model call (the results' own request is
         # never sent)

@@ -62,6 +62,7 @@ from .steps import (
     BackgroundStep,
     CompactStep,
     InjectedStep,
+    NoteStep,
     RestartStep,
     RetryStep,
     Scenario,
@@ -78,6 +79,7 @@ __all__ = [
     "BackgroundStep",
     "CompactStep",
     "InjectedStep",
+    "NoteStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -274,9 +276,9 @@ class _Loader:
             raw = body.get("tool_results", ())
             at = self.check_result_times(f"{path}.tool_results", raw, before=True)
             return UserStep(where, body["event"], request, _results(raw), at)
-        if kind in ("background", "injected"):
+        if kind in ("background", "injected", "note"):
             request = self.request(index, kind, body)
-            event = BackgroundStep if kind == "background" else InjectedStep
+            event = {"background": BackgroundStep, "injected": InjectedStep}.get(kind, NoteStep)
             return None if request is None else event(where, body["event"], request)
         if kind == "assistant":
             calls = tuple(
@@ -302,7 +304,7 @@ class _Loader:
             return None
         given = f"$.steps[{index}].{kind}"
         base: Mapping[str, Any] = {}
-        if kind in ("background", "injected"):
+        if kind in ("background", "injected", "note"):
             fields: dict[str, Any] = {"text": body["text"]}
         else:
             base = self.base
@@ -311,7 +313,7 @@ class _Loader:
         value = {
             "conversation_id": self.value["conversation"],
             "event_id": body["event"],
-            "kind": kind,
+            "kind": "injected" if kind == "note" else kind,  # a note is recorded as one
             **fields,
         }
         try:

@@ -19,6 +19,7 @@ __all__ = [
     "BackgroundStep",
     "CompactStep",
     "InjectedStep",
+    "NoteStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -35,6 +36,7 @@ STEP_KINDS = (
     "tool_results",
     "background",
     "injected",
+    "note",
     "retry",
     "restart",
     "compact",
@@ -102,6 +104,15 @@ class InjectedStep(BackgroundStep):
 
 
 @attrs.frozen
+class NoteStep(BackgroundStep):
+    """Content the harness appends to the next request without a model call of its own
+    (an attachment, a file-change note, a reminder): recorded like an injected event,
+    sent with the next call."""
+
+    kind: ClassVar[str] = "note"
+
+
+@attrs.frozen
 class RetryStep:
     """Re-deliver an earlier user or background event unchanged. Makes one model call."""
 
@@ -133,6 +144,7 @@ Step = (
     | ToolResultsStep
     | BackgroundStep
     | InjectedStep
+    | NoteStep
     | RetryStep
     | RestartStep
     | CompactStep

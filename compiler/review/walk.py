@@ -48,6 +48,7 @@ class Walk:
         self.pending: dict[str, str] = {}  # call id -> where it was made
         self.calls: dict[str, str] = {}  # every call id -> where it was made
         self.answered: dict[str, str] = {}  # call id -> where its result is
+        self.notes: set[str] = set()  # the event ids of notes (no call to retry)
 
     def lost(self) -> None:
         self.live = False
@@ -79,13 +80,27 @@ class Walk:
 
     _injected = _background
 
+    def _note(self, index: int, path: str, step: BackgroundStep) -> None:
+        if self.awaiting:
+            self.fail(
+                path,
+                "note while a model call awaits its reply (a note goes with the next call)",
+                at_key=True,
+            )
+        awaiting = self.awaiting
+        self.turn(index, "note", step.event, step.request.digest)
+        self.notes.add(step.event)
+        self.awaiting = awaiting
+
     def turn(self, index: int, kind: str, event: str, digest: str | None) -> None:
         """A user turn or background event delivering ``event`` (``digest``: its
         request's, None if the request is invalid)."""
         if not self.live:
             return
         path = f"$.steps[{index}].{kind}"
-        what = {"user": "user turn", "injected": "injected event"}.get(kind, "background event")
+        what = {"user": "user turn", "injected": "injected event", "note": "note"}.get(
+            kind, "background event"
+        )
         if kind != "user" and self.user_turns == 0:
             self.fail(path, f"{what} before any user turn", at_key=True)
         self._no_pending(path, what)
@@ -177,7 +192,11 @@ class Walk:
         self.awaiting = True
 
     def _retry(self, index: int, path: str, step: RetryStep) -> None:
-        if step.event not in self.delivered:
+        if step.event in self.notes:
+            self.fail(
+                path, f"retry of note {step.event!r}: a note makes no model call", at_key=True
+            )
+        elif step.event not in self.delivered:
             so_far = ", ".join(self.delivered) or "none"
             self.fail(
                 path,

@@ -32,9 +32,10 @@ public descriptions of it and cited here):
 What the converter keeps: the chain of ``parentUuid`` links that ends at the transcript's
 last main-chain record (the branch that led to the final state; every record of another
 branch is counted as rewound), each record at its latest writing. Sidechains are kept
-apart: counted with their billed calls, never mixed into the main scenario. Thinking
-blocks, images, ``isMeta`` records (command caveats, reminders) and bookkeeping records
-are reported as dropped.
+apart: each agent's records (by ``agentId``) are converted the same way into a scenario
+of their own, and their billed calls counted. Thinking blocks, images and bookkeeping
+records are reported as dropped; ``isMeta`` user records (command caveats, reminders the
+harness adds) become ``note`` steps, sent with the next call.
 """
 
 from __future__ import annotations
@@ -285,11 +286,8 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
             build.compact(number, _text(content))
             continue
         if record.get("isMeta") is True:
-            build.drop(
-                number,
-                "a meta user record",
-                "harness content (caveats, reminders) without a turn of its own",
-            )
+            # harness content (command caveats, reminders): sent with the next call
+            build.note(number, _text(content), "a meta user record")
             continue
         stamp = record.get("timestamp")
         if isinstance(content, list):

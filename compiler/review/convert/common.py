@@ -206,6 +206,7 @@ class Builder:
         self.gathered: list[dict[str, Any]] = []  # results of the pending calls so far
         self.gathered_line = 0
         self.events = 0
+        self.notes = 0
         self.latest: tuple[float, str] | None = None
         self.dropped: list[dict[str, str]] = []
         self.counts: dict[str, int] = {}
@@ -349,6 +350,20 @@ class Builder:
         self.steps.append({"user": body})
         self.tally("user_turns")
         self._call(line, at)
+
+    def note(self, line: int, text: str, what: str) -> None:
+        """Content appended to the next request without a model call (a ``note`` step);
+        where the scenario cannot take one (before the first user turn, while a call
+        awaits its reply or tool calls their results) it is reported as dropped."""
+        if self.events == 0 or self.awaiting or self.pending or self.gathered:
+            self.drop(line, what, "a note needs a user turn before it and no call waiting")
+            return
+        if not text.strip():
+            self.drop(line, what, "it has no text")
+            return
+        self.notes += 1
+        self.steps.append({"note": {"event": f"n{self.notes}", "text": redact_text(text)}})
+        self.tally("notes")
 
     def _no_reply(self, line: int) -> None:
         """The model call before has no reply in the transcript (an interruption): the
