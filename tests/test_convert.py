@@ -252,3 +252,45 @@ def test_sub_agents_are_their_own_scenarios(tmp_path: Path) -> None:
     assert [call["observed"]["cache_read_tokens"] for call in side.usage["calls"]] == [100, 200]
     _, failures = verify_scenario(load_scenario(written[2]), ["anthropic"])
     assert failures == []
+
+
+def test_a_tool_map_file_overrides_the_defaults(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("tools: {Glob: list_dir}\nfallback: web_search\n")
+    c = convert("claude-code", DATA / "claude-small.jsonl", tools=tools)
+    names = [
+        call["name"]
+        for step in c.scenario["steps"]
+        if "assistant" in step
+        for call in step["assistant"].get("tool_calls", [])
+    ]
+    assert names == ["list_dir", "web_search"]
+
+
+def test_a_bad_tool_map_is_an_error(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("tools: {Glob: 3}\n")
+    with pytest.raises(SpecErrors) as caught:
+        convert("claude-code", DATA / "claude-small.jsonl", tools=tools)
+    assert str(caught.value) == (
+        f"{tools}:1:8: $.tools: expected a mapping of tool name to bundle tool name"
+    )
+
+
+def test_a_bad_timestamp_and_a_model_switch_are_reported(tmp_path: Path) -> None:
+    lines = claude_small().splitlines()
+    lines[2] = lines[2].replace("2026-03-06T10:00:07.000Z", "yesterday")
+    lines[-1] = lines[-1].replace("claude-sonnet-4-5", "claude-opus-4-1")
+    lines[-2] = lines[-2].replace("claude-sonnet-4-5", "claude-opus-4-1")
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    c = convert("claude-code", path)
+    dropped = {(d["where"], d["what"]): d["why"] for d in c.report["dropped"]}
+    assert dropped[(f"{path}:3", "the timestamp")] == (
+        "'yesterday' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
+    )
+    assert dropped[(f"{path}:21", "a switch to model 'claude-opus-4-1'")] == (
+        "from 'claude-sonnet-4-5': the scenario format has no model switch; the replay "
+        "keeps the bundle's"
+    )
+    assert "timestamp" not in c.scenario["steps"][0]["user"]

@@ -18,7 +18,7 @@ import attrs
 from ...core import canonical
 from ...core.errors import CanonicalJSONError, InputError, Location, SpecError, SpecErrors
 from ...core.secrets import redact_text, redact_value
-from ...core.timestamps import seconds, timestamp_problem
+from ...core.timestamps import seconds, stamp_problem
 
 __all__ = [
     "USAGE_FORMAT",
@@ -207,6 +207,7 @@ class Builder:
         self.gathered_line = 0
         self.events = 0
         self.notes = 0
+        self.model: str | None = None
         self.latest: tuple[float, str] | None = None
         self.dropped: list[dict[str, str]] = []
         self.counts: dict[str, int] = {}
@@ -252,7 +253,11 @@ class Builder:
     # -- steps -----------------------------------------------------------------------
 
     def _stamp(self, line: int, stamp: Any) -> str | None:
-        if not isinstance(stamp, str) or timestamp_problem(stamp) is not None:
+        if stamp is None:
+            return None
+        problem = stamp_problem(stamp)
+        if problem is not None or not isinstance(stamp, str):
+            self.drop(line, "the timestamp", problem or "not a string")
             return None
         when = seconds(stamp)
         if self.latest is not None and when < self.latest[0]:
@@ -413,6 +418,15 @@ class Builder:
             self.calls[-1]["observed"] = usage.to_json()
         if model:
             self.calls[-1]["model"] = model
+            if self.model is not None and model != self.model:
+                # the scenario format has no model switch: the replay keeps the bundle's
+                self.drop(
+                    line,
+                    f"a switch to model {model!r}",
+                    f"from {self.model!r}: the "
+                    "scenario format has no model switch; the replay keeps the bundle's",
+                )
+            self.model = model
 
     def compact(self, line: int, summary: str) -> None:
         """A compaction: the history becomes the summary."""
