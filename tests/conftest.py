@@ -83,3 +83,16 @@ def postgres_url(postgres_database: str) -> str:
     with psycopg.connect(postgres_database, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
     return _with_search_path(postgres_database, schema)
+
+
+@pytest.fixture(params=["whole", "sections"])
+def context_updates(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a test under each ``context_updates`` mode: ``conv_helpers.example_bundle()``
+    (and so ``open_conv``) builds the example with it."""
+    import conv_helpers
+
+    conv_helpers.CURRENT_MODE.append(request.param)
+    try:
+        yield request.param
+    finally:
+        conv_helpers.CURRENT_MODE.pop()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +89,40 @@ def context_b() -> dict[str, Any]:
     return ctx
 
 
-@functools.cache
+#: The two ``context_updates`` choices; tests of the seed's list run under both.
+MODES = ("whole", "sections")
+#: The mode :func:`example_bundle` builds (the ``context_updates`` fixture sets it).
+CURRENT_MODE: list[str] = []
+
+
 def example_bundle() -> Bundle:
+    """The bundled example, under the mode a ``context_updates`` fixture chose (else as
+    shipped)."""
+    return mode_bundle(CURRENT_MODE[-1]) if CURRENT_MODE else _shipped_bundle()
+
+
+@functools.cache
+def _shipped_bundle() -> Bundle:
     return build_bundle(REPO)
+
+
+@functools.cache
+def mode_root(mode: str) -> Path:
+    """A copy of the example spec root with ``context_updates: <mode>``."""
+    root = Path(tempfile.mkdtemp(prefix=f"prefixlock-{mode}-"))
+    for folder in ("rules", "prompt"):
+        shutil.copytree(REPO / folder, root / folder)
+    agent = root / "rules" / "agent.yaml"
+    text = re.sub(r"(?m)^context_updates:.*\n", "", agent.read_text())
+    text = text.replace("\ndefault_mode:", f"\ncontext_updates: {mode}\ndefault_mode:", 1)
+    agent.write_text(text)
+    return root
+
+
+@functools.cache
+def mode_bundle(mode: str) -> Bundle:
+    """The example bundle under ``context_updates: <mode>``."""
+    return build_bundle(mode_root(mode))
 
 
 def user(

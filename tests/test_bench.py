@@ -178,7 +178,7 @@ def test_cli_table_prices_each_cache_ttl_value(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     [line] = [x for x in out.splitlines() if x.startswith("    cache_ttl: ")]
     assert re.fullmatch(
-        r"    cache_ttl: 5m 1\.89x \(today\), 1h \d\.\d\dx \(cost \d\.\d\dx today's\), "
+        r"    cache_ttl: 5m 1\.98x \(today\), 1h \d\.\d\dx \(cost \d\.\d\dx today's\), "
         r"turn \d\.\d\dx \(cost \d\.\d\dx today's\)",
         line,
     ), line

@@ -27,7 +27,7 @@ MINIMAL = DATA / "minimal"
 REPO = Path(__file__).resolve().parents[1]
 
 RUNTIME_MAY_USE = "action_context, mode, open_files, query, selected_context, timestamp"
-CONTEXT_MAY_USE = "environment, git, mcp, rules, skills, subagents"
+CONTEXT_MAY_USE = "environment, git, mcp, rules, skills, subagents, update"
 
 Mutation = Callable[[Path], None]
 

@@ -13,12 +13,14 @@ import re
 from pathlib import Path
 
 import pytest
+from conv_helpers import mode_bundle
 from hypothesis import given
 from hypothesis import strategies as st
 from prefixlock.providers import NAMES
 from prefixlock.review.render import code_span, fold, render_calls
 from prefixlock.review.replay import replay, serialize_calls
 from prefixlock.review.scenario import load_scenario
+from prefixlock.spec.bundle import Bundle
 
 #: CommonMark's line endings: what a Markdown reader splits the page at.
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
@@ -54,11 +56,11 @@ steps:
 """
 
 
-def _page(tmp_path: Path) -> str:
+def _page(tmp_path: Path, bundle: Bundle | None = None) -> str:
     path = tmp_path / "case" / "scenario.yaml"
     path.parent.mkdir()
     path.write_text(SCENARIO, encoding="utf-8")
-    scenario = load_scenario(path)
+    scenario = load_scenario(path, bundle=bundle)
     calls = replay(scenario)
     return render_calls(scenario, calls, serialize_calls(calls, NAMES))
 
@@ -122,7 +124,8 @@ def test_a_carriage_return_ends_its_line_in_a_block_and_shows(tmp_path: Path) ->
 
 
 def test_a_context_diff_is_made_of_the_lines_the_block_shows(tmp_path: Path) -> None:
-    lines = _page(tmp_path).split("\n")
+    # A whole context is shown as a diff to the one before (context_updates: whole).
+    lines = _page(tmp_path, mode_bundle("whole")).split("\n")
     start = lines.index("- `request-context:u2` · request_context · user")
     assert lines[start + 1 : start + 4] == [
         "  ```diff",

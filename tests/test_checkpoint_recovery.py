@@ -48,6 +48,9 @@ STEPS: list[Step] = [
     lambda c: c.handle(user("u6", context=context_b(), mode="ask")),
 ]
 
+#: The seed's verification list holds under both context_updates modes.
+pytestmark = pytest.mark.usefixtures("context_updates")
+
 
 def _run(store_factory: Callable[[], Store], restart_every_step: bool) -> list[bytes]:
     """Run STEPS; returns the canonical JSON of the request after every step."""

@@ -530,9 +530,11 @@ def test_build_renders_every_template_once_with_a_sample(
         encoding="utf-8",
     )
     context = target / "prompt" / "cursor" / "context.md.j2"
-    context.write_text(context.read_text(encoding="utf-8") + "{{ git.brnch }}\n", encoding="utf-8")
+    source = context.read_text(encoding="utf-8")
+    branch = "Branch: {{ git.branch }}"  # inside the git section's block
+    context_line = source.split("\n").index(branch) + 1
+    context.write_text(source.replace(branch, branch + " {{ git.brnch }}"), encoding="utf-8")
     code, out, err = run(capsys, "build", "--root", str(target))
-    context_line = context.read_text(encoding="utf-8").count("\n")
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         f"prompt/cursor/ask/runtime.md.j2:{number}: undefined value: "

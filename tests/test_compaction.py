@@ -8,6 +8,9 @@ from prefixlock.core.errors import ConflictError, HistoryError
 from prefixlock.core.messages import MessageKind
 from prefixlock.runtime.tools import ToolCall, ToolResult
 
+#: The seed's verification list holds under both context_updates modes.
+pytestmark = pytest.mark.usefixtures("context_updates")
+
 
 def _two_turns():  # type: ignore[no-untyped-def]
     conv = open_conv()
@@ -20,18 +23,41 @@ def _two_turns():  # type: ignore[no-untyped-def]
     return conv
 
 
-def test_automatic_compaction_keeps_only_latest_context_then_summary_then_turn() -> None:
+def test_automatic_compaction_keeps_only_latest_context_then_summary_then_turn(
+    context_updates: str,
+) -> None:
     conv = _two_turns()
     latest = [m for m in conv.request().messages if m.kind is MessageKind.REQUEST_CONTEXT][-1]
     request = conv.handle(user("u3", context=context_b(), compact={"summary": "We fixed a.py."}))
-    assert ids(request) == ["request-context:u2", "summary:1", "runtime:u3"]
-    assert request.messages[0] == latest  # same identity and content
+    if context_updates == "whole":
+        kept = "request-context:u2"
+        assert request.messages[0] == latest  # same identity and content
+    else:
+        # The latest message carried the git section only: the new epoch keeps one
+        # message holding the full current context, every section at its latest version,
+        # exactly as a new conversation's first turn would send it.
+        kept = "request-context:u3"
+        fresh = open_conv(conversation="conv-1").handle(user("x1", context=context_b()))
+        assert request.messages[0].text == fresh.messages[0].text
+        assert "feature/x" in request.messages[0].text and latest.text != fresh.messages[0].text
+    assert ids(request) == [kept, "summary:1", "runtime:u3"]
     assert request.messages[1].text == "We fixed a.py."
     assert request.epoch == 1
     conv.assistant("continuing")
     nxt = conv.handle(user("u4", context=context_b()))
     assert_prefix(request, nxt)
-    assert context_ids(nxt) == ["request-context:u2"]
+    assert context_ids(nxt) == [kept]
+
+
+def test_automatic_compaction_keeps_the_full_latest_context_with_its_identity() -> None:
+    """Unchanged context, and the latest context message is the full one: it is kept as
+    it is, same identity (both modes)."""
+    conv = open_conv()
+    first = conv.handle(user("u1"))
+    conv.assistant("ok")
+    request = conv.handle(user("u2", compact={"summary": "S"}))
+    assert ids(request) == ["request-context:u1", "summary:1", "runtime:u2"]
+    assert request.messages[0] == first.messages[0]
 
 
 def test_automatic_compaction_with_changed_context_keeps_the_new_context_only() -> None:

@@ -17,20 +17,34 @@ from prefixlock.runtime.conversation import Conversation
 from prefixlock.spec.templates import CompiledTemplate
 from prefixlock.store.contract import MemoryStore
 
+#: Under both context_updates modes (whole renders the template, sections each block).
+pytestmark = pytest.mark.usefixtures("context_updates")
+
 
 @pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     context_module.rendered_context.cache_clear()
 
 
+def _method() -> str:
+    """The method a context render calls: once per context, or once per section."""
+    return "render_section" if example_bundle().sections else "render"
+
+
 def _context_renders(calls: list[mock._Call], template: CompiledTemplate) -> int:
-    return sum(1 for c in calls if c.args[0] is template)
+    """How many contexts were rendered (a sectioned one: each of its sections once)."""
+    found = sum(1 for c in calls if c.args[0] is template)
+    sections = len(example_bundle().sections)
+    if sections:
+        assert found % sections == 0
+        return found // sections
+    return found
 
 
 def test_an_unchanged_context_is_rendered_once_across_turns_and_conversations() -> None:
     bundle = example_bundle()
-    real = CompiledTemplate.render
-    with mock.patch.object(CompiledTemplate, "render", autospec=True, side_effect=real) as spy:
+    real = getattr(CompiledTemplate, _method())
+    with mock.patch.object(CompiledTemplate, _method(), autospec=True, side_effect=real) as spy:
         one = Conversation.open(MemoryStore(), bundle, "one")
         one.handle(user("u1", conversation="one"))
         one.assistant("ok")
@@ -54,7 +68,10 @@ def test_a_remembered_context_is_the_text_a_fresh_render_gives() -> None:
     remembered = conv.handle(user("u3", context=CONTEXT_A, conversation="c"))
     context_module.rendered_context.cache_clear()
     fresh = Conversation.open(MemoryStore(), bundle, "c")
-    fresh.handle(user("u3", context=CONTEXT_A, conversation="c"))
+    for event, context in (("u1", CONTEXT_A), ("u2", context_b()), ("u3", CONTEXT_A)):
+        context_module.rendered_context.cache_clear()
+        fresh.handle(user(event, context=context, conversation="c"))
+        fresh.assistant("ok")
     (reverted,) = [m for m in remembered.messages if m.id == "request-context:u3"]
     (rendered,) = [m for m in fresh.request().messages if m.id == "request-context:u3"]
     assert reverted.parts == rendered.parts
@@ -67,7 +84,7 @@ def test_a_context_the_template_refuses_is_refused_every_time() -> None:
     conv = Conversation.open(MemoryStore(), bundle, "c")
     bad = {**CONTEXT_A, "rules": [{"name": "r", "kind": "always", "body": "x" * 10}] * 1}
     broken = mock.patch.object(
-        CompiledTemplate, "render", autospec=True, side_effect=RuntimeError("boom")
+        CompiledTemplate, _method(), autospec=True, side_effect=RuntimeError("boom")
     )
     for _ in range(2):
         with broken, pytest.raises(RuntimeError, match="boom"):
@@ -103,8 +120,8 @@ def test_the_remembered_renderings_stay_within_their_count_and_size(
     conv.assistant("ok")
     assert renderings.size[0] == 2  # what fits in two and a half renderings' size
     monkeypatch.setattr(renderings, "largest", one // 2)
-    real = CompiledTemplate.render
-    with mock.patch.object(CompiledTemplate, "render", autospec=True, side_effect=real) as spy:
+    real = getattr(CompiledTemplate, _method())
+    with mock.patch.object(CompiledTemplate, _method(), autospec=True, side_effect=real) as spy:
         big = {**CONTEXT_A, "git": {"branch": "huge", "head": "abc1234", "dirty": False}}
         for n in (7, 8):
             conv.handle(user(f"u{n}", context=big, conversation="c"))

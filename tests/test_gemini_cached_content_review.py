@@ -24,10 +24,10 @@ from prefixlock.providers.gemini import Gemini
 from prefixlock.review.cacheuse import cache_use
 from prefixlock.review.diff.folders import diff_folders
 from prefixlock.review.diff.sides import Side
-from prefixlock.review.naive import NaiveHarness, tool_file_order
+from prefixlock.review.naive import NaiveHarness, full_contexts, tool_file_order
 from prefixlock.review.render import cache_bar, render_calls
 from prefixlock.review.replay import Call, replay, serialize_calls
-from prefixlock.review.scenario import Scenario, load_scenario
+from prefixlock.review.scenario import Scenario, UserStep, load_scenario
 from prefixlock.review.verify import call_time, simulate_calls, verify_scenario
 from prefixlock.spec.build import build_bundle
 
@@ -160,7 +160,10 @@ def test_the_naive_harness_writes_a_cache_for_each_root_it_sends(spec: Path) -> 
     scenario, calls, _, model = _calls(spec)
     wire = providers.get("gemini")
     assert isinstance(wire, Gemini)
-    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
+    requests = [s.request for s in scenario.steps if isinstance(s, UserStep)]
+    harness = NaiveHarness(
+        tool_file_order(scenario.bundle_root), full_contexts(scenario.bundle, requests)
+    )
     naive = Simulation("gemini", model=model)
     roots: list[str] = []
     for call in calls:

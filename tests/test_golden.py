@@ -37,7 +37,9 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "context-revert": ["request-context:u1", "request-context:u2", "request-context:u3"],
     "retry": ["request-context:u1", "request-context:u2"],
     "checkpoint-round-trip": ["request-context:u1", "request-context:u3"],
-    "automatic-compaction": ["request-context:u2"],
+    # context_updates: sections (the example's): u2's message carried the git section
+    # only, so the compacting turn keeps one new message with the full context.
+    "automatic-compaction": ["request-context:u3"],
     "runtime-without-rules": ["request-context:u1"],
     "mode-agent": ["request-context:u1"],
     "mode-ask": ["request-context:u1"],
@@ -47,8 +49,12 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "midnight": ["request-context:u1"],
     "background-event": ["request-context:u1"],
     "injected-event": ["request-context:u1"],
-    "long-session": ["request-context:u4", "request-context:u6"],
+    "long-session": ["request-context:u5", "request-context:u6"],
     "manual-compaction": ["request-context:u2"],
+    "section-every-turn": [f"request-context:u{n}" for n in range(1, 5)],
+    "section-cleared": ["request-context:u1", "request-context:u2", "request-context:u4"],
+    "section-revert": [f"request-context:u{n}" for n in range(1, 5)],
+    "section-compaction": ["request-context:u6"],
 }
 
 

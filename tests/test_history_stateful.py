@@ -11,13 +11,14 @@ import itertools
 from typing import Any
 
 import pytest
-from conv_helpers import CONTEXT_A, background, context_b, example_bundle, user
+from conv_helpers import CONTEXT_A, background, context_b, mode_bundle, user
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from prefixlock.core import canonical
 from prefixlock.core.errors import ConflictError
 from prefixlock.core.messages import MessageKind
 from prefixlock.core.model import ModelRequest
+from prefixlock.runtime.context import request_sections
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.request import AgentRunRequest
 from prefixlock.runtime.tools import ToolCall, ToolResult
@@ -30,7 +31,20 @@ def _context_c() -> dict[str, Any]:
     return ctx
 
 
-CONTEXTS = [CONTEXT_A, context_b(), _context_c()]
+def _without(ctx: dict[str, Any], key: str) -> dict[str, Any]:
+    ctx = copy.deepcopy(ctx)
+    del ctx[key]
+    return ctx
+
+
+#: Contexts that differ in one section (git, rules, environment cleared) or in two.
+CONTEXTS = [
+    CONTEXT_A,
+    context_b(),
+    _context_c(),
+    _without(CONTEXT_A, "environment"),
+    _without(context_b(), "environment"),
+]
 MODES = ["agent", "ask", "plan", "debug"]
 
 
@@ -39,10 +53,17 @@ def _bytes(request: ModelRequest) -> bytes:
 
 
 class ConversationMachine(RuleBasedStateMachine):
+    #: ``context_updates`` of the bundle the conversation runs on.
+    MODE = "whole"
+
     def __init__(self) -> None:
         super().__init__()
         self.store = MemoryStore()
-        self.conv = Conversation.open(self.store, example_bundle(), "conv-1")
+        self.bundle = mode_bundle(self.MODE)
+        self.conv = Conversation.open(self.store, self.bundle, "conv-1")
+        #: sections: the model of what is in force, each section's text ("" for none);
+        #: None when the epoch has no request context yet
+        self.in_force: dict[str, str] | None = None
         self.n = 0
         self.delivered: dict[str, tuple[AgentRunRequest, bytes]] = {}
         self.results_delivered: list[tuple[list[ToolResult], bytes]] = []
@@ -57,8 +78,8 @@ class ConversationMachine(RuleBasedStateMachine):
         if self.last is not None and self.last.epoch == request.epoch:
             n = len(self.last.messages)
             assert list(request.messages[:n]) == list(self.last.messages)
-        assert request.instructions == example_bundle().instructions
-        assert request.tools == example_bundle().tools
+        assert request.instructions == self.bundle.instructions
+        assert request.tools == self.bundle.tools
         self.last = request
 
     def _fresh(self) -> str:
@@ -83,8 +104,23 @@ class ConversationMachine(RuleBasedStateMachine):
         self.delivered[eid] = (request, _bytes(result))
         new = list(result.messages)[len(before.messages) :] if not auto else list(result.messages)
         kinds = [m.kind for m in new]
+        texts = request_sections(self.bundle, request) if self.MODE == "sections" else {}
         if auto:
             assert kinds == [MessageKind.REQUEST_CONTEXT, MessageKind.SUMMARY, MessageKind.RUNTIME]
+            if texts:
+                self._expect_carried(new[0], texts, list(texts), full=True)
+        elif texts:
+            if self.in_force is None:
+                changed_names = list(texts)
+            else:
+                in_force = self.in_force
+                changed_names = [n for n in texts if texts[n] != in_force[n]]
+            expected = [MessageKind.RUNTIME]
+            if changed_names:
+                expected.insert(0, MessageKind.REQUEST_CONTEXT)
+                self._expect_carried(new[0], texts, changed_names, full=self.in_force is None)
+            assert kinds == expected
+            self._call(result)
         else:
             changed = self.last_user_context != ctx or not any(
                 m.kind is MessageKind.REQUEST_CONTEXT for m in before.messages
@@ -96,8 +132,32 @@ class ConversationMachine(RuleBasedStateMachine):
             self._call(result)
         self.last = result
         self.last_user_context = ctx
+        if texts:
+            self.in_force = dict(texts)
         self.turns += 1
         self.awaiting = True
+
+    def _expect_carried(
+        self, message: Any, texts: dict[str, str], names: list[str], *, full: bool
+    ) -> None:
+        """The one request-context message holds exactly the sections ``names`` (the
+        non-empty ones' texts, in section order), says which it replaces and clears."""
+        assert message.kind is MessageKind.REQUEST_CONTEXT
+        carried = [n for n in names if texts[n]]
+        at = [message.text.index(texts[n]) for n in carried]
+        assert at == sorted(at)
+        for name, text in texts.items():
+            if text and name not in carried:
+                assert text not in message.text, f"{name} sent again without a change"
+        if full:
+            assert f"in sections ({', '.join(carried)})" in message.text
+        else:
+            assert f"It replaces these sections: {', '.join(names)}." in message.text
+            cleared = [n for n in names if not texts[n]]
+            if cleared:
+                assert f"no longer in force: {', '.join(cleared)}." in message.text
+            else:
+                assert "no longer in force" not in message.text
 
     @precondition(lambda self: self.awaiting)
     @rule(calls=st.integers(0, 3), text=st.booleans())
@@ -162,7 +222,7 @@ class ConversationMachine(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         before = _bytes(self.conv.request())
-        self.conv = Conversation.open(self.store, example_bundle(), "conv-1")
+        self.conv = Conversation.open(self.store, self.bundle, "conv-1")
         assert _bytes(self.conv.request()) == before
 
     @precondition(lambda self: self.turns > 0 and not self.pending)
@@ -172,6 +232,7 @@ class ConversationMachine(RuleBasedStateMachine):
         assert [m.kind for m in self.conv.request().messages] == [MessageKind.SUMMARY]
         self.n += 1
         self.last_user_context = None
+        self.in_force = None
         self.awaiting = False
 
     @invariant()
@@ -183,6 +244,8 @@ class ConversationMachine(RuleBasedStateMachine):
         contexts = [i for i, m in enumerate(messages) if m.kind is MessageKind.REQUEST_CONTEXT]
         for a, b in itertools.pairwise(contexts):
             assert messages[a].digest != messages[b].digest, "consecutive contexts differ"
+        if self.MODE == "sections":
+            self._sections_in_force(messages, contexts)
         for i in contexts:
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             assert nxt is not None and nxt.kind in (MessageKind.RUNTIME, MessageKind.SUMMARY)
@@ -193,5 +256,33 @@ class ConversationMachine(RuleBasedStateMachine):
         hint = {h.position.value: h.message_index for h in request.cache_hints}
         assert hint.get("context") == (contexts[-1] if contexts else None)
 
+    def _sections_in_force(self, messages: list[Any], contexts: list[int]) -> None:
+        """Per section: what the history's context messages leave in force is the model's
+        (latest version of each section), and no message repeats a section unchanged."""
+        carried_by = self.conv.history.context_sections
+        in_force: dict[str, str | None] = {}
+        for i in contexts:
+            carried = carried_by[messages[i].id]
+            for section in carried:
+                if i != contexts[0]:
+                    assert in_force.get(section.name) != section.digest, (
+                        f"section {section.name} repeated without a change"
+                    )
+                in_force[section.name] = section.digest
+        if self.in_force is None:
+            assert not contexts
+            return
+        assert contexts, "a user turn left a request context in force"
+        model = {n: canonical.sha256_hex(t) if t else None for n, t in self.in_force.items()}
+        assert {n: in_force.get(n) for n in model} == model
+        assert self.conv.history.sections == model
+
 
 TestConversationMachine = ConversationMachine.TestCase
+
+
+class SectionsConversationMachine(ConversationMachine):
+    MODE = "sections"
+
+
+TestSectionsConversationMachine = SectionsConversationMachine.TestCase

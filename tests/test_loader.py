@@ -783,3 +783,32 @@ def test_a_text_repeated_in_a_file_is_one_object() -> None:
     assert first == second == {"name": "read_file", "path": "src/a.py"}
     assert first["name"] is second["name"] and first["path"] is second["path"]
     assert next(iter(first)) is next(iter(second))
+
+
+def test_deep_flow_nesting_is_refused_before_the_scanner_goes_quadratic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 43 #8: the scanner checks every open flow level's possible simple key for
+    every token, so 16,384 nested lists (32 KB) cost 24 s of CPU before the composer
+    refused them. The work is counted as the keys the scanner examines, not timed."""
+    examined = 0
+    stale = loader._Loader.stale_possible_simple_keys
+
+    def counting(self: loader._Loader) -> None:
+        nonlocal examined
+        examined += len(self.possible_simple_keys)
+        stale(self)
+
+    monkeypatch.setattr(loader._Loader, "stale_possible_simple_keys", counting)
+    deep = "a: " + "[" * 16_384 + "]" * 16_384 + "\n"
+    assert errors_of(deep) == [f"x.yaml:1:{MAX_DEPTH + 3}: $: nesting deeper than 100 levels"]
+    # At most the keys of 100 open levels for each token scanned before the refusal
+    # (about 300); unbounded, the count was 16,384 levels for each of 16,384 tokens.
+    assert examined <= MAX_DEPTH * 3 * (MAX_DEPTH + 5)
+    for text, where in (
+        ("b:\n  c:\n    d: " + "{x: " * 200 + "1" + "}" * 200 + "\n", "3:396"),
+        ("[" * 101 + "]" * 101 + "\n", "1:101"),
+    ):
+        # The collection the composer would name: the one at level 101, block
+        # collections included.
+        assert errors_of(text) == [f"x.yaml:{where}: $: nesting deeper than 100 levels"]

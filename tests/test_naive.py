@@ -9,17 +9,48 @@ import json
 from pathlib import Path
 
 import pytest
+from conv_helpers import mode_bundle
 from prefixlock import providers as registry
 from prefixlock.cache.simulator import PerfectBound, Simulation
 from prefixlock.core.messages import MessageKind
 from prefixlock.core.model import CachePosition
-from prefixlock.review.naive import CONTEXT_SEPARATOR, NaiveHarness, tool_file_order
+from prefixlock.review.naive import (
+    CONTEXT_SEPARATOR,
+    NaiveHarness,
+    full_contexts,
+    tool_file_order,
+)
 from prefixlock.review.replay import iter_replay, provider_names
-from prefixlock.review.scenario import load_scenario
+from prefixlock.review.scenario import Scenario, UserStep, load_scenario
 from prefixlock.review.verify import call_time, verify_scenario
+from prefixlock.runtime.context import full_context
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "golden"
+
+
+def _whole(scenario: Scenario) -> dict[str, str]:
+    """The whole context of each user turn, as the naive harness resends it."""
+    requests = [s.request for s in scenario.steps if isinstance(s, UserStep)]
+    return full_contexts(scenario.bundle, requests)
+
+
+def test_the_naive_harness_resends_the_whole_context_of_a_sectioned_update() -> None:
+    """changed-context's second turn sends an update with rules and git only; a harness
+    without updates renders the whole context into its system prompt, every section."""
+    scenario = load_scenario(GOLDEN / "changed-context" / "scenario.yaml")
+    calls = list(iter_replay(scenario))
+    update = calls[2].request.messages[-2]
+    assert update.id == "request-context:u2" and "<skills>" not in update.text
+    harness = NaiveHarness(tool_file_order(scenario.bundle_root), _whole(scenario))
+    for call in calls[:2]:
+        harness.request(call.request)
+    system = harness.request(calls[2].request).instructions
+    whole = full_context(scenario.bundle, scenario.steps[4].request)  # type: ignore[attr-defined]
+    assert system == calls[2].request.instructions + CONTEXT_SEPARATOR + whole
+    assert "<skills>" in whole and "Branch: fix/cart-rounding" in whole
+
+
 PROVIDERS = provider_names(["all"])
 
 
@@ -136,7 +167,7 @@ def test_without_a_context_change_the_naive_harness_caches_the_same_calls(tmp_pa
 def test_cost_vs_naive_is_the_ratio_of_the_two_simulations(provider: str) -> None:
     scenario = load_scenario(GOLDEN / "changed-context" / "scenario.yaml")
     [row], _ = verify_scenario(scenario, [provider])
-    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
+    harness = NaiveHarness(tool_file_order(scenario.bundle_root), _whole(scenario))
     wire_ours, wire_naive = registry.get(provider), registry.get(provider)
     calls = list(iter_replay(scenario))
     model = calls[0].request.settings_for(provider).model
@@ -156,12 +187,16 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
     1.10x). The same bodies without times (nothing expires) come within it. And the
     naive harness's system-prompt changes fall on those cold turns, so they cost it
     nothing extra: there it is cheaper than prefixlock, whose history carries every
-    changed context as a message of its own."""
+    changed context as a message of its own -- under ``context_updates: whole``; with
+    ``sections`` only the changed sections, and the gap narrows on every provider."""
     scenario = load_scenario(GOLDEN / "long-session" / "scenario.yaml")
     rows, failures = verify_scenario(scenario, PROVIDERS)
     assert not failures
+    whole = load_scenario(scenario.path, bundle=mode_bundle("whole"))
+    whole_rows, failures = verify_scenario(whole, PROVIDERS)
+    assert not failures
     calls = list(iter_replay(scenario))
-    harness = NaiveHarness(tool_file_order(scenario.bundle_root))
+    harness = NaiveHarness(tool_file_order(scenario.bundle_root), _whole(scenario))
     naive = [harness.request(c.request) for c in calls]
     for row in rows:
         model = calls[0].request.settings_for(row.provider).model
@@ -183,7 +218,9 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
         # tool loop go uncached where a perfect cache reads them (1.15x).
         limit = 1.20 if row.provider == "bedrock-converse" else 1.10
         assert bound.ratio(untimed.report().cost) <= limit, row.provider
-        assert row.cost_vs_naive > 1.0, row.provider
+        (whole_row,) = [r for r in whole_rows if r.provider == row.provider]
+        assert whole_row.cost_vs_naive > 1.0, row.provider
+        assert row.cost_vs_naive < whole_row.cost_vs_naive, row.provider
         # prefixlock sends more tokens: one request-context message per change
         theirs = Simulation(row.provider, model=model)
         other = registry.get(row.provider)

@@ -22,6 +22,9 @@ from prefixlock.core.messages import MessageKind
 from prefixlock.runtime.tools import ToolCall, ToolResult
 from prefixlock.store.contract import MemoryStore
 
+#: The seed's verification list holds under both context_updates modes.
+pytestmark = pytest.mark.usefixtures("context_updates")
+
 
 def test_identical_context_two_turns_is_prefix_with_one_context_message() -> None:
     conv = open_conv()
@@ -52,7 +55,7 @@ def test_changed_context_appends_one_message_at_tail_before_runtime() -> None:
     assert "feature/x" not in second.messages[0].text
 
 
-def test_context_revert_appends_again() -> None:
+def test_context_revert_appends_again(context_updates: str) -> None:
     conv = open_conv()
     conv.handle(user("u1"))
     conv.assistant("a")
@@ -65,7 +68,16 @@ def test_context_revert_appends_again() -> None:
         "request-context:u3",
     ]
     contexts = [m for m in third.messages if m.kind is MessageKind.REQUEST_CONTEXT]
-    assert contexts[0].text == contexts[2].text != contexts[1].text
+    if context_updates == "whole":
+        assert contexts[0].text == contexts[2].text != contexts[1].text
+    else:
+        # Per section: the git section goes back to main; only it is sent again.
+        git_a = "<git>\nBranch: main\nHEAD: abc1234\nWorking tree: clean\n</git>"
+        assert git_a in contexts[0].text and git_a in contexts[2].text
+        assert git_a not in contexts[1].text and "Branch: feature/x" in contexts[1].text
+        assert "It replaces these sections: git." in contexts[1].text
+        assert "It replaces these sections: git." in contexts[2].text
+        assert "<rules>" not in contexts[1].text + contexts[2].text
 
 
 def test_same_context_in_other_order_appends_nothing() -> None:

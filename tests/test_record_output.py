@@ -15,7 +15,7 @@ from prefixlock.core.messages import OpaquePart, TextPart, ToolCallPart
 from prefixlock.core.output import ModelOutput, Usage
 from prefixlock.store.contract import MemoryStore
 from prefixlock.store.records import (
-    FORMAT,
+    FORMAT_SECTIONS,
     FORMAT_USAGE,
     _decode_record_checked,
     _scan_record,
@@ -75,7 +75,8 @@ def test_record_keeps_model_order_and_stores_usage_beside_the_record(tmp_path: P
         _, records, _ = decode_chain(stored.root, stored.records)
     assert [r.usage for r in records] == [None, attrs.evolve(USAGE, provider="anthropic")]
     assert b'"format":%d' % FORMAT_USAGE in stored.records[1]
-    assert b'"format":%d' % FORMAT in stored.records[0]
+    # the user turn's record: format 4, it carries the sections of its context message
+    assert b'"format":%d' % FORMAT_SECTIONS in stored.records[0]
 
 
 def test_recorded_output_survives_a_restart_and_the_next_request_is_identical(

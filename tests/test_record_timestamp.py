@@ -12,7 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from conv_helpers import CONV, background, example_bundle, user
+from conv_helpers import CONV, background, example_bundle, mode_bundle, user
 from helpers_store import build_chain, make_root, record_value, rich_messages
 from prefixlock import Conversation, SQLiteStore, ToolCall, ToolResult
 from prefixlock.core import canonical
@@ -120,9 +120,16 @@ def test_a_record_without_a_timestamp_keeps_its_old_bytes() -> None:
     assert record.timestamp is None
 
 
-def test_a_conversation_stores_the_timestamp_of_each_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "formats"),
+    # sections: the first turn's record carries its context sections too (format 4)
+    [("whole", [3, 1, 1, 3]), ("sections", [4, 1, 1, 3])],
+)
+def test_a_conversation_stores_the_timestamp_of_each_request(
+    tmp_path: Path, mode: str, formats: list[int]
+) -> None:
     db = tmp_path / "s.db"
-    conv = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+    conv = Conversation.open(SQLiteStore(db), mode_bundle(mode), CONV)
     conv.handle(user("u1", timestamp=STAMP))
     conv.handle(background("b1"))
     conv.handle(user("u2"))
@@ -132,9 +139,9 @@ def test_a_conversation_stores_the_timestamp_of_each_request(tmp_path: Path) -> 
         assert stored is not None
         _, decoded, _ = decode_chain(stored.root, stored.records, CONV)
     assert [r.timestamp for r in decoded] == [STAMP, None, None, "2026-12-02T10:30:00+02:00"]
-    assert [canonical.loads(d)["format"] for d in stored.records] == [3, 1, 1, 3]
+    assert [canonical.loads(d)["format"] for d in stored.records] == formats
     # a reopened conversation sees the same history (the timestamp is not a message)
-    again = Conversation.open(SQLiteStore(db), example_bundle(), CONV)
+    again = Conversation.open(SQLiteStore(db), mode_bundle(mode), CONV)
     assert again.request().same_as(conv.request())
 
 

@@ -12,7 +12,7 @@ import attrs
 import prefixlock.providers as providers
 import prefixlock.review.replay as replay_module
 import pytest
-from conv_helpers import REPO
+from conv_helpers import REPO, mode_bundle
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
 from prefixlock.core.atomic import umask
@@ -438,7 +438,14 @@ def test_render_marks_each_call(scenario: Scenario) -> None:
     assert "- bedrock-converse: PREFIX RESET (compaction) · `" in page
     assert '  - call `c1` read_file `{"path":"a.py"}`\n' in page
     assert "PREFIX BREAK" not in page.split("| PREFIX BREAKS |")[1]
-    # A changed context is shown as a diff against the latest one.
+    # A sectioned update names the sections it carries, then shows its text.
+    assert "- `request-context:u1` · request_context · user\n  full context, sections: " in page
+    assert "- `request-context:u3` · request_context · user\n  update, sections: git\n" in page
+    assert "  Working tree: uncommitted changes present\n  </git>\n  </request_context>\n" in page
+    # Under context_updates: whole a changed context is shown as a diff against the latest.
+    whole = load_scenario(scenario.path, bundle=mode_bundle("whole"))
+    calls = replay(whole)
+    page = render_calls(whole, calls, serialize_calls(calls, NAMES))
     assert "  --- request-context:u1\n  +++ request-context:u3\n" in page
     assert "  -Working tree: clean\n  +Working tree: uncommitted changes present\n" in page
 

@@ -22,6 +22,9 @@ CONVERSATION_MARKERS = (
     "abc1234",
 )
 
+#: The seed's verification list holds under both context_updates modes.
+pytestmark = pytest.mark.usefixtures("context_updates")
+
 
 @pytest.mark.parametrize("mode", ["agent", "ask", "plan", "debug"])
 def test_runtime_templates_never_contain_rules_or_mcp_metadata(mode: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import tracemalloc
 from pathlib import Path
 
 import attrs
@@ -169,3 +170,88 @@ def test_three_turns_append_one_request_context_even_past_a_sandbox_hole(
             conv.assistant(f"answer {n}")
     assert context_ids(request) == ["request-context:u1"]
     assert canonical.dumps(bundle.defaults) == defaults  # type: ignore[attr-defined]
+
+
+BUILDS = "builds more than the limit of 4194304 characters"
+DOUBLING = "{% set ns = namespace(s=query) %}\n{% for i in range(40) %}\n"
+
+#: source -> the error: every string a template builds is metered before it is built
+#: (issue 43): doubling a string forty times used to reach 23 GB before any check.
+METERED = {
+    DOUBLING + "{% set ns.s = ns.s ~ ns.s %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: operator '~' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s %}{{ ns.s }}{{ ns.s }}{% endset %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: a captured block {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = [ns.s, ns.s] | join %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: filter 'join' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = ns.s | replace('q', 'qq') %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: filter 'replace' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = '%s%s' % (ns.s, ns.s) %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: operator '%' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = '{0}{0}'.format(ns.s) %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: method 'format' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = '%s%s' | format(ns.s, ns.s) %}\n{% endfor %}": (
+        f"{NAME}:3: template limit: filter 'format' {BUILDS}"
+    ),
+    DOUBLING + "{% set ns.s = [ns.s, ns.s] %}\n{% endfor %}{{ ns.s }}": (
+        f"{NAME}:4: template limit: an output value {BUILDS}"
+    ),
+    "{% set s = 'a' * 4000000 %}\n{{ ([s] * 4000000) | join }}": (
+        f"{NAME}:2: template limit: filter 'join' {BUILDS}"
+    ),
+    "{% set s = 'a' * 4000000 %}\n{{ ''.join([s] * 4000000) }}": (
+        f"{NAME}:2: template limit: method 'join' {BUILDS}"
+    ),
+    "{% set s = 'a' * 4000000 %}\n{% set t = [s] * 4000000 %}{{ t | string | length }}": (
+        f"{NAME}:2: template limit: filter 'string' {BUILDS}"
+    ),
+    "{% set s = ('\t' * 4000) %}\n{{ s.expandtabs(4000) }}": (
+        f"{NAME}:2: template limit: method 'expandtabs' {BUILDS}"
+    ),
+    "{{ ([[[[[1]]]]] * 100) | tojson(indent=100000) }}": (
+        f"{NAME}:1: template limit: filter 'tojson' {BUILDS}"
+    ),
+    "{% set f = '{0:>{1}}' * 100 %}\n{{ f.format('a', 4000000) }}": (
+        f"{NAME}:2: template limit: method 'format' {BUILDS}"
+    ),
+    "{% set f = '%*s' * 100 %}\n{{ f % ((4000000, 'a') * 100) }}": (
+        f"{NAME}:2: template limit: operator '%' {BUILDS}"
+    ),
+    "{% set s = 'a' * 3000000 %}\n{{ [s, s] }}": (
+        f"{NAME}:2: template limit: an output value {BUILDS}"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", METERED)
+def test_every_string_a_template_builds_is_metered_before_it_is_built(source: str) -> None:
+    template = runtime(source)
+    tracemalloc.start()
+    try:
+        with pytest.raises(SpecErrors) as err:
+            template.render({"query": "q"})  # type: ignore[attr-defined]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == METERED[source]
+    # The largest allocations are the 4 MiB strings and four-million-item lists the
+    # payloads build within the bounds; the refused string would need gigabytes.
+    assert peak < 128 * 1024 * 1024
+
+
+def test_metering_leaves_small_strings_alone() -> None:
+    source = (
+        "{% set ns = namespace(s='a') %}{% for i in range(5) %}{% set ns.s = ns.s ~ ns.s %}"
+        "{% endfor %}{% set c %}[{{ ns.s }}]{% endset %}{{ c }}|{{ ['a', 'b'] | join(',') }}|"
+        "{{ query | replace('q', 'x') }}|{{ '%s-%d' % ('a', 3) }}|{{ {'a': [1]} | tojson }}|"
+        "{{ '{0}{0}'.format(query) }}|{{ 'a\tb'.expandtabs(2) }}|{{ [1, 2] | string }}"
+    )
+    assert runtime(source).render({"query": "q"}) == (  # type: ignore[attr-defined]
+        '[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]|a,b|x|a-3|{"a": [1]}|qq|a b|[1, 2]'
+    )

@@ -643,3 +643,17 @@ def test_an_injected_event_makes_a_call_and_never_appends_context(here: Path) ->
 def test_an_injected_event_before_any_user_turn_is_refused(here: Path) -> None:
     text = HEAD + "steps:\n  - injected: {event: i1, text: t}\n"
     assert errors(text) == ["s.yaml:4:5: $.steps[0].injected: injected event before any user turn"]
+
+
+def test_an_alias_bomb_in_a_step_is_a_located_error(here: Path) -> None:
+    """Nine levels of nine aliases inside a step (issue 43 #9): the loader streams the
+    items of a sequence, and expanded the bomb there, outside its budget's handling
+    (a traceback of ``_BudgetExceeded``)."""
+    anchors = "\n".join(f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9))
+    text = HEAD + "steps:\n  - user: {event: u1, query: q}\n    x:\n"
+    text += "    a0: &a0 [x, x, x, x, x, x, x, x, x]\n".replace("    a0", "      a0")
+    text += anchors.replace("    a", "      a") + "\n"
+    assert errors(text) == [
+        "s.yaml:10:16: $: expanding alias *a3 exceeds the limit of 10000 values produced"
+        " by aliases in one file (a 'billion laughs' document?)"
+    ]

@@ -316,7 +316,8 @@ def test_cli_store_commands_take_a_postgres_url(
 def test_timestamped_records_and_inspect_cache_on_postgres(
     postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A fleet's store: records with their calls' timestamps (format 3) and usage go in
+    """A fleet's store: records with their calls' timestamps (format 3, 4 with context
+    sections) and usage go in
     and come out byte for byte, and inspect --cache prices the calls at those times."""
     from prefixlock.core.messages import TextPart
     from prefixlock.core.output import ModelOutput, Usage
@@ -330,7 +331,8 @@ def test_timestamped_records_and_inspect_cache_on_postgres(
         conv.record(ModelOutput("anthropic", (TextPart("b"),), "end_turn", used))
         stored = store.load("fleet")
         assert stored is not None
-        assert [canonical.loads(r)["format"] for r in stored.records] == [3, 2, 3, 2]
+        # the first turn's record also carries its context sections (format 4)
+        assert [canonical.loads(r)["format"] for r in stored.records] == [4, 2, 3, 2]
         again = Conversation.open(store, example_bundle(), "fleet")
         assert again.head == conv.head
     assert main(["inspect", postgres_url, "fleet", "--cache", "--json"]) == 0

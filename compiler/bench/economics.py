@@ -45,8 +45,9 @@ from ..core.model import ModelRequest
 from ..core.resources import example_dir
 from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
 from ..providers.cache_ttl import VALUES as CACHE_TTL_VALUES
+from ..review.naive import full_contexts
 from ..review.replay import iter_replay, serialize_at
-from ..review.scenario import Scenario, load_scenario
+from ..review.scenario import Scenario, UserStep, load_scenario
 from ..review.verify import (
     RootCaches,
     Row,
@@ -172,13 +173,23 @@ def _floors(
     sims: dict[str, tuple[Simulation, Simulation, Simulation]] = {}
     roots = {name: RootCaches(name) for name in names}
     expired: dict[str, set[int]] = {name: set() for name in names}
-    sent: set[str] = set()
+    # The whole context of each turn, as the naive harness renders it into its system
+    # prompt (a sectioned update carries only the sections that changed).
+    whole = full_contexts(
+        scenario.bundle, [s.request for s in scenario.steps if isinstance(s, UserStep)]
+    )
+    current: str | None = None
     changes: set[int] = set()
     for call in iter_replay(scenario):
-        contexts = {m.id for m in call.request.messages if m.kind is MessageKind.REQUEST_CONTEXT}
-        if contexts - sent and sent:  # the first context is no change
-            changes.add(call.index)
-        sent |= contexts
+        latest = None
+        for message in call.request.messages:
+            if message.kind is MessageKind.REQUEST_CONTEXT:
+                latest = message
+        if latest is not None:
+            text = whole.get(latest.id, latest.text)
+            if current is not None and text != current:  # the first context is no change
+                changes.add(call.index)
+            current = text
         at = call_time(scenario, call)
         for name, wire in wires.items():
             if name not in sims:

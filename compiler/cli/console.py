@@ -9,14 +9,13 @@ break, a damaged store), :data:`BAD_INPUT` (2) for bad input or usage: every
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from ..core import canonical
+from ..core import canonical, escaping
 from ..core.errors import SpecError
 from ..core.names import hint
 
@@ -31,6 +30,7 @@ __all__ = [
     "err",
     "error_json",
     "out",
+    "out_commands",
     "out_json",
     "safe",
 ]
@@ -69,21 +69,24 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
-#: What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1
-#: controls (ESC and CSI start escape sequences) and the bidirectional overrides that
-#: reorder what a reader sees.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def safe(text: str) -> str:
-    """``text`` with every unsafe character as a ``\\uXXXX`` escape (valid inside a JSON
-    string too, so canonical JSON output keeps its meaning)."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    """``text`` as a terminal and a CI log may show it: unsafe characters escaped, and no
+    line a runner would take for a workflow command (:mod:`prefixlock.core.escaping`,
+    the one place that escapes text for its format)."""
+    return escaping.log_lines(escaping.terminal(text))
 
 
 def out(text: str = "") -> None:
-    """A line of the command's result, to stdout (unsafe characters escaped)."""
+    """A line of the command's result, to stdout (escaped by :func:`safe`)."""
     print(safe(text), file=sys.stdout)
+
+
+def out_commands(lines: Sequence[str]) -> None:
+    """Workflow command lines, built with :func:`~prefixlock.core.escaping.workflow_data`
+    and :func:`~prefixlock.core.escaping.workflow_property`, to stdout: their own
+    ``::`` is kept; whatever they carry was escaped when they were built."""
+    for line in lines:
+        print(escaping.terminal(line), file=sys.stdout)
 
 
 def out_json(output: str, value: Mapping[str, Any], *, pretty: bool = False) -> None:
@@ -119,7 +122,7 @@ def error_json(command: str | None, errors: Sequence[SpecError | str]) -> None:
 
 
 def err(text: str) -> None:
-    """A line of diagnostics or progress, to stderr (unsafe characters escaped)."""
+    """A line of diagnostics or progress, to stderr (escaped by :func:`safe`)."""
     print(safe(text), file=sys.stderr, flush=True)
 
 

@@ -24,7 +24,19 @@ from ..review.replay import provider_names, replay_digests, write_replay
 from ..review.scenario import load_scenario
 from ..review.verify import HEADER, Listener, Row, row_line, table_line, table_widths, verify
 from ..spec.build import LOCK_FILE
-from .console import BAD_INPUT, FINDING, OK, Command, choice, err, error_json, out, out_json, safe
+from .console import (
+    BAD_INPUT,
+    FINDING,
+    OK,
+    Command,
+    choice,
+    err,
+    error_json,
+    out,
+    out_commands,
+    out_json,
+    safe,
+)
 
 __all__ = ["COMMANDS"]
 
@@ -59,7 +71,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.digests is not None:
         everywhere = args.restart_everywhere
         digests = replay_digests(scenario, names, restart=lambda _: everywhere)
-        args.digests.write_text(canonical.dumps(digests), encoding="utf-8")
+        replace_file(args.digests, canonical.dumps(digests).encode("utf-8"))
         for name in names:
             out(f"{name}: {len(digests[name])} calls -> {args.digests}")
         return OK
@@ -265,9 +277,9 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.json or args.format == "json":
         out_json("diff", report.to_json())
     elif args.format in ("markdown", "github"):
-        lines = (
-            markdown(report) if args.format == "markdown" else github(report, strict=args.strict)
-        )
+        if args.format == "github":
+            out_commands(github(report, strict=args.strict))
+        lines = markdown(report) if args.format == "markdown" else []
         for line in lines:
             out(line)
     else:
@@ -292,7 +304,9 @@ def _unbuilt(args: argparse.Namespace, errors: Sequence[SpecError]) -> int:
     if args.json or args.format == "json":
         error_json("diff", errors)
     elif args.format in ("markdown", "github"):
-        for line in markdown_errors(errors) if args.format == "markdown" else github_errors(errors):
+        if args.format == "github":
+            out_commands(github_errors(errors))
+        for line in markdown_errors(errors) if args.format == "markdown" else []:
             out(line)
     else:
         for problem in errors:

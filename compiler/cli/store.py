@@ -26,10 +26,11 @@ def _store_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _open_store(target: str, *, create: bool = False) -> DurableStore:
-    """Open the store ``target`` names; an SQLite file must exist unless ``create``."""
+    """Open the store ``target`` names; an SQLite file must exist unless ``create``, and
+    without ``create`` it is opened read-only (a read-only copy can be inspected)."""
     if not create and not is_postgres_url(target) and not sqlite_path(target).is_file():
         raise InputError(f"{redact_url(target)}: no such store")
-    return open_store(target)
+    return open_store(target, read_only=not create)
 
 
 def _inspect_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,17 +4,52 @@ The build (outputs and the lock file), the golden files, replayed bodies and the
 page are all written through here: a file goes to a temporary file beside it, is
 flushed to disk and renamed over the old one; a folder is built as a staging folder and
 swapped in by two renames.
+
+A file is written only over a regular file or at a new path (issue 43): a rename
+would replace whatever is there, so a symbolic link, a device (``prefixlock report
+/dev/null`` as root replaced ``/dev/null``), a FIFO, a socket or a folder at the path is
+refused with an :class:`~prefixlock.core.errors.InputError` before anything is written.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["replace_file", "staged_file", "staging_dir", "swap_in", "umask"]
+from .errors import InputError
+
+__all__ = ["check_replaceable", "replace_file", "staged_file", "staging_dir", "swap_in", "umask"]
+
+#: What a path that is not a regular file is, by the file type bits of its ``lstat``.
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_replaceable(path: Path) -> None:
+    """Raise :class:`InputError` unless ``path`` is a regular file or does not exist (a
+    symbolic link is refused, whatever it points to: it is not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise InputError(f"{path}: cannot write: {err.strerror or err}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise InputError(
+        f"{path}: refusing to write over {kind}: only a regular file or a new path is replaced"
+    )
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -22,6 +57,7 @@ def replace_file(path: Path, data: bytes) -> None:
     (``mkstemp`` makes files private); the parent folder is created if missing."""
     temp = staged_file(path, data)
     try:
+        check_replaceable(path)  # again: something may have appeared while writing
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -31,7 +67,9 @@ def replace_file(path: Path, data: bytes) -> None:
 def staged_file(path: Path, data: bytes) -> Path:
     """``data`` written and flushed to a new temporary file beside ``path``, with the
     mode a plain ``open`` would give, for the caller to rename over ``path`` (or
-    delete): the write that can fail is done before anything is replaced."""
+    delete): the write that can fail is done before anything is replaced. Raises
+    :class:`InputError` when ``path`` is there and not a regular file."""
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

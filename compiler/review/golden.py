@@ -26,6 +26,7 @@ land beside it, over a neighbour's.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from ..core.errors import UsageError
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
 from .built import UPDATE, check_bundles, stale_lock
+from .files import check_inside, read_review_file
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
 from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files
@@ -170,23 +172,24 @@ class CaseGolden:
                 path = folder / file
                 if (
                     file not in expected
-                    or not path.is_file()
-                    or path.read_bytes() != expected[file]
+                    or not _present(path)
+                    or read_review_file(path) != expected[file]
                 ):
                     found.append(f"{name}/{file}")
         page = self.folder / CALLS_MD
-        if not page.is_file() or page.read_bytes() != self.page:
+        if not _present(page) or read_review_file(page) != self.page:
             found.append(CALLS_MD)
         return found
 
     def write(self) -> None:
+        check_inside(self.folder)  # never through a case folder linked elsewhere
         write_bodies(self.bodies, self.folder)
         replace_file(self.folder / CALLS_MD, self.page)
 
     def stale_bundle(self) -> str | None:
         """Why the case's golden files were built from another bundle, if they were."""
         path = self.folder / CALLS_MD
-        recorded = recorded_bundle(path.read_bytes()) if path.is_file() else None
+        recorded = recorded_bundle(read_review_file(path)) if _present(path) else None
         return stale_bundle(str(self.folder), recorded, self.lock, self.built or None)
 
 
@@ -516,10 +519,10 @@ def folder_problems(folder: Path, bodies: Sequence[bytes], *, full: bool = False
     previous: tuple[str, list[str]] | None = None  # the last file's name and windows
     for name, data in zip(expected_names, bodies, strict=True):
         path = folder / name
-        if not path.is_file():
+        if not _present(path):
             problems.append(f"{folder.name}/{name}: missing golden file")
             continue
-        golden = path.read_bytes()
+        golden = read_review_file(path)
         if full:
             problem = report(f"{folder.name}/{name}", golden, data)
             if problem:
@@ -537,11 +540,17 @@ def folder_problems(folder: Path, bodies: Sequence[bytes], *, full: bool = False
 
 
 def file_problems(path: Path, data: bytes, *, full: bool = False) -> list[str]:
-    if not path.is_file():
+    if not _present(path):
         return [f"{path.name}: missing golden file"]
-    golden = path.read_bytes()
+    golden = read_review_file(path)
     if full:
         problem = report(path.name, golden, data)
     else:
         problem = "\n".join(finding(path.name, golden, data))
     return [problem] if problem else []
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path``: a link or a device is read (and refused by
+    :func:`read_review_file`, naming it), never taken for a missing file."""
+    return os.path.lexists(path)

@@ -5,7 +5,11 @@
 * **root** -- instructions, tools and settings are identical on every call;
 * **context** -- every request-context message is immediately followed by its turn's
   runtime message (or, first in an automatically compacted epoch, by the summary), and
-  none repeats the content of the request-context before it;
+  none repeats the content of the request-context before it. Under ``context_updates:
+  sections``, per section: no message carries a section unchanged from the version in
+  force, what the epoch's messages leave in force is each section's latest version (the
+  turn's own, when ``expected`` gives it), and the first message of an automatically
+  compacted epoch carries every section;
 * **duplicate** -- no message id appears twice in a request; each call ends with the
   message its event appended;
 * **retry** -- a retried event's request equals the original call's;
@@ -139,8 +143,11 @@ class HistoryChecker:
         scenario: str,
         sources: SourceIndex | None = None,
         retried: Collection[str] | None = None,
+        expected: Mapping[str, Mapping[str, str | None]] | None = None,
     ) -> None:
         self.scenario = scenario
+        #: user event -> each section's digest its turn's context has (sections mode)
+        self.expected = expected
         self.sources = sources
         self.retried = retried
         self.failures: list[Failure] = []
@@ -187,6 +194,9 @@ class HistoryChecker:
                 f"appended ({expected!r})",
             )
         self.failures.extend(_context_placement(scenario, call, messages, tally.contexts))
+        if call.sections:
+            want = None if self.expected is None else self.expected.get(call.event)
+            self.failures.extend(_sections_in_force(scenario, call, messages, tally.contexts, want))
         previous = self.previous
         if previous is not None and request.epoch != previous.request.epoch:
             self.failures.extend(_compaction(scenario, previous, call, messages))
@@ -266,6 +276,54 @@ def _context_placement(
                 )
             )
         before = message
+    return failures
+
+
+def _sections_in_force(
+    scenario: str,
+    call: Call,
+    messages: Sequence[CanonicalMessage],
+    contexts: Sequence[int],
+    expected: Mapping[str, str | None] | None,
+) -> list[Failure]:
+    """The context invariant per section (``context_updates: sections``); ``expected``:
+    each section's digest in the context of this call's user turn, if it is one."""
+    failures = []
+
+    def fail(message: str) -> None:
+        failures.append(Failure(scenario, "context", message, call=call.index))
+
+    in_force: dict[str, tuple[str | None, str]] = {}  # name -> (digest, message id)
+    for n, i in enumerate(contexts):
+        message = messages[i]
+        carried = call.sections.get(message.id)
+        if carried is None:  # a whole context: nothing in force per section
+            in_force = {}
+            continue
+        for section in carried:
+            before = in_force.get(section.name)
+            if n and before is not None and before[0] == section.digest:
+                fail(
+                    f"{message.id!r} carries section {section.name!r} unchanged from "
+                    f"{before[1]!r} (an unchanged section must not be sent again)"
+                )
+            in_force[section.name] = (section.digest, message.id)
+        automatic = i == 0 and len(messages) > 1 and messages[1].kind is MessageKind.SUMMARY
+        if automatic and expected is not None and [s.name for s in carried] != list(expected):
+            fail(
+                f"automatic compaction kept {message.id!r}, which carries the sections "
+                f"{', '.join(s.name for s in carried)}, not the full context "
+                f"({', '.join(expected)})"
+            )
+    if expected is not None and call.kind == "user":
+        for name, digest in expected.items():
+            have, where = in_force.get(name, (None, None))
+            if have != digest:
+                fail(
+                    f"section {name!r} in force after user turn {call.event!r} is "
+                    f"{'none' if where is None else 'the version of ' + repr(where)}, not the "
+                    "turn's own"
+                )
     return failures
 
 

@@ -15,26 +15,44 @@ provider serializers encode and the same cache simulator prices:
   message. The yardstick so measures the context and tool placement, not a worse marker
   policy.
 
-The context text is prefixlock's own canonical rendering (a real harness re-renders
+Under ``context_updates: sections`` a request-context message may carry only the sections
+that changed; the harness then takes the whole current context of that turn
+(``contexts``: message id -> text, :func:`full_contexts`), as a harness without updates
+renders it. The context text is prefixlock's own canonical rendering (a real harness re-renders
 from the client's data, often in the client's order, and may add a clock): the naive
 cost is a lower bound on such harnesses, so ``cost_vs_naive`` errs towards 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
 from ..core.messages import CanonicalMessage, MessageKind
 from ..core.model import FRAME_HINTS, CacheHint, CachePosition, MessageView, ModelRequest, ToolSpec
+from ..runtime.context import full_context
+from ..runtime.request import AgentRunRequest, RequestKind
+from ..spec.bundle import Bundle
 from ..spec.loader import load_yaml_file
 
-__all__ = ["NaiveHarness", "tool_file_order"]
+__all__ = ["NaiveHarness", "full_contexts", "tool_file_order"]
 
 #: Between the instructions and the re-rendered context in the naive system prompt.
 CONTEXT_SEPARATOR = "\n\n"
+
+
+def full_contexts(bundle: Bundle, requests: Iterable[AgentRunRequest]) -> dict[str, str]:
+    """``request-context:<event id>`` -> the whole context of each user turn of
+    ``requests`` (none under ``context_updates: whole``: the message is the whole)."""
+    if not bundle.sections:
+        return {}
+    return {
+        f"request-context:{r.event_id}": full_context(bundle, r)
+        for r in requests
+        if r.kind is RequestKind.USER
+    }
 
 
 def tool_file_order(root: Path) -> tuple[str, ...]:
@@ -61,8 +79,12 @@ class NaiveHarness:
     only the messages added since the previous call are scanned, and the history is a
     view of one growing list, which a provider encodes from where it left off."""
 
-    def __init__(self, tool_order: Sequence[str] = ()) -> None:
+    def __init__(
+        self, tool_order: Sequence[str] = (), contexts: Mapping[str, str] | None = None
+    ) -> None:
         self.tool_order = tuple(tool_order)
+        #: request-context message id -> the whole context of its turn (sections mode)
+        self.contexts: Mapping[str, str] = {} if contexts is None else contexts
         #: The text of the latest request context seen, kept across compactions.
         self.context: str | None = None
         self._epoch: int | None = None
@@ -87,7 +109,7 @@ class NaiveHarness:
             message = messages[index]
             self._scanned.append(message)
             if message.kind is MessageKind.REQUEST_CONTEXT:
-                self.context = message.text
+                self.context = self.contexts.get(message.id, message.text)
             else:
                 self._history.append(message)
         instructions = request.instructions

@@ -52,6 +52,7 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from ..store.records import ContextSection
 from .replay import Call, divergence, history_blocks, history_length
 from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
 from .verify import simulate_calls
@@ -195,6 +196,12 @@ class _Page:
         self.names = list(bodies)
         self.lines: list[str] = []
         self.latest_context: CanonicalMessage | None = None
+        #: ``context_updates: sections``: context message id -> the sections it carries
+        #: (the last call's map holds every earlier one's)
+        self.sections = calls[-1].sections if calls else {}
+        #: the epoch whose full sectioned context was shown (an update follows it)
+        self.sectioned_epoch: int | None = None
+        self.epoch = 0
         self.tally = {
             name: {"append": 0, "break": 0, "reset": 0, "retry": 0} for name in self.names
         }
@@ -323,6 +330,7 @@ class _Page:
         start = 0 if reset else len(base.request.messages) if base is not None else 0
         new = list(request.messages[start:])
         add = self.lines.append
+        self.epoch = request.epoch
         if reset and base is not None:
             add(f"Compaction: a new history (epoch {request.epoch}) of {len(new)} messages:")
         else:
@@ -356,6 +364,10 @@ class _Page:
         """A request context: whole (folded) the first time, else its diff to the latest."""
         add = self.lines.append
         latest, self.latest_context = self.latest_context, message
+        carried = self.sections.get(message.id)
+        if carried is not None:
+            self.sectioned(message, carried, latest)
+            return
         if latest is None:
             self.lines.extend(_block(fold(message.text)))
         elif latest.digest == message.digest:
@@ -371,6 +383,26 @@ class _Page:
                 lineterm="",
             )
             self.lines.extend(_block(fold("\n".join(diff), DIFF_FOLD), "diff"))
+
+    def sectioned(
+        self,
+        message: CanonicalMessage,
+        carried: Sequence[ContextSection],
+        latest: CanonicalMessage | None,
+    ) -> None:
+        """A sectioned request context: the sections it carries, then its text (an
+        update holds only the sections that changed, so it is shown whole)."""
+        add = self.lines.append
+        full = self.sectioned_epoch != self.epoch
+        self.sectioned_epoch = self.epoch
+        gone = "empty" if full else "cleared"
+        names = ", ".join(s.name if s.digest is not None else f"{s.name} ({gone})" for s in carried)
+        add(f"  {'full context' if full else 'update'}, sections: {names}")
+        if latest is not None and latest.digest == message.digest:
+            same = "the same message" if latest.id == message.id else f"as {code_span(latest.id)}"
+            add(f"  (unchanged: {same})")
+        else:
+            self.lines.extend(_block(fold(message.text)))
 
     def statuses(self, call: Call, base: Call | None) -> None:
         add = self.lines.append

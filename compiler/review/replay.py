@@ -41,6 +41,7 @@ from ..core.messages import CanonicalMessage
 from ..core.model import MessageView, ModelRequest
 from ..providers.frame import BodyFragments
 from ..runtime.conversation import Conversation
+from ..store.records import ContextSection
 from ..store.sqlite import SQLiteStore
 from .scenario import (
     AssistantStep,
@@ -90,6 +91,9 @@ class Call:
     kind: str  # "user" | "tool_results" | "background" | "injected" | "retry"
     event: str  # event id / "tool-results:<first call id>"
     request: ModelRequest
+    #: ``context_updates: sections``: request-context message id -> the sections it
+    #: carries (the conversation's map, only ever added to); empty under ``whole``
+    sections: Mapping[str, tuple[ContextSection, ...]] = attrs.field(factory=dict, eq=False)
 
 
 def provider_names(selected: Sequence[str]) -> tuple[str, ...]:
@@ -213,7 +217,8 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 kind, event, request = result
                 made += 1
                 frozen = attrs.evolve(request, messages=snapshots.freeze(request.messages))
-                yield Call(made, index, kind, event, frozen)
+                sections = conversation.history.context_sections
+                yield Call(made, index, kind, event, frozen, sections)
     finally:
         session.stop()
 

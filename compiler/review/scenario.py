@@ -54,8 +54,9 @@ from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
-from ..spec.loader import LoadedDocument, load_yaml_file
+from ..spec.loader import LoadedDocument, load_yaml_bytes
 from ..spec.validate import validate_document
+from .files import read_review_file
 from .steps import (
     STEP_KINDS,
     AssistantStep,
@@ -130,7 +131,7 @@ def load_scenario(
     from it, or built and kept in it.
     """
     path = Path(path)
-    doc = load_yaml_file(path)
+    doc = _load(path)
     errors: list[SpecError] = list(validate_document(doc, "scenario"))
     invalid = [e.path for e in errors]
     value = doc.value if isinstance(doc.value, dict) else {}
@@ -163,10 +164,17 @@ def scenario_bundle_root(path: Path) -> Path | None:
     the spec root it lives in, as :func:`load_scenario` takes it), without building it;
     None if the file does not load."""
     try:
-        value = load_yaml_file(path).value
+        value = _load(path).value
     except PrefixlockError:
         return None
     return _bundle_root(path, value) if isinstance(value, Mapping) else None
+
+
+def _load(path: Path) -> LoadedDocument:
+    """A scenario file, read as every review tool reads a repository file (inside the
+    repository, regular, bounded: a link to a credentials file would otherwise have its
+    keys quoted in schema errors)."""
+    return load_yaml_bytes(read_review_file(path), path.as_posix())
 
 
 def _bundle_root(path: Path, value: Mapping[str, Any]) -> Path:

@@ -40,6 +40,9 @@ TOOL_PATHS: Mapping[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {
     "openai-responses": (("tools", int), ("name",)),
 }
 
+#: A template's ``{% block NAME %}`` (a section of the request context) and its end.
+_BLOCK = re.compile(r"\{%-?\s*block\s+(\w+)")
+_ENDBLOCK = re.compile(r"\{%-?\s*endblock\b")
 _TEMPLATE_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}|\{\{.*|\{%.*|\{#.*")
 _WORD = re.compile(r"[\w:./@-]+")
 
@@ -76,6 +79,8 @@ class SourceIndex:
         self.tools: LoadedDocument | None = None
         self.models: dict[str, str] = {}
         self._lines: list[_Line] = []
+        #: (file, line) -> the section block of a template that line is in
+        self._sections: dict[tuple[str, int], str] = {}
         #: Files ``extra`` names, read at the first search: a long scenario file holds a
         #: line per value, and a search happens only to name a failure.
         self._pending: list[Path] = list(extra)
@@ -95,6 +100,7 @@ class SourceIndex:
         out = SourceIndex(None)
         out.root, out.instructions, out.tools = self.root, self.instructions, self.tools
         out.models, out._lines = dict(self.models), list(self._lines)
+        out._sections = self._sections
         out._pending = [*self._pending, *extra]
         return out
 
@@ -149,7 +155,14 @@ class SourceIndex:
         self._add_text(display, text, template=template)
 
     def _add_text(self, display: str, text: str, *, template: bool) -> None:
+        section: str | None = None
         for number, raw in enumerate(text.split("\n"), start=1):
+            block = _BLOCK.search(raw) if template else None
+            section = block.group(1) if block is not None else section
+            if section is not None:
+                self._sections[(display, number)] = section
+            if template and _ENDBLOCK.search(raw):
+                section = None
             pieces = _TEMPLATE_CODE.split(raw) if template else [raw]
             fragments = tuple(
                 f.strip() for f in pieces if len(f.strip()) >= 4 and any(c.isalnum() for c in f)
@@ -241,7 +254,12 @@ class SourceIndex:
             found = self._search(*text)
             if found[0] > best[0]:
                 best = found
-        return None if best[1] is None else _line_only(best[1])
+        if best[1] is None:
+            return None
+        # A line of a section block: name the section (``context_updates: sections``
+        # sends and caches each section on its own).
+        section = self._sections.get((best[1].file, best[1].line or 0))
+        return _line_only(best[1]) + ("" if section is None else f" (section {section})")
 
     def instructions_location(self, text: str, offset: int) -> str | None:
         if self.instructions is None:

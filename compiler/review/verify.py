@@ -51,10 +51,11 @@ from ..core.model import MessageView, ModelRequest
 from ..core.resources import python_module_command
 from ..core.timestamps import seconds
 from ..providers.gemini import Gemini
+from ..runtime.context import section_digests
 from . import processes
 from .built import check_bundles, stale_locks
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
-from .naive import NaiveHarness, tool_file_order
+from .naive import NaiveHarness, full_contexts, tool_file_order
 from .replay import (
     Call,
     forget_encodings,
@@ -75,6 +76,7 @@ from .scenario import (
     scenario_files,
 )
 from .sources import SourceIndex
+from .steps import UserStep
 
 __all__ = [
     "HEADER",
@@ -419,6 +421,7 @@ class _Pass:
     originals: Sequence[int | None]  # per call: a retry's original call number
     tools: tuple[str, ...]  # the tool order of the naive harness
     counter: Tokenizer
+    contexts: Mapping[str, str]  # the naive harness's whole context per context message
 
 
 @attrs.define
@@ -449,7 +452,7 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     model = _model(calls, name)
     simulation = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
     naive = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
-    harness = NaiveHarness(job.tools)
+    harness = NaiveHarness(job.tools, job.contexts)
     # Gemini's explicit cache of the root, if the settings name one: the naive
     # harness's root changes with the context, and each new one is a new cache.
     roots, naive_roots = RootCaches(name), RootCaches(name)
@@ -516,7 +519,13 @@ def verify_scenario(
         for name in names
         if isinstance(elsewhere, _Elsewhere)
     }
-    history = HistoryChecker(label, sources, retried)
+    user_requests = [s.request for s in scenario.steps if isinstance(s, UserStep)]
+    expected = (
+        {r.event_id: section_digests(scenario.bundle, r) for r in user_requests}
+        if scenario.bundle.sections
+        else None
+    )
+    history = HistoryChecker(label, sources, retried, expected)
     contexts: set[str] = set()
     read: Sequence[CanonicalMessage] = ()  # the messages whose context ids are in `contexts`
     events: dict[str, int] = {}  # event -> the number of its first (original) call
@@ -546,13 +555,16 @@ def verify_scenario(
     calls = len(made)
     counter = get_tokenizer(tokenizer)
     tools = tool_file_order(scenario.bundle_root)
+    whole_contexts = full_contexts(scenario.bundle, user_requests)
     # One provider after the other, each from instances of its own: one provider's
     # fragments (and simulations) are alive at a time.
     passes = {}
     for name in names:
         release_freed_memory()
         passes[name] = _provider_pass(
-            _Pass(scenario, label, sources, name, retried, originals, tools, counter),
+            _Pass(
+                scenario, label, sources, name, retried, originals, tools, counter, whole_contexts
+            ),
             made,
             [restarted[name], *([seeded[name]] if seeded else [])],
         )

@@ -8,7 +8,10 @@
   (:mod:`prefixlock.runtime.redact`). The same
   context sent in another order therefore compiles to the same bytes.
 * :func:`render_request_context` renders it with the bundle's context template, once
-  per bundle and context (:func:`rendered_context`).
+  per bundle and context (:func:`rendered_context`). Under ``context_updates: sections``
+  :func:`request_sections` renders each section block alone instead (the texts the
+  history compares, section by section), and :func:`render_sections` lays the chosen
+  ones out in the template's frame with the ``update`` it describes.
 * :func:`render_runtime` renders turn-level data with the mode's runtime template: the
   template is never given conversation-level data, so it cannot embed rules or MCP.
 """
@@ -115,30 +118,35 @@ class _Renderings:
 
     def __init__(self, count: int, chars: int, largest: int) -> None:
         self.count, self.chars, self.largest = count, chars, largest
-        self._items: OrderedDict[tuple[Bundle, str], str] = OrderedDict()
+        self._items: OrderedDict[tuple[Bundle, str], tuple[str, ...]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
 
-    def __call__(self, bundle: Bundle, context: str) -> str:
-        """The request-context text of ``context`` (a request's canonical JSON text)."""
+    def __call__(self, bundle: Bundle, context: str) -> tuple[str, ...]:
+        """The request-context text of ``context`` (a request's canonical JSON text), or
+        under ``context_updates: sections`` the text of each section in order."""
         key = (bundle, context)
         with self._lock:
-            text = self._items.get(key)
-            if text is not None:
+            texts = self._items.get(key)
+            if texts is not None:
                 self._items.move_to_end(key)
-                return text
+                return texts
         variables = conversation_context(bundle, canonical.loads(context))
-        text = bundle.context_template.render(variables)
-        size = len(context) + len(text)
+        template = bundle.context_template
+        if bundle.sections:
+            texts = tuple(template.render_section(name, variables) for name in bundle.sections)
+        else:
+            texts = (template.render({**variables, "update": None}),)
+        size = len(context) + sum(map(len, texts))
         if size <= self.largest:
             with self._lock:
                 if key not in self._items:
-                    self._items[key] = text
+                    self._items[key] = texts
                     self._size += size
                     while len(self._items) > self.count or self._size > self.chars:
                         (_, kept), dropped = self._items.popitem(last=False)
-                        self._size -= len(kept) + len(dropped)
-        return text
+                        self._size -= len(kept) + sum(map(len, dropped))
+        return texts
 
     @property
     def size(self) -> tuple[int, int]:
@@ -159,7 +167,29 @@ rendered_context = _Renderings(count=32, chars=8 * 1024 * 1024, largest=1024 * 1
 
 
 def render_request_context(bundle: Bundle, request: AgentRunRequest) -> str:
-    return rendered_context(bundle, request.context)
+    """The whole request-context text (``context_updates: whole``)."""
+    return rendered_context(bundle, request.context)[0]
+
+
+def request_sections(bundle: Bundle, request: AgentRunRequest) -> dict[str, str]:
+    """Each section's text by name, in section order (``context_updates: sections``); a
+    section whose text is blank is empty (``""``): it has nothing in force."""
+    texts = rendered_context(bundle, request.context)
+    return {
+        name: text if text.strip() else ""
+        for name, text in zip(bundle.sections, texts, strict=True)
+    }
+
+
+def render_sections(
+    bundle: Bundle, texts: Mapping[str, str], update: Mapping[str, Any] | None
+) -> str:
+    """The request-context message text of ``texts`` (the sections it carries) laid out
+    in the template's frame, which reads ``update``: ``{"full": true, "sections": [the
+    non-empty ones], "cleared": []}`` for the full context, else ``{"full": false,
+    "sections": [the ones it replaces], "cleared": [those of them now empty]}`` (names
+    in section order). Under ``context_updates: whole`` it is None."""
+    return bundle.context_template.render_frame({"update": update}, texts)
 
 
 def turn_variables(mode: Mode, request: AgentRunRequest) -> dict[str, Any]:
@@ -179,6 +209,34 @@ def render_runtime(bundle: Bundle, request: AgentRunRequest) -> str:
     return mode.runtime.render(turn_variables(mode, request))
 
 
+def full_context(bundle: Bundle, request: AgentRunRequest) -> str:
+    """The whole request context of ``request``: under ``context_updates: sections`` the
+    message a first turn (or an automatic compaction) sends, every non-empty section in
+    order; else the one text. What a harness without updates would resend (the naive
+    yardstick of ``verify``)."""
+    if not bundle.sections:
+        return render_request_context(bundle, request)
+    texts = request_sections(bundle, request)
+    carried = {name: text for name, text in texts.items() if text}
+    return render_sections(bundle, carried, full_update(carried))
+
+
+def section_digests(bundle: Bundle, request: AgentRunRequest) -> dict[str, str | None]:
+    """Each section's ``sha256:`` digest in ``request``'s context (None: empty), in order:
+    what the history compares and records (``context_updates: sections``)."""
+    return digests_of(request_sections(bundle, request))
+
+
+def digests_of(texts: Mapping[str, str]) -> dict[str, str | None]:
+    """Each section's ``sha256:`` digest of ``texts`` (None: empty)."""
+    return {name: canonical.sha256_hex(text) if text else None for name, text in texts.items()}
+
+
+def full_update(carried: Mapping[str, str]) -> dict[str, Any]:
+    """The ``update`` of a full context carrying ``carried`` (in section order)."""
+    return {"full": True, "sections": list(carried), "cleared": []}
+
+
 def check_templates(bundle: Bundle) -> list[SpecError]:
     """Render the context template and every mode's runtime template once with a
     representative sample (:mod:`prefixlock.spec.sample`: every declared variable
@@ -186,13 +244,27 @@ def check_templates(bundle: Bundle) -> list[SpecError]:
     their template lines (a misspelled ``{{ mode.remindr }}`` fails here, not at the first
     turn that reaches it)."""
     found: list[SpecError] = []
-    renders: list[tuple[Any, dict[str, Any]]] = [
-        (bundle.context_template, conversation_context(bundle, sample_context()))
+    context = conversation_context(bundle, sample_context())
+    renders: list[tuple[Any, dict[str, Any]]] = []
+    if not bundle.sections:
+        renders.append((bundle.context_template.render, {**context, "update": None}))
+    renders += [
+        (mode.runtime.render, sample_turn(mode.name, mode.reminder)) for mode in bundle.modes
     ]
-    renders += [(mode.runtime, sample_turn(mode.name, mode.reminder)) for mode in bundle.modes]
-    for template, variables in renders:
+    for render, variables in renders:
         try:
-            template.render(variables)
+            render(variables)
+        except SpecErrors as err:
+            found.extend(err.errors)
+    if bundle.sections:
+        template, names = bundle.context_template, list(bundle.sections)
+        try:
+            texts = {name: template.render_section(name, context) for name in names}
+            # The full context, and an update that replaces every section and clears one.
+            full = {"full": True, "sections": names, "cleared": []}
+            template.render_frame({"update": full}, texts)
+            update = {"full": False, "sections": names, "cleared": names[-1:]}
+            template.render_frame({"update": update}, {**texts, names[-1]: ""})
         except SpecErrors as err:
             found.extend(err.errors)
     return found

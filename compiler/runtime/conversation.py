@@ -60,10 +60,17 @@ from ..providers.readers.base import Listener
 from ..providers.transport import HttpRequest
 from ..spec.bundle import Bundle
 from ..store.contract import Head, Store, check_head
-from ..store.records import Record, RecordType, Root, read_chain
+from ..store.records import ContextSection, Record, RecordType, Root, read_chain
 from .admission import Admission, drop_blank_texts, require_str, require_text, tool_output
 from .calling import AsyncModelClient, ModelClient
-from .context import render_request_context, render_runtime
+from .context import (
+    digests_of,
+    full_update,
+    render_request_context,
+    render_runtime,
+    render_sections,
+    request_sections,
+)
 from .history import EventInfo, History
 from .limits import Limits, utf8_size
 from .redact import redact_text, redact_user_content
@@ -314,16 +321,59 @@ class Conversation:
         self._append(record)
         return h.project()
 
+    def _sectioned_context(
+        self, request: AgentRunRequest
+    ) -> tuple[CanonicalMessage | None, tuple[ContextSection, ...] | None]:
+        """``context_updates: sections``: this turn's request-context message, if any, and
+        the sections it carries.
+
+        The full context (every non-empty section) when the epoch has none in force per
+        section yet, or when this turn compacts automatically (the one context message
+        the new epoch keeps: the latest one if it is the same, identity and all); else
+        only the sections whose text differs from the version in force, one message, a
+        section now empty stated as cleared; none if nothing differs (DESIGN.md
+        invariants 4 and 7, per section).
+        """
+        h, bundle, eid = self.history, self.bundle, request.event_id
+        texts = request_sections(bundle, request)
+        digests = digests_of(texts)
+        compacting = request.compact_summary is not None
+        if h.sections is None or compacting:
+            names = list(texts)
+            update = full_update({name: texts[name] for name in names if texts[name]})
+        else:
+            in_force = h.sections
+            names = [name for name in texts if digests[name] != in_force.get(name)]
+            if not names:
+                return None, None
+            cleared = [name for name in names if not texts[name]]
+            update = {"full": False, "sections": names, "cleared": cleared}
+        carried = {name: texts[name] for name in names if texts[name]}
+        message = CanonicalMessage.create(
+            f"request-context:{eid}",
+            MessageKind.REQUEST_CONTEXT,
+            Role.USER,
+            (TextPart(render_sections(bundle, carried, update)),),
+        )
+        latest = h.latest_context
+        if compacting and latest is not None and latest.digest == message.digest:
+            message = latest  # the full context already in force: same identity
+        return message, tuple(ContextSection(name, digests[name]) for name in names)
+
     def _user_record(self, request: AgentRunRequest) -> Record:
         h = self.history
         eid = request.event_id
         # Compile both texts before anything changes: a template error changes nothing.
-        context = CanonicalMessage.create(
-            f"request-context:{eid}",
-            MessageKind.REQUEST_CONTEXT,
-            Role.USER,
-            (TextPart(render_request_context(self.bundle, request)),),
-        )
+        sections: tuple[ContextSection, ...] | None = None
+        if self.bundle.sections:
+            context, sections = self._sectioned_context(request)
+        else:
+            context = CanonicalMessage.create(
+                f"request-context:{eid}",
+                MessageKind.REQUEST_CONTEXT,
+                Role.USER,
+                (TextPart(render_request_context(self.bundle, request)),),
+            )
         runtime = CanonicalMessage.create(
             f"runtime:{eid}",
             MessageKind.RUNTIME,
@@ -331,7 +381,11 @@ class Conversation:
             (TextPart(render_runtime(self.bundle, request)),),
         )
         latest = h.latest_context
-        if latest is not None and latest.digest == context.digest:
+        if context is None:  # sections: nothing changed
+            changed = False
+        elif sections is not None:
+            changed = True
+        elif latest is not None and latest.digest == context.digest:
             context = latest  # same content: dedupe (same identity when kept)
             changed = False
         else:
@@ -340,6 +394,7 @@ class Conversation:
             self.limits.check_summary(
                 f"event {eid!r}: compact.summary", utf8_size(request.compact_summary)
             )
+            assert context is not None  # sections: a compacting turn has the full context
             # Automatic compaction: latest context (same identity and content), then the
             # summary, then this turn's initial messages -- in that fixed order.
             summary = CanonicalMessage.create(
@@ -361,11 +416,18 @@ class Conversation:
                 request.digest,
                 True,
                 timestamp=request.timestamp,
+                sections=sections,
             )
-        messages = (context, runtime) if changed else (runtime,)
+        messages = (context, runtime) if changed and context is not None else (runtime,)
         admitted = self._admit(messages, f"user event {eid!r}")
         return Record(
-            h.seq + 1, RecordType.USER, eid, admitted, request.digest, timestamp=request.timestamp
+            h.seq + 1,
+            RecordType.USER,
+            eid,
+            admitted,
+            request.digest,
+            timestamp=request.timestamp,
+            sections=sections,
         )
 
     def _assistant(

@@ -21,7 +21,7 @@ from ..core.errors import CheckpointError
 from ..core.messages import CanonicalMessage, MessageKind, ToolCallPart, ToolResultPart
 from ..core.model import FRAME_HINTS, CacheHint, CachePosition, MessageView, ModelRequest
 from ..store.contract import StoredConversation
-from ..store.records import Record, RecordType, Root, read_chain
+from ..store.records import ContextSection, Record, RecordType, Root, read_chain
 
 
 @attrs.frozen
@@ -50,6 +50,12 @@ class History:
         self.head = head  # digest of the last record's bytes (the root's at first)
         self.events: dict[str, EventInfo] = {}
         self.context_index: int | None = None  # latest request-context in the current epoch
+        #: ``context_updates: sections``: the digest of each section's text in force in
+        #: the current epoch (None: projected as empty or cleared); None until the epoch
+        #: has a sectioned request-context message.
+        self.sections: dict[str, str | None] | None = None
+        #: request-context message id -> the sections it carries (sectioned ones only)
+        self.context_sections: dict[str, tuple[ContextSection, ...]] = {}
         self.pending_calls: dict[str, str] = {}  # call id -> tool name, awaiting results
         self.call_ids: set[str] = set()  # every call id ever made (unique per conversation)
         self.assistant_count = 0
@@ -103,11 +109,19 @@ class History:
         if record.reset:
             self.epochs.append([])
             self.context_index = None
+            self.sections = None
             self.pending_calls.clear()
         current = self.epochs[-1]
         for message in record.messages:
             if message.kind is MessageKind.REQUEST_CONTEXT:
                 self.context_index = len(current)
+                if record.sections is None:  # a whole context: nothing known per section
+                    self.sections = None
+                else:
+                    in_force = {} if self.sections is None else dict(self.sections)
+                    in_force.update((s.name, s.digest) for s in record.sections)
+                    self.sections = in_force
+                    self.context_sections[message.id] = record.sections
             elif message.kind is MessageKind.ASSISTANT:
                 self.assistant_count += 1
                 for part in message.parts:

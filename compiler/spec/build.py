@@ -16,6 +16,8 @@ sha256 and size:
 ``context-defaults.json``  built-in rules, skills, subagents and MCP servers
 ``modes.json``             default mode; each mode's name, reminder, runtime template
 ``templates/<path>``       the source of the context and every runtime template
+``context-updates.json``   ``context_updates: sections`` and the section names in order
+                           (only then: a spec of ``whole`` keeps its digest)
 =========================  ==========================================================
 
 ``manifest.json`` lists the parts sorted by name; the bundle digest is the digest of
@@ -178,7 +180,9 @@ class _Builder:
             self.add(err.errors)
             return None
 
-    def template(self, name: str, *, runtime: bool) -> CompiledTemplate | None:
+    def template(
+        self, name: str, *, runtime: bool, sections: bool = False
+    ) -> CompiledTemplate | None:
         source = self.text(name)
         if source is None:
             return None
@@ -195,10 +199,12 @@ class _Builder:
             return compile_template(
                 name,
                 source,
-                CONVERSATION_VARIABLES,
+                # ``update``: None for the whole context, else what an update replaces.
+                CONVERSATION_VARIABLES | {"update"},
                 TURN_VARIABLES,
                 "turn-level",
                 template_kind="request-context",
+                sections=CONVERSATION_VARIABLES if sections else None,
             )
         except SpecErrors as err:
             self.add(err.errors)
@@ -310,6 +316,7 @@ def build_bundle(root: Path | str) -> Bundle:
         default_mode=agent["default_mode"],
         defaults=defaults,
         user_content=agent.get("secrets", {}).get("user_content", "keep"),
+        context_updates=agent.get("context_updates", "whole"),
     )
 
 
@@ -416,7 +423,8 @@ def _agent_files(
             )
     name = b.path(doc, ("context_template",))
     if name is not None:
-        context_template = b.template(name, runtime=False)
+        sections = _get(doc.value, ("context_updates",)) == "sections"
+        context_template = b.template(name, runtime=False, sections=sections)
     modes = _get(doc.value, ("modes",))
     for mode_name in sorted(modes) if isinstance(modes, Mapping) else ():
         name = b.path(doc, ("modes", mode_name, "runtime"))
@@ -436,6 +444,7 @@ def _assemble(
     default_mode: str,
     defaults: dict[str, Any],
     user_content: str = "keep",
+    context_updates: str = "whole",
 ) -> Bundle:
     """Lay out the parts of checked pieces and compute the manifest and digest."""
     json_type = "application/json"
@@ -462,6 +471,11 @@ def _assemble(
         # Only a policy other than the default is a part: the digest (and so every
         # existing lock and body) of a spec that does not set it stays the same.
         add("policy.json", canonical.dumpb({"secrets": {"user_content": user_content}}), json_type)
+    if context_updates != "whole":
+        # As policy.json: only the non-default is a part, so a spec that does not set
+        # it keeps its digest, its lock and every body.
+        sections = {"context_updates": context_updates, "sections": list(context_template.sections)}
+        add("context-updates.json", canonical.dumpb(sections), json_type)
 
     ordered = tuple(parts[name] for name in sorted(parts))
     listed = [{"name": p.name, "sha256": p.sha256, "size": p.size} for p in ordered]
@@ -486,6 +500,7 @@ def _assemble(
         parts=ordered,
         manifest=types.MappingProxyType(manifest),
         redact_user_content=user_content == "redact",
+        context_updates=context_updates,
     )
 
 

@@ -72,6 +72,16 @@ class Bundle:
     #: selections, event texts, tool outputs) is redacted by value before it is saved.
     #: Off by default; on, it is the ``policy.json`` part, so it is in the digest.
     redact_user_content: bool = False
+    #: ``context_updates`` in ``agent.yaml``: ``whole`` (a changed context is sent again
+    #: whole) or ``sections`` (only the changed sections of ``context_template``, whose
+    #: :attr:`~CompiledTemplate.sections` name them in order). On ``sections``, it is the
+    #: ``context-updates.json`` part, so it is in the digest.
+    context_updates: str = "whole"
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The request context's section names in order (none under ``whole``)."""
+        return self.context_template.sections if self.context_updates == "sections" else ()
 
     def mode(self, name: str) -> Mode:
         for mode in self.modes:

@@ -231,6 +231,9 @@ def _composed(text: str, file: str, *, stream: bool) -> tuple[_Loader, _Builder,
         loader.builder = builder
     try:
         root = _compose(loader)
+    except _TooDeep as err:
+        assert err.problem is not None and err.problem_mark is not None
+        raise SpecErrors([SpecError(_where(file, err.problem_mark), "$", err.problem)]) from None
     except MarkedYAMLError as err:
         raise SpecErrors([_syntax_error(err, file)]) from None
     finally:
@@ -371,6 +374,10 @@ class _Mark:
         return f'  in "{self.name}", line {self.line + 1}, column {self.column + 1}'
 
 
+class _TooDeep(MarkedYAMLError):
+    """Flow collections nested past :data:`MAX_DEPTH`, found by the scanner."""
+
+
 class _Skipped(Node):
     """A collection nested too deep, skipped unbuilt (its error is the loader's)."""
 
@@ -465,6 +472,33 @@ class _Loader(
         #: builder would rewrite: surrogate escapes).
         self.keys: list[set[str] | None] = []
         self.part: str | int | None = None  # the next collection's, from compose_node
+        #: Where each open flow collection starts (see fetch_flow_collection_start).
+        self.flow_marks: list[_Mark] = []
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        """PyYAML's, refusing a flow collection nested past :data:`MAX_DEPTH` at once.
+
+        The scanner reads flow collections ahead of the composer and checks every open
+        level's possible simple key for every token, so ``[[[[...`` costs time
+        quadratic in its depth (a 32 KB file took 24 s) before the composer could say
+        it is too deep. Flow levels past the limit are nesting past it, whatever
+        encloses them: the error names the collection the composer would have named,
+        the one that opens level ``MAX_DEPTH + 1`` counting the enclosing block
+        collections (one per open block indentation).
+        """
+        if self.flow_level >= MAX_DEPTH:
+            marks = [*self.flow_marks, self.get_mark()]
+            at = marks[max(0, MAX_DEPTH - len(self.indents))]
+            problem = f"nesting deeper than {MAX_DEPTH} levels"
+            # A _Mark has the fields that errors read (see get_mark).
+            raise _TooDeep(problem=problem, problem_mark=at)  # type: ignore[arg-type]
+        self.flow_marks.append(self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
+    def fetch_flow_collection_end(self, token_class: Any) -> None:
+        if self.flow_marks:
+            self.flow_marks.pop()
+        super().fetch_flow_collection_end(token_class)
 
     def get_mark(self) -> _Mark:  # type: ignore[override]  # the fields errors read
         """The reader's position as a :class:`_Mark`."""
@@ -563,6 +597,10 @@ class _Loader(
         tree then holds values where it held the item's nodes."""
         builder = self.builder
         if builder is None or self.unplain or not isinstance(item, MappingNode | SequenceNode):
+            return item
+        if self.aliases or self.merges:
+            # The file is composed again, whole (load_yaml_text): building now would
+            # expand the alias here, outside the builder's handling of its budget.
             return item
         parts = tuple(p for p in self.trail[1:] if p is not None)
         builder.depth = self.depth

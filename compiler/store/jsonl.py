@@ -21,6 +21,7 @@ store holds the same root and a prefix of the file's records: the missing tail i
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from typing import IO, Any, cast
 import attrs
 
 from ..core import canonical
+from ..core.atomic import replace_file
 from ..core.errors import CanonicalJSONError, CheckpointError
 from .contract import Store
 from .records import FORMAT, Record, Root, decode_chain, decode_record
@@ -77,14 +79,13 @@ def export_jsonl(store: Store, conversation_id: str, out: Source) -> None:
     data = b"".join(line + b"\n" for line in (stored.root, *stored.records, trailer))
     if isinstance(out, str | os.PathLike):
         path = Path(out)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            if not path.parent.is_dir():  # an export creates no folder
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+            # Only over a regular file or at a new path (a device or a link is refused).
+            replace_file(path, data)
         except OSError as err:
             raise CheckpointError(f"{out}: cannot write: {err.strerror or err}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
     elif _is_binary(out):
         cast(IO[bytes], out).write(data)
     else:

@@ -16,6 +16,11 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   format :data:`FORMAT_TIMESTAMP` and one more member, ``"timestamp"``, as sent. It is
   what a reader of the store alone needs to expire cache entries between model calls
   (``prefixlock inspect --cache``).
+* a user record whose request-context message was built by ``context_updates: sections``
+  has format :data:`FORMAT_SECTIONS` and one more member, ``"sections"``: the sections
+  that message carries, in order, each ``{"digest", "name"}`` (the digest of the
+  section's text, or null for a section it states as cleared). Hydration rebuilds from
+  it what is in force per section; the message itself stays one text.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -48,8 +53,10 @@ FORMAT = 1
 FORMAT_USAGE = 2
 #: The format of a record that carries its request's timestamp (with or without usage).
 FORMAT_TIMESTAMP = 3
+#: The format of a record that carries the sections of its request-context message.
+FORMAT_SECTIONS = 4
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP)
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS)
 
 
 class RecordType(StrEnum):
@@ -142,6 +149,32 @@ def _check_timestamp(_record: object, _attribute: object, value: str | None) -> 
 
 
 @attrs.frozen
+class ContextSection:
+    """One section a request-context message carries: its name and the ``sha256:``
+    digest of its text, or None for a section the message states as cleared."""
+
+    name: str
+    digest: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "digest": self.digest}
+
+
+def _sections_from_json(value: Any) -> tuple[ContextSection, ...]:
+    if not isinstance(value, list):
+        raise TypeError(f"sections: expected a list, got {type(value).__name__}")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"name", "digest"}:
+            raise TypeError(f"sections: bad item {item!r}")
+        name, digest = item["name"], item["digest"]
+        if not isinstance(name, str) or not (digest is None or isinstance(digest, str)):
+            raise TypeError(f"sections: bad item {item!r}")
+        out.append(ContextSection(name, digest))
+    return tuple(out)
+
+
+@attrs.frozen
 class Record:
     seq: int
     type: RecordType
@@ -154,10 +187,14 @@ class Record:
     #: the RFC 3339 ``timestamp`` of the call this record makes, as the client sent it
     #: (a user or background request's; tool results given one); None: not known
     timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
+    #: the sections its request-context message carries (``context_updates: sections``)
+    sections: tuple[ContextSection, ...] | None = None
 
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if self.sections is not None:
+            return FORMAT_SECTIONS  # with or without a timestamp
         if self.timestamp is not None:
             return FORMAT_TIMESTAMP
         return FORMAT if self.usage is None else FORMAT_USAGE
@@ -202,7 +239,8 @@ class Record:
         usage = "" if self.usage is None else _usage_text(self.usage)
         stamp = self.timestamp
         if not (
-            usage is not None
+            self.sections is None  # rare (a changed context): the encoder writes them
+            and usage is not None
             and (stamp is None or type(stamp) is str)
             and type(conversation_id) is str
             and type(self.event_id) is str
@@ -261,6 +299,8 @@ class Record:
             value["usage"] = self.usage.to_json()
         if self.timestamp is not None:
             value["timestamp"] = self.timestamp
+        if self.sections is not None:
+            value["sections"] = [section.to_json() for section in self.sections]
         return value
 
 
@@ -465,6 +505,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             reset=obj["reset"],
             usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
             timestamp=stamp,
+            sections=_sections_from_json(obj["sections"]) if "sections" in obj else None,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
@@ -529,7 +570,11 @@ def decode_chain(
 # * a record of :data:`FORMAT_TIMESTAMP` (a turn, event or tool results with a timestamp)
 #   holds a ``timestamp`` member between ``seq`` and ``type``, a string
 #   without escapes that must pass the same RFC 3339 check as on the checked path; a
-#   usage member may follow it. Any other format holds none.
+#   usage member may follow it. Any other format holds none;
+# * a record of :data:`FORMAT_SECTIONS` (a turn whose request-context message was built
+#   by ``context_updates: sections``) holds a ``sections`` member between ``reset`` and
+#   ``seq``, each item matched exactly (a digest or null, a name without escapes), and
+#   may hold a timestamp as above.
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
 # an id, a digest mismatch, an unknown kind -- returns None, and
@@ -543,7 +588,18 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} has no JSON form")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (a ValueError otherwise, which sends the
+    record to the checked path, which names the key). Inside a chain nothing hashes a
+    message's parts again, so a crafted record with a repeated key, its chain digests
+    recomputed, was accepted by hydration while ``integrity`` refused it (issue 43)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise ValueError("a repeated key")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs)
 #: ``(text, index) -> (value, end)``: the C scanner behind :func:`json.loads` (untyped).
 _scan_value: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 #: A JSON string that needs no escape (so it is canonical as it stands), and a digest.
@@ -551,18 +607,24 @@ _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
     _PLAIN
-    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}),"kind":"record","messages":\\['
+    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}),'
+    + '"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
     r'\{"digest":' + _DIGEST + ',"id":' + _PLAIN + ',"kind":"([a-z_]+)","parts":'
 )
 _MESSAGE_TAIL = re.compile(r',"role":"([a-z]+)"\}([,\]])')
+#: One section of a ``sections`` member as the writer encodes it (keys sorted).
+_SECTION = r'\{"digest":(?:null|"sha256:[0-9a-f]{64}"),"name":"[^"\\\x00-\x1f]*"\}'
+_SECTION_ITEM = re.compile(r'\{"digest":(null|"sha256:[0-9a-f]{64}"),"name":"([^"\\\x00-\x1f]*)"\}')
 _RECORD_TAIL = re.compile(
-    r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),"seq":([1-9][0-9]*),'
-    r'(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
+    r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),'
+    r'(?:"sections":(\[(?:' + _SECTION + r"(?:," + _SECTION + r")*)?\]),)?"
+    r'"seq":([1-9][0-9]*),(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
 )
 _USAGE_FORMAT = str(FORMAT_USAGE)
 _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
+_SECTIONS_FORMAT = str(FORMAT_SECTIONS)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -671,11 +733,22 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     if not text.startswith(tail, pos):
         raise _NotFast
     match = _RECORD_TAIL.match(text, pos + len(tail))
-    if match is None or match[3] != str(seq):
+    if match is None or match[4] != str(seq):
         raise _NotFast
-    request_digest, reset, _, stamp, record_type = match.groups()
+    request_digest, reset, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
-    if record_format == _TIMESTAMP_FORMAT:  # then, and only then, a timestamp
+    sections = None
+    if record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
+        if sections_text is None or (stamp is not None and timestamp_problem(stamp)):
+            raise _NotFast
+        sections = tuple(
+            ContextSection(name, None if digest == "null" else digest[1:-1])
+            for digest, name in _SECTION_ITEM.findall(sections_text)
+        )
+        with_usage = text.startswith(',"usage":', pos)
+    elif sections_text is not None:
+        raise _NotFast
+    elif record_format == _TIMESTAMP_FORMAT:  # then, and only then, a timestamp
         if stamp is None or timestamp_problem(stamp) is not None:
             raise _NotFast
         with_usage = text.startswith(',"usage":', pos)
@@ -720,4 +793,5 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         reset == "true",
         usage,
         stamp,
+        sections,
     )

@@ -59,6 +59,7 @@ import contextlib
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -135,9 +136,11 @@ class SQLiteStore:
     manager or call :meth:`close`.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 30.0, read_only: bool = False) -> None:
         self.path = Path(path)
         self.timeout = timeout
+        #: Opened with ``mode=ro`` (:meth:`_connect`): never writes, creates nothing.
+        self.read_only = read_only
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         #: the schema version this store holds (:data:`SCHEMA_VERSION`)
@@ -146,6 +149,9 @@ class SQLiteStore:
         self.created_schema = False
         #: root and record body bytes read from the file so far (a figure)
         self.bytes_read = 0
+        if read_only:
+            self._conn = self._open_read_only()
+            return
         try:
             conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -158,6 +164,55 @@ class SQLiteStore:
         except BaseException:
             self._conn = None
             conn.close()
+            raise
+
+    def _connect(self, query: str) -> sqlite3.Connection:
+        uri = f"file:{urllib.parse.quote(str(self.path.absolute()))}?{query}"
+        return sqlite3.connect(
+            uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A connection that cannot write (``inspect``, ``integrity``, ``export``), so a
+        read-only copy of a store opens (issue 43).
+
+        A WAL database needs its ``-shm`` file even to be read: SQLite creates it, or
+        cannot in a read-only folder ("attempt to write a readonly database"; see
+        https://www.sqlite.org/wal.html#readonly). Then no writer can be at work either
+        (a writer needs that file too), so the file is read as ``immutable`` -- unless
+        a ``-wal`` file holds records not yet in the database, which that would skip.
+        """
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = self._connect("mode=ro")
+            try:
+                self._conn = conn
+                if self._run("DEFERRED", "reading the schema version", self._check_schema):
+                    return conn
+                raise CheckpointError(f"{self.path} is not a prefixlock store: it is empty")
+            except CheckpointError as err:
+                if "readonly database" not in str(err) and "unable to open" not in str(err):
+                    raise
+                conn.close()
+                wal = Path(f"{self.path}-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise CheckpointError(
+                        f"{self.path}: cannot read a read-only store whose {wal.name} holds "
+                        "records not yet checkpointed (open it once where it is writable)"
+                    ) from None
+                conn = self._connect("mode=ro&immutable=1")
+                self._conn = conn
+                if self._run("DEFERRED", "reading the schema version", self._check_schema):
+                    return conn
+                raise CheckpointError(
+                    f"{self.path} is not a prefixlock store: it is empty"
+                ) from None
+        except sqlite3.Error as err:
+            raise self._error(err, "opening the store") from None
+        except BaseException:
+            self._conn = None
+            if conn is not None:
+                conn.close()
             raise
 
     # -- connection and transactions ------------------------------------------------

@@ -166,8 +166,9 @@ def sqlite_path(target: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
-def open_store(target: str | os.PathLike[str]) -> DurableStore:
-    """Open (creating if needed) the checkpoint store a URL or path names."""
+def open_store(target: str | os.PathLike[str], *, read_only: bool = False) -> DurableStore:
+    """Open (creating if needed) the checkpoint store a URL or path names; ``read_only``:
+    an SQLite file is opened for reading only (it must exist and hold a store)."""
     if is_postgres_url(target):
         assert isinstance(target, str)
         try:
@@ -182,4 +183,4 @@ def open_store(target: str | os.PathLike[str]) -> DurableStore:
         return PostgresStore(target)
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(sqlite_path(target))
+    return SQLiteStore(sqlite_path(target), read_only=read_only)

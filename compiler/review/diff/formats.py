@@ -18,6 +18,13 @@ import re
 from collections.abc import Sequence
 
 from ...core.errors import SpecError
+from ...core.escaping import (
+    markdown_code,
+    markdown_fence,
+    markdown_text,
+    workflow_data,
+    workflow_property,
+)
 from ..compare import CALL_VERDICTS, CONTENT_CHANGE, NO_IMPACT, ROOT_CHANGE
 from . import UNKNOWN_IMPACT, DiffReport, FileDiff, FolderDiff, PairDiff, details, table_rows
 
@@ -35,19 +42,19 @@ _LOCATION = re.compile(r"(?P<file>.+?):(?P<line>[0-9]+)(?::[0-9]+)?")
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return markdown_text(text)
 
 
 def _pipe_table(rows: Sequence[Sequence[str]]) -> list[str]:
     header, *body = rows
     numeric = ["---" if i < 2 else "---:" for i in range(len(header))]
-    lines = [f"| {' | '.join(header)} |", f"| {' | '.join(numeric)} |"]
+    lines = [f"| {' | '.join(_cell(c) for c in header)} |", f"| {' | '.join(numeric)} |"]
     lines += [f"| {' | '.join(_cell(c) for c in row)} |" for row in body]
     return lines
 
 
 def _code(text: str) -> str:
-    return f"`{text}`"
+    return markdown_code(text)
 
 
 def _summary(report: DiffReport) -> list[str]:
@@ -63,10 +70,12 @@ def _summary(report: DiffReport) -> list[str]:
             of = f" of {', '.join(_code(p) for p in parts)}" if parts else ""
             at = f", caused by {', '.join(_code(s) for s in sources)}" if sources else ""
             bullets.append(f"- **{kind}**{of}{at}: {report.consequence(kind)}")
-    bullets += [f"- **stale golden files**: {stale}" for stale in report.stale]
-    bullets += [f"- note, OLD's golden files are stale: {stale}" for stale in report.old_stale]
+    bullets += [f"- **stale golden files**: {_cell(stale)}" for stale in report.stale]
+    bullets += [
+        f"- note, OLD's golden files are stale: {_cell(stale)}" for stale in report.old_stale
+    ]
     if isinstance(report.result, FolderDiff):
-        bullets += [f"- note: {note}" for note in report.result.notes]
+        bullets += [f"- note: {_cell(note)}" for note in report.result.notes]
     return bullets or ["- no call changed"]
 
 
@@ -89,10 +98,10 @@ def markdown(report: DiffReport) -> list[str]:
     lines = [f"### prefixlock diff: {HEADLINES[report.impact]}", "", *_summary(report), ""]
     result = report.result
     if isinstance(result, FileDiff):
-        lines += [f"`{result.old.label}` → `{result.new.label}`", ""]
+        lines += [f"{_code(result.old.label)} → {_code(result.new.label)}", ""]
         return [*lines, *_fenced(list(result.lines()))]
     lines += [
-        f"{_totals(result)} (old: {result.old.label}, new: {result.new.label})",
+        f"{_totals(result)} (old: {_cell(result.old.label)}, new: {_cell(result.new.label)})",
         "",
     ]
     changed = [p for p in result.pairs if p.changed or p.old_calls != p.new_calls]
@@ -110,9 +119,7 @@ def markdown(report: DiffReport) -> list[str]:
 
 def _fenced(lines: list[str]) -> list[str]:
     """A ``text`` code block whose fence is longer than any backtick run inside."""
-    longest = max((len(m) for line in lines for m in re.findall(r"`+", line)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}text", *lines, fence]
+    return markdown_fence(lines)
 
 
 def _call_details(pairs: Sequence[PairDiff]) -> list[str]:
@@ -130,13 +137,8 @@ def _call_details(pairs: Sequence[PairDiff]) -> list[str]:
 # --- GitHub workflow annotations -----------------------------------------------------
 
 
-def _data(text: str) -> str:
-    """A workflow command's message, escaped as the runner expects."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _property(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
+_data = workflow_data
+_property = workflow_property
 
 
 def _annotation(level: str, title: str, message: str, source: str | None = None) -> str:

@@ -20,6 +20,7 @@ from typing import IO
 
 from ...core.errors import GitError
 from .. import processes
+from ..files import MAX_REVIEW_FILE
 
 __all__ = ["GitError", "extract", "relative_to_repo", "resolve", "toplevel"]
 
@@ -123,6 +124,12 @@ def extract(repo: Path, commit: str, paths: Sequence[str], dest: Path) -> int:
             if len(header) != 3 or header[0] not in targets or header[1] != "blob":
                 raise GitError(f"git cat-file: unexpected answer {' '.join(header)!r}")
             size = int(header[2])
+            if size > MAX_REVIEW_FILE:  # a committed blob is bounded as a file on disk is
+                name = targets[header[0]][0].relative_to(dest).as_posix()
+                raise GitError(
+                    f"{commit}:{name}: refused: {size} bytes, over the limit of "
+                    f"{MAX_REVIEW_FILE} bytes for a review file"
+                )
             data = process.stdout.read(size)
             if len(data) != size or process.stdout.read(1) != b"\n":
                 raise GitError(f"git cat-file: object {header[0]} was cut short")

@@ -26,6 +26,7 @@ import attrs
 from ...core.errors import InputError, UsageError
 from ...spec.build import LOCK_FILE, locked_digest
 from ..compare import PROVIDERS
+from ..files import read_review_file
 from ..golden import CALLS_MD, stale_bundle
 from ..render import recorded_bundle
 from ..scenario import scenario_bundle_root
@@ -202,15 +203,13 @@ def stale_golden(side: Side, built: str | None) -> list[str]:
             case_lock, case_built = lock, built
         else:
             case_lock, case_built = locked_digest(root), None
-        stale = stale_bundle(label, recorded_bundle(page.read_bytes()), case_lock, case_built)
+        stale = stale_bundle(label, recorded_bundle(read_body(page)), case_lock, case_built)
         if stale is not None:
             found.append(where + stale)
     return found
 
 
 def read_body(path: Path) -> bytes:
-    """The bytes of ``path``; a :class:`PrefixlockError` if it cannot be read."""
-    try:
-        return path.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    """The bytes of ``path``; a :class:`PrefixlockError` if it cannot be read, or is not
+    a regular file inside its repository within the size limit (:mod:`..files`)."""
+    return read_review_file(path)
