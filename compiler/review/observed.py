@@ -117,6 +117,11 @@ class ObservedReport:
             f"{'total':>11}  {simulated.cached_share:>10.1%} {observed.cached_share:>10.1%}  "
             f"{float(simulated.cost):>10.0f} {float(observed.cost):>10.0f}"
         )
+        observed_calls = sum(1 for r in self.rows if r.observed is not None)
+        lines.append(
+            f"{observed_calls} of {len(self.rows)} calls observed; totals over those; costs "
+            "in base input-token units at the provider's cache prices"
+        )
         return lines
 
 
