@@ -464,3 +464,96 @@ def _sidechain(s: ClaudeSession, call: int) -> None:
             "usage": usage(200),
         },
     )
+
+
+def codex_long(seed: int = 5, turns: int = 12) -> str:
+    """A generated Codex rollout: turns with tool loops, token counts, a compaction."""
+    rng = random.Random(seed)
+    clock = 0
+    out: list[dict[str, Any]] = []
+
+    def add(kind: str, payload: dict[str, Any], step: int = 2) -> None:
+        nonlocal clock
+        clock += step
+        m, sec = divmod(clock, 60)
+        h, m = divmod(m, 60)
+        stamp = f"2026-03-06T{10 + h:02d}:{m:02d}:{sec:02d}.000Z"
+        out.append({"timestamp": stamp, "type": kind, "payload": payload})
+
+    add("session_meta", {"id": "cx-long", "cwd": "/src/app", "git": {"branch": "dev"}})
+    cached = 0
+    call = 0
+    for turn in range(turns):
+        if turn == turns // 2:
+            add("compacted", {"message": f"Summary up to turn {turn}."})
+            cached = 0
+        add("turn_context", {"cwd": "/src/app", "model": "gpt-5-codex"}, rng.randint(20, 500))
+        add(
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": f"Task {turn}."}],
+            },
+        )
+        for _ in range(rng.randint(0, 3)):
+            call += 1
+            name = rng.choice(["shell", "apply_patch", "update_plan", "unknown_tool"])
+            add("response_item", {"type": "reasoning", "summary": []})
+            add(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": name,
+                    "call_id": f"call_{call}",
+                    "arguments": '{"x":1}',
+                },
+            )
+            total = cached + rng.randint(100, 900)
+            add(
+                "event_msg",
+                {
+                    "type": "token_count",
+                    "info": {
+                        "last_token_usage": {
+                            "input_tokens": total,
+                            "cached_input_tokens": cached,
+                            "output_tokens": 7,
+                        }
+                    },
+                },
+            )
+            cached = total
+            add(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": f"call_{call}",
+                    "output": "ok " * rng.randint(1, 50),
+                },
+                rng.randint(1, 30),
+            )
+        add(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"Done {turn}."}],
+            },
+        )
+        total = cached + rng.randint(50, 300)
+        add(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "last_token_usage": {
+                        "input_tokens": total,
+                        "cached_input_tokens": cached,
+                        "output_tokens": 5,
+                    }
+                },
+            },
+        )
+        cached = total
+    return "\n".join(_line(v) for v in out) + "\n"

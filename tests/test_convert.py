@@ -322,3 +322,18 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "provider's cache prices"
     ]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_generated_codex_rollouts_replay_with_every_invariant(tmp_path: Path, seed: int) -> None:
+    from convert_fixtures import codex_long
+
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_text(codex_long(seed))
+    c = convert("codex", path)
+    assert c.report["counts"]["compactions"] == 1
+    assert c.report["counts"]["observed_calls"] == c.report["counts"]["model_calls"]
+    out = write_converted(c, tmp_path / "s.yaml")[0]
+    _, failures = verify_scenario(load_scenario(out), ["openai-responses"])
+    assert failures == []
+    assert convert("codex", path).scenario_bytes() == out.read_bytes()

@@ -9,11 +9,13 @@ The format is a public contract (``DESIGN.md``, "Scenario format")::
     base: {mode: agent, context: {...}}   # optional, merged into every user request
     steps:
       - user: {event: u1, query: "...", mode?, context?, selected_context?, open_files?,
-               action_context?, timestamp?, compact?: {summary: "..."}}   # model call
+               action_context?, timestamp?, compact?: {summary: "..."},
+               tool_results?: [...]}      # pending calls' results, then the query  # model call
       - assistant: {text?: "...", tool_calls?: [{id, name, arguments}]}
-      - tool_results: [{call_id, output, is_error?}]                       # model call
+      - tool_results: [{call_id, output, is_error?, timestamp?}]           # model call
       - background: {event: b1, text: "..."}                               # model call
       - injected: {event: i1, text: "..."}                                 # model call
+      - note: {event: n1, text: "..."}  # appended to the next call; no call of its own
       - retry: u1                 # re-deliver event u1's request unchanged  # model call
       - restart: true             # drop all memory; hydrate from the store
       - compact: {summary: "..."} # manual compaction between turns
