@@ -337,3 +337,16 @@ def test_generated_codex_rollouts_replay_with_every_invariant(tmp_path: Path, se
     _, failures = verify_scenario(load_scenario(out), ["openai-responses"])
     assert failures == []
     assert convert("codex", path).scenario_bytes() == out.read_bytes()
+
+
+def test_a_sub_agent_file_is_converted_as_the_scenario(tmp_path: Path) -> None:
+    whole = tmp_path / "session.jsonl"
+    whole.write_text(claude_long(7, turns=20))
+    side = [line for line in whole.read_text().splitlines() if '"agentId":"agent1"' in line]
+    path = tmp_path / "agent-agent1.jsonl"
+    path.write_text("\n".join(side) + "\n")
+    c = convert("claude-code", path)
+    assert c.sidechains == ()
+    assert c.report["counts"]["sidechain agent1 as the scenario"] == 1
+    expected = convert("claude-code", whole).sidechains[0][1]
+    assert c.scenario["steps"] == expected.scenario["steps"]

@@ -97,6 +97,12 @@ def convert_claude_code(
             agents.setdefault(_agent(record), []).append((number, record))
         else:
             main.append((number, record))
+    if not main and len(agents) == 1:
+        # a sub-agent's own file (agent-<id>.jsonl: every record a sidechain): its
+        # conversation is the scenario
+        ((agent, records),) = agents.items()
+        build.tally(f"sidechain {agent} as the scenario")
+        main, agents = records, {}
     sidechains = []
     for agent in sorted(agents):
         records = agents[agent]
