@@ -55,6 +55,7 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "section-cleared": ["request-context:u1", "request-context:u2", "request-context:u4"],
     "section-revert": [f"request-context:u{n}" for n in range(1, 5)],
     "section-compaction": ["request-context:u6"],
+    "imported-session": ["request-context:u1"],
 }
 
 

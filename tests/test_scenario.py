@@ -468,7 +468,7 @@ def test_unknown_keys(here: Path) -> None:
         "context, mode, open_files, query, selected_context, timestamp)",
         "s.yaml:6:33: $.steps[0].user: unknown key 'priority' (expected one of: "
         "action_context, compact, context, event, mode, open_files, query, "
-        "selected_context, timestamp)",
+        "selected_context, timestamp, tool_results)",
         "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' (expected one of: text, tool_calls)",
         "s.yaml:8:5: $.steps[2]: unknown key 'usr' (did you mean 'user'?)",
     ]
@@ -478,7 +478,8 @@ def test_a_step_with_two_kinds(here: Path) -> None:
     text = HEAD + "steps:\n  - user: {event: u1, query: q}\n    restart: true\n"
     assert errors(text) == [
         "s.yaml:4:5: $.steps[0]: expected at most 1 key, got 2 (a step has exactly one key: "
-        "user, assistant, tool_results, background, injected, retry, restart or compact)"
+        "user, assistant, tool_results, background, injected, note, retry, restart or "
+        "compact)"
     ]
 
 

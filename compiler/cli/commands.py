@@ -19,7 +19,7 @@ from typing import NoReturn
 from ..core.errors import Location, PrefixlockError, SpecError, SpecErrors
 from ..core.names import hint
 from ..core.resources import PACKAGE
-from . import bench, build, gate, review, store
+from . import bench, build, convert, gate, review, store
 from .console import BAD_INPUT, Command, err, error_json
 
 __all__ = ["COMMANDS", "Command", "main"]
@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     *store.COMMANDS,
     *review.COMMANDS,
     *gate.COMMANDS,
+    *convert.COMMANDS,
     *bench.COMMANDS,
 )
 

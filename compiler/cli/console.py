@@ -44,6 +44,7 @@ BAD_INPUT = 2
 #: shape is documented in ``docs/json.md``.
 FORMATS = {
     "verify": "prefixlock.verify/1",
+    "verify-observed": "prefixlock.verify-observed/1",
     "diff": "prefixlock.diff/1",
     "inspect": "prefixlock.inspect/1",
     "inspect-list": "prefixlock.inspect-list/1",

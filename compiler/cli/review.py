@@ -17,6 +17,7 @@ from ..review.diff import GOLDEN, PROVIDERS, STALE_ADVICE, WORKTREE, diff
 from ..review.diff.formats import UNBUILT, github, github_errors, markdown, markdown_errors
 from ..review.golden import check_golden, pretty_body, update_golden
 from ..review.invariants import Failure
+from ..review.observed import compare_observed
 from ..review.page import report_page
 from ..review.policies import POLICIES, format_policies, parse_policies, scenario_policies
 from ..review.preview import load_context, preview
@@ -118,6 +119,13 @@ def _verify_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(POLICIES)} (cost vs uncached, the perfect cache, the offline-optimal "
         "policy and the naive harness; docs/cache-policy.md)",
     )
+    parser.add_argument(
+        "--observed",
+        type=Path,
+        metavar="USAGE.json",
+        help="one scenario: print per call the simulated and the observed cached share and "
+        "cost (the usage file `prefixlock convert` writes), and the totals",
+    )
 
 
 def _policies(text: str) -> tuple[str, ...]:
@@ -158,7 +166,22 @@ class _Stream(Listener):
             sys.stderr.flush()
 
 
+def _run_observed(args: argparse.Namespace) -> int:
+    if len(args.paths) != 1 or (args.provider and len(args.provider) != 1):
+        raise UsageError("--observed compares one scenario with one provider")
+    provider = args.provider[0] if args.provider else None
+    report = compare_observed(args.paths[0], args.observed, provider=provider)
+    if args.json:
+        out_json("verify-observed", report.to_json())
+    else:
+        for line in report.table():
+            out(line)
+    return OK
+
+
 def _run_verify(args: argparse.Namespace) -> int:
+    if args.observed is not None:
+        return _run_observed(args)
     stream = None if args.json else _Stream()
     try:
         report = verify(

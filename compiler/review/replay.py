@@ -47,6 +47,7 @@ from .scenario import (
     AssistantStep,
     BackgroundStep,
     CompactStep,
+    NoteStep,
     RestartStep,
     RetryStep,
     Scenario,
@@ -264,10 +265,22 @@ def _run(
     scenario: Scenario, conversation: Conversation, step: Step
 ) -> tuple[str, str, ModelRequest] | None:
     """Apply one step; the model call it makes, if any."""
+    if isinstance(step, NoteStep):
+        conversation.handle(step.request)  # recorded; sent with the next call
+        return None
+    if isinstance(step, UserStep) and step.results:
+        # results first, then the query: one model call (the results' own request is
+        # never sent)
+        conversation.tool_results(step.results, timestamp=step.results_timestamp)
+        return step.kind, step.event, conversation.handle(step.request)
     if isinstance(step, UserStep | BackgroundStep):
         return step.kind, step.event, conversation.handle(step.request)
     if isinstance(step, ToolResultsStep):
-        return step.kind, step.event, conversation.tool_results(step.results)
+        return (
+            step.kind,
+            step.event,
+            conversation.tool_results(step.results, timestamp=step.timestamp),
+        )
     if isinstance(step, RetryStep):
         original = scenario.steps[scenario.delivered_by(step.event)]
         assert isinstance(original, UserStep | BackgroundStep)

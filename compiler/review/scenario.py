@@ -9,11 +9,13 @@ The format is a public contract (``DESIGN.md``, "Scenario format")::
     base: {mode: agent, context: {...}}   # optional, merged into every user request
     steps:
       - user: {event: u1, query: "...", mode?, context?, selected_context?, open_files?,
-               action_context?, timestamp?, compact?: {summary: "..."}}   # model call
+               action_context?, timestamp?, compact?: {summary: "..."},
+               tool_results?: [...]}      # pending calls' results, then the query  # model call
       - assistant: {text?: "...", tool_calls?: [{id, name, arguments}]}
-      - tool_results: [{call_id, output, is_error?}]                       # model call
+      - tool_results: [{call_id, output, is_error?, timestamp?}]           # model call
       - background: {event: b1, text: "..."}                               # model call
       - injected: {event: i1, text: "..."}                                 # model call
+      - note: {event: n1, text: "..."}  # appended to the next call; no call of its own
       - retry: u1                 # re-deliver event u1's request unchanged  # model call
       - restart: true             # drop all memory; hydrate from the store
       - compact: {summary: "..."} # manual compaction between turns
@@ -63,6 +65,7 @@ from .steps import (
     BackgroundStep,
     CompactStep,
     InjectedStep,
+    NoteStep,
     RestartStep,
     RetryStep,
     Scenario,
@@ -79,6 +82,7 @@ __all__ = [
     "BackgroundStep",
     "CompactStep",
     "InjectedStep",
+    "NoteStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -251,6 +255,9 @@ class _Loader:
         self.texts: dict[str, str] = {}  # the requests' JSON texts, each kept once
         #: The latest user turn's time so far: (seconds, its text, the step's path).
         self.last_time: tuple[float, str, str] | None = None
+        #: The latest time before the user turn being read (its tool results are checked
+        #: against it: they come before the turn's query).
+        self.time_before_turn: tuple[float, str, str] | None = None
 
     def steps(self) -> list[Step]:
         raw = self.value.get("steps")
@@ -278,10 +285,14 @@ class _Loader:
         where = self.doc.key_location(path)
         if kind == "user":
             request = self.request(index, kind, body)
-            return None if request is None else UserStep(where, body["event"], request)
-        if kind in ("background", "injected"):
+            if request is None:
+                return None
+            raw = body.get("tool_results", ())
+            at = self.check_result_times(f"{path}.tool_results", raw, before=True)
+            return UserStep(where, body["event"], request, _results(raw), at)
+        if kind in ("background", "injected", "note"):
             request = self.request(index, kind, body)
-            event = BackgroundStep if kind == "background" else InjectedStep
+            event = {"background": BackgroundStep, "injected": InjectedStep}.get(kind, NoteStep)
             return None if request is None else event(where, body["event"], request)
         if kind == "assistant":
             calls = tuple(
@@ -291,10 +302,7 @@ class _Loader:
             self.check_tools(path, calls)
             return AssistantStep(where, body.get("text"), calls)
         if kind == "tool_results":
-            results = tuple(
-                ToolResult(r["call_id"], r["output"], r.get("is_error", False)) for r in body
-            )
-            return ToolResultsStep(where, results)
+            return ToolResultsStep(where, _results(body), self.check_result_times(path, body))
         if kind == "retry":
             return RetryStep(where, body)
         if kind == "restart":
@@ -310,15 +318,16 @@ class _Loader:
             return None
         given = f"$.steps[{index}].{kind}"
         base: Mapping[str, Any] = {}
-        if kind in ("background", "injected"):
+        if kind in ("background", "injected", "note"):
             fields: dict[str, Any] = {"text": body["text"]}
         else:
             base = self.base
-            fields = merge_base(base, {k: v for k, v in body.items() if k != "event"})
+            own = {k: v for k, v in body.items() if k not in ("event", "tool_results")}
+            fields = merge_base(base, own)
         value = {
             "conversation_id": self.value["conversation"],
             "event_id": body["event"],
-            "kind": kind,
+            "kind": "injected" if kind == "note" else kind,  # a note is recorded as one
             **fields,
         }
         try:
@@ -345,6 +354,7 @@ class _Loader:
     def check_time(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
         """A user turn's timestamp is not earlier than the turn's before it: the cache
         simulator counts expiry from them and refuses a time that goes back."""
+        self.time_before_turn = self.last_time
         stamp = request.timestamp
         if stamp is None:
             return
@@ -358,6 +368,36 @@ class _Loader:
             )
             return
         self.last_time = (now, stamp, given)
+
+    def check_result_times(
+        self, path: str, results: Sequence[Mapping[str, Any]], *, before: bool = False
+    ) -> str | None:
+        """The latest timestamp of a batch of tool results (None: none has one). Like a
+        turn's, it is not earlier than the turn's before it (the simulator dates the
+        call by it); results sent with a user turn (``before``) come before the turn, so
+        the turn's own time is checked after them (:meth:`check_time`) only when the
+        turn has one -- here they are checked against the time before the turn."""
+        latest: tuple[float, str] | None = None
+        last = self.last_time if not before else self.time_before_turn
+        for j, result in enumerate(results):
+            stamp = result.get("timestamp")
+            if not isinstance(stamp, str):
+                continue
+            now = seconds(stamp)
+            if last is not None and now < last[0]:
+                self.fail(
+                    f"{path}[{j}].timestamp",
+                    f"timestamp {stamp} is earlier than the turn's before it ({last[1]}, "
+                    f"{last[2]}): a scenario's times must not go back",
+                )
+                continue
+            if latest is None or now > latest[0]:
+                latest = (now, stamp)
+        if latest is None:
+            return None
+        if not before:
+            self.last_time = (latest[0], latest[1], path)
+        return latest[1]
 
     def check_mode(self, request: AgentRunRequest, given: str, body: Mapping[str, Any]) -> None:
         if self.bundle is None or request.mode is None:
@@ -393,6 +433,10 @@ class _Loader:
                 why = hint(call.name, names, "tools")
                 message = f"unknown tool {call.name!r} ({why}) ({self.note})"
                 self.fail(f"{path}.tool_calls[{j}].name", message)
+
+
+def _results(raw: Iterable[Mapping[str, Any]]) -> tuple[ToolResult, ...]:
+    return tuple(ToolResult(r["call_id"], r["output"], r.get("is_error", False)) for r in raw)
 
 
 def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:

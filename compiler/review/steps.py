@@ -19,6 +19,7 @@ __all__ = [
     "BackgroundStep",
     "CompactStep",
     "InjectedStep",
+    "NoteStep",
     "RestartStep",
     "RetryStep",
     "Scenario",
@@ -35,6 +36,7 @@ STEP_KINDS = (
     "tool_results",
     "background",
     "injected",
+    "note",
     "retry",
     "restart",
     "compact",
@@ -49,6 +51,10 @@ class UserStep:
     location: Location
     event: str
     request: AgentRunRequest
+    #: Results of the pending tool calls sent with the turn (results first, then the
+    #: query), in one model call; and the latest of their timestamps.
+    results: tuple[ToolResult, ...] = ()
+    results_timestamp: str | None = None
 
 
 @attrs.frozen
@@ -68,6 +74,9 @@ class ToolResultsStep:
     kind: ClassVar[str] = "tool_results"
     location: Location
     results: tuple[ToolResult, ...]
+    #: When the batch is sent: the latest of its results' timestamps (None: right after
+    #: the call before). Not sent to the model; the cache simulator dates the call by it.
+    timestamp: str | None = None
 
     @property
     def event(self) -> str:
@@ -92,6 +101,15 @@ class InjectedStep(BackgroundStep):
     appends request context."""
 
     kind: ClassVar[str] = "injected"
+
+
+@attrs.frozen
+class NoteStep(BackgroundStep):
+    """Content the harness appends to the next request without a model call of its own
+    (an attachment, a file-change note, a reminder): recorded like an injected event,
+    sent with the next call."""
+
+    kind: ClassVar[str] = "note"
 
 
 @attrs.frozen
@@ -126,6 +144,7 @@ Step = (
     | ToolResultsStep
     | BackgroundStep
     | InjectedStep
+    | NoteStep
     | RetryStep
     | RestartStep
     | CompactStep

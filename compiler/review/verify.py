@@ -67,7 +67,14 @@ from .replay import (
     serialize_calls,
     sparse_restarts,
 )
-from .scenario import RetryStep, Scenario, golden_scenarios, load_scenario, scenario_files
+from .scenario import (
+    RetryStep,
+    Scenario,
+    ToolResultsStep,
+    golden_scenarios,
+    load_scenario,
+    scenario_files,
+)
 from .sources import SourceIndex
 from .steps import UserStep
 
@@ -220,9 +227,11 @@ class Listener:
 def call_time(scenario: Scenario, call: Call) -> float | None:
     """The time of a model call in seconds since the epoch, for the cache simulator's
     expiry: its request's ``timestamp`` (RFC 3339, already checked when the scenario was
-    loaded); None for a call without one (tool results, a request with no timestamp:
-    the simulator takes it to arrive with the previous call)."""
+    loaded), or a tool-results batch's (the latest of its results'); None for a call
+    without one (the simulator takes it to arrive with the previous call)."""
     step = scenario.steps[call.step]
+    if isinstance(step, ToolResultsStep):
+        return seconds(step.timestamp) if step.timestamp is not None else None
     request = getattr(step, "request", None)
     stamp = getattr(request, "timestamp", None)
     return seconds(stamp) if isinstance(stamp, str) else None

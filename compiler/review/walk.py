@@ -14,8 +14,10 @@ all (:meth:`Walk.lost`), the state is unknown and the walk stops judging.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from ..runtime.tools import ToolResult
 from .steps import (
     AssistantStep,
     BackgroundStep,
@@ -46,6 +48,7 @@ class Walk:
         self.pending: dict[str, str] = {}  # call id -> where it was made
         self.calls: dict[str, str] = {}  # every call id -> where it was made
         self.answered: dict[str, str] = {}  # call id -> where its result is
+        self.notes: set[str] = set()  # the event ids of notes (no call to retry)
 
     def lost(self) -> None:
         self.live = False
@@ -68,6 +71,8 @@ class Walk:
             )
 
     def _user(self, index: int, path: str, step: UserStep) -> None:
+        if step.results:
+            self._answer(f"{path}.tool_results", step.results)
         self.turn(index, "user", step.event, step.request.digest)
 
     def _background(self, index: int, path: str, step: BackgroundStep) -> None:
@@ -75,13 +80,27 @@ class Walk:
 
     _injected = _background
 
+    def _note(self, index: int, path: str, step: BackgroundStep) -> None:
+        if self.awaiting:
+            self.fail(
+                path,
+                "note while a model call awaits its reply (a note goes with the next call)",
+                at_key=True,
+            )
+        awaiting = self.awaiting
+        self.turn(index, "note", step.event, step.request.digest)
+        self.notes.add(step.event)
+        self.awaiting = awaiting
+
     def turn(self, index: int, kind: str, event: str, digest: str | None) -> None:
         """A user turn or background event delivering ``event`` (``digest``: its
         request's, None if the request is invalid)."""
         if not self.live:
             return
         path = f"$.steps[{index}].{kind}"
-        what = {"user": "user turn", "injected": "injected event"}.get(kind, "background event")
+        what = {"user": "user turn", "injected": "injected event", "note": "note"}.get(
+            kind, "background event"
+        )
         if kind != "user" and self.user_turns == 0:
             self.fail(path, f"{what} before any user turn", at_key=True)
         self._no_pending(path, what)
@@ -131,8 +150,12 @@ class Walk:
         self.awaiting = False
 
     def _tool_results(self, index: int, path: str, step: ToolResultsStep) -> None:
+        self._answer(path, step.results)
+
+    def _answer(self, path: str, results: Sequence[ToolResult]) -> None:
+        """A batch of results at ``path``: exactly the pending calls, each once."""
         batch: dict[str, str] = {}
-        for j, result in enumerate(step.results):
+        for j, result in enumerate(results):
             where = f"{path}[{j}]"
             call_id = result.call_id
             if call_id in batch:
@@ -169,7 +192,11 @@ class Walk:
         self.awaiting = True
 
     def _retry(self, index: int, path: str, step: RetryStep) -> None:
-        if step.event not in self.delivered:
+        if step.event in self.notes:
+            self.fail(
+                path, f"retry of note {step.event!r}: a note makes no model call", at_key=True
+            )
+        elif step.event not in self.delivered:
             so_far = ", ".join(self.delivered) or "none"
             self.fail(
                 path,

@@ -1,0 +1,197 @@
+"""``prefixlock convert codex ROLLOUT.jsonl``: a Codex CLI rollout as a scenario and its
+observed usage.
+
+The format (JSON lines ``{timestamp, type, payload}``, written by Codex's rollout recorder
+to ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``), as public sources
+describe it -- github.com/jnarowski/agentcmd .agent/research/codex/format-comparison.md,
+github.com/AcidicSoil/codex-session-viewer CODEX-KEY-REFERENCES.md,
+github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
+
+- ``session_meta``: ``id``, ``cwd``, ``git`` {``branch``, ``commit_hash``}, ...;
+- ``turn_context``: per turn ``cwd``, ``model``, approval and sandbox policy;
+- ``response_item``: the Responses API items sent and received: ``message`` (role
+  ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text``),
+  ``reasoning``, ``function_call`` {``name``, ``arguments`` (a JSON string), ``call_id``},
+  ``function_call_output`` {``call_id``, ``output``}, ``custom_tool_call`` /
+  ``custom_tool_call_output``, ``local_shell_call``;
+- ``event_msg``: UI events; ``token_count`` carries ``info.last_token_usage`` (the last
+  call's ``input_tokens``, of them ``cached_input_tokens``, ``output_tokens``,
+  ``reasoning_output_tokens``) and ``info.total_token_usage`` (running sums);
+  ``user_message`` / ``agent_message`` repeat the response items;
+- ``compacted``: ``message``, the summary that replaced the history.
+
+OpenAI's input tokens include the cached ones and it bills no cache writes ("Prompt
+caching", platform.openai.com/docs/guides/prompt-caching), so a call's observed usage is
+``uncached = input - cached``, ``cache_read = cached``, no writes.
+
+The replies of one model call are the response items between its inputs; the
+``token_count`` that follows them is its usage. User messages that carry the harness's
+context (``<environment_context>``, ``<user_instructions>``) are dropped: the context is
+rebuilt from ``session_meta`` and ``turn_context``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...core import canonical
+from ...core.errors import CanonicalJSONError
+from .common import Builder, Converted, ToolMap, Usage, count, read_lines
+
+__all__ = ["DEFAULT_TOOLS", "convert_codex"]
+
+#: Codex's tools -> the example bundle's tools (rules/tools.yaml).
+DEFAULT_TOOLS = ToolMap(
+    {
+        "shell": "run_terminal_command",
+        "local_shell": "run_terminal_command",
+        "exec_command": "run_terminal_command",
+        "write_stdin": "run_terminal_command",
+        "apply_patch": "edit_file",
+        "update_plan": "todo_write",
+        "view_image": "read_file",
+        "read_file": "read_file",
+        "list_dir": "list_dir",
+        "grep_files": "grep_search",
+        "web_search": "web_search",
+    },
+    (("mcp__", "mcp_call"),),
+)
+
+SOURCE = "codex"
+PROVIDER = "openai-responses"
+_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<INSTRUCTIONS>")
+
+
+def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_TOOLS) -> Converted:
+    """Convert one Codex rollout (see the module docstring)."""
+    name = file if file is not None else str(path)
+    build = Builder(SOURCE, name, tools)
+    reply = _Reply()
+    session = ""
+    branch: str | None = None
+    head: str | None = None
+
+    for number, record in read_lines(path, name):
+        kind = record.get("type")
+        payload = record.get("payload")
+        stamp = record.get("timestamp")
+        if not isinstance(payload, dict):
+            build.drop(number, f"a {kind!r} record", "no payload object")
+            continue
+        ptype = payload.get("type")
+        if kind == "session_meta":
+            session = str(payload.get("id") or "")
+            git = payload.get("git")
+            if isinstance(git, dict):
+                branch = git.get("branch") if isinstance(git.get("branch"), str) else None
+                head = git.get("commit_hash") if isinstance(git.get("commit_hash"), str) else None
+            build.set_context(_str(payload.get("cwd")), branch, head)
+        elif kind == "turn_context":
+            build.set_context(_str(payload.get("cwd")), branch, head)
+        elif kind == "compacted":
+            reply.flush(build, number, None)
+            build.compact(number, str(payload.get("message", "")))
+        elif kind == "event_msg":
+            if ptype == "token_count":
+                usage = _usage(payload)
+                if reply.items or reply.calls:
+                    reply.flush(build, number, usage)
+                elif usage is not None:
+                    build.tally("token_counts_without_reply")
+            else:
+                build.tally("event_msg_echoes")
+        elif kind == "response_item":
+            if ptype == "message":
+                role = payload.get("role")
+                text = _content_text(payload.get("content"))
+                if role == "assistant":
+                    reply.items.append(text)
+                elif role == "user":
+                    if text.lstrip().startswith(_CONTEXT_TAGS):
+                        build.drop(
+                            number,
+                            "a context message",
+                            "rebuilt from session_meta and turn_context",
+                        )
+                        continue
+                    reply.flush(build, number, None)
+                    build.user(number, text, stamp)
+                else:
+                    build.drop(number, f"a {role!r} message", "instructions come from the bundle")
+            elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+                call_name = str(
+                    payload.get("name") or ("local_shell" if ptype == "local_shell_call" else "")
+                )
+                raw = payload.get("arguments", payload.get("input", payload.get("action", {})))
+                reply.calls.append(
+                    (str(payload.get("call_id") or payload.get("id")), call_name, _arguments(raw))
+                )
+            elif ptype in ("function_call_output", "custom_tool_call_output"):
+                reply.flush(build, number, None)
+                output = payload.get("output")
+                if isinstance(output, dict):
+                    output = output.get("content", canonical.dumps(output))
+                build.results(
+                    number, [{"call_id": str(payload.get("call_id")), "output": str(output)}], stamp
+                )
+            elif ptype == "reasoning":
+                build.tally("reasoning_items_dropped")
+            else:
+                build.drop(number, f"a {ptype!r} item", "the scenario format has no such step")
+        else:
+            build.drop(number, f"a {kind!r} record", "not part of the conversation")
+    reply.flush(build, 0, None)
+    return build.finish(f"codex session {session}".strip(), session or "codex", PROVIDER)
+
+
+class _Reply:
+    """The response items of the model call being read."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def flush(self, build: Builder, line: int, usage: Usage | None) -> None:
+        if not self.items and not self.calls:
+            return
+        build.assistant(line, "\n".join(self.items), self.calls, usage, None)
+        self.items, self.calls = [], []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(part.get("text", ""))
+        for part in content
+        if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
+    )
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            value = canonical.loads(raw)
+        except (ValueError, CanonicalJSONError):
+            return {"input": raw}
+        return value if isinstance(value, dict) else {"input": raw}
+    return raw if isinstance(raw, dict) else {"input": raw}
+
+
+def _usage(payload: dict[str, Any]) -> Usage | None:
+    info = payload.get("info")
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict):
+        return None
+    total = count(last.get("input_tokens"))
+    cached = min(count(last.get("cached_input_tokens")), total)
+    # output_tokens already counts the reasoning tokens (Responses API usage object)
+    return Usage(total - cached, cached, 0, 0, count(last.get("output_tokens")))

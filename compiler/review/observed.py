@@ -1,0 +1,212 @@
+"""``prefixlock verify SCENARIO --observed USAGE.json``: simulated beside observed cache
+use, call by call.
+
+The usage file is what ``prefixlock convert`` writes beside a scenario (format
+``prefixlock-usage/1``: per model call the tokens the transcript observed: uncached,
+cache read, cache writes for 5 minutes and for an hour). The scenario is replayed, each
+body serialized for the usage file's provider (or the one given) and priced by the cache
+simulator (:func:`~prefixlock.review.verify.simulate_calls`'s rules) at the call's
+observed time (the transcript's stamp of the call's input, tool results included, where
+the scenario only dates user turns). Both sides are priced in base input-token units by
+the simulated call's multipliers, so the two costs differ only by what was cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import providers as registry
+from ..cache.simulator import CallCache, Simulation
+from ..core import canonical
+from ..core.errors import CanonicalJSONError, InputError
+from ..core.timestamps import seconds, timestamp_problem
+from .convert.common import USAGE_FORMAT
+from .replay import Call, replay, serialize_at
+from .scenario import load_scenario
+from .verify import RootCaches, call_time, name_caches
+
+__all__ = ["ObservedReport", "ObservedRow", "compare_observed"]
+
+
+@attrs.frozen
+class Side:
+    """One side of a call: its prompt tokens, read and written, and cost."""
+
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: Fraction
+
+    @property
+    def cached_share(self) -> float:
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cached_share": round(self.cached_share, 4),
+            "cost": round(float(self.cost), 2),
+        }
+
+
+@attrs.frozen
+class ObservedRow:
+    """One model call: the simulated side and the observed one (None: the transcript
+    observed no usage for it)."""
+
+    call: int
+    step: int
+    simulated: Side
+    observed: Side | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "step": self.step,
+            "simulated": self.simulated.to_json(),
+            "observed": None if self.observed is None else self.observed.to_json(),
+        }
+
+
+@attrs.frozen
+class ObservedReport:
+    scenario: str
+    provider: str
+    model: str
+    rows: tuple[ObservedRow, ...]
+
+    def totals(self) -> tuple[Side, Side]:
+        """Simulated and observed sums over the calls both sides have."""
+        both = [r for r in self.rows if r.observed is not None]
+        return _sum([r.simulated for r in both]), _sum([r.observed for r in both if r.observed])
+
+    def to_json(self) -> dict[str, Any]:
+        simulated, observed = self.totals()
+        return {
+            "scenario": self.scenario,
+            "provider": self.provider,
+            "model": self.model,
+            "calls": [row.to_json() for row in self.rows],
+            "observed_calls": sum(1 for r in self.rows if r.observed is not None),
+            "totals": {"simulated": simulated.to_json(), "observed": observed.to_json()},
+        }
+
+    def table(self) -> list[str]:
+        head = (
+            f"{'call':>5} {'step':>5}  {'sim cached':>10} {'obs cached':>10}  "
+            f"{'sim cost':>10} {'obs cost':>10}"
+        )
+        lines = [f"{self.scenario}: {self.provider} {self.model}", head]
+        for row in self.rows:
+            sim, obs = row.simulated, row.observed
+            lines.append(
+                f"{row.call:>5} {row.step:>5}  {sim.cached_share:>10.1%} "
+                + (f"{obs.cached_share:>10.1%}" if obs else f"{'-':>10}")
+                + f"  {float(sim.cost):>10.0f} "
+                + (f"{float(obs.cost):>10.0f}" if obs else f"{'-':>10}")
+            )
+        simulated, observed = self.totals()
+        lines.append(
+            f"{'total':>11}  {simulated.cached_share:>10.1%} {observed.cached_share:>10.1%}  "
+            f"{float(simulated.cost):>10.0f} {float(observed.cost):>10.0f}"
+        )
+        observed_calls = sum(1 for r in self.rows if r.observed is not None)
+        lines.append(
+            f"{observed_calls} of {len(self.rows)} calls observed; totals over those; costs "
+            "in base input-token units at the provider's cache prices"
+        )
+        return lines
+
+
+def _sum(sides: Sequence[Side]) -> Side:
+    return Side(
+        sum(s.input_tokens for s in sides),
+        sum(s.cache_read_tokens for s in sides),
+        sum(s.cache_write_tokens for s in sides),
+        sum((s.cost for s in sides), Fraction(0)),
+    )
+
+
+def _read_usage(path: Path) -> dict[str, Any]:
+    try:
+        value = canonical.loads(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the usage file: {exc.strerror}") from exc
+    except (ValueError, CanonicalJSONError) as exc:
+        raise InputError(f"{path}: not a usage file: not JSON ({exc})") from exc
+    if not isinstance(value, dict) or value.get("format") != USAGE_FORMAT:
+        raise InputError(f"{path}: not a usage file: $.format is not {USAGE_FORMAT!r}")
+    if not isinstance(value.get("calls"), list):
+        raise InputError(f"{path}: not a usage file: $.calls is not a list")
+    return value
+
+
+def _observed(call: CallCache, usage: Mapping[str, Any]) -> Side:
+    read = int(usage.get("cache_read_tokens", 0))
+    five = int(usage.get("cache_write_5m_tokens", 0))
+    hour = int(usage.get("cache_write_1h_tokens", 0))
+    uncached = int(usage.get("uncached_tokens", 0))
+    one_hour_price = call.write_multiplier_1h or call.write_multiplier
+    cost = (
+        uncached
+        + five * call.write_multiplier
+        + hour * one_hour_price
+        + read * call.read_multiplier
+    ) * call.price_factor
+    return Side(uncached + read + five + hour, read, five + hour, cost)
+
+
+def compare_observed(
+    scenario_path: Path, usage_path: Path, *, provider: str | None = None
+) -> ObservedReport:
+    """Replay ``scenario_path`` and set each call's simulated cache use beside the one
+    ``usage_path`` observed. Raises :class:`InputError` for a usage file that is not one
+    or does not have one row per model call."""
+    usage = _read_usage(usage_path)
+    scenario = load_scenario(scenario_path)
+    name = provider or str(usage.get("provider") or "anthropic")
+    wire = registry.get(name)
+    calls: list[Call] = replay(scenario)
+    rows_in: list[Any] = usage["calls"]
+    if len(rows_in) != len(calls):
+        raise InputError(
+            f"{usage_path}: {len(rows_in)} usage rows for {len(calls)} model calls of "
+            f"{scenario_path}: the usage file belongs to another scenario"
+        )
+    try:
+        model = calls[0].request.settings_for(name).model if calls else None
+    except KeyError:
+        model = None
+    simulation = Simulation(name, model=model)
+    roots = RootCaches(name)
+    for call, row in zip(calls, rows_in, strict=True):
+        stamp = row.get("timestamp") if isinstance(row, dict) else None
+        at = (
+            seconds(stamp)
+            if isinstance(stamp, str) and timestamp_problem(stamp) is None
+            else call_time(scenario, call)
+        )
+        name_caches(simulation, roots(call.request))
+        simulation.add(serialize_at(scenario, call, wire), at)
+    report = simulation.report()
+    rows = []
+    for call, sim, row in zip(calls, report.calls, rows_in, strict=True):
+        seen = row.get("observed") if isinstance(row, dict) else None
+        rows.append(
+            ObservedRow(
+                call=sim.index,
+                step=call.step,
+                simulated=Side(
+                    sim.input_tokens, sim.cache_read_tokens, sim.cache_write_tokens, sim.cost
+                ),
+                observed=_observed(sim, seen) if isinstance(seen, dict) else None,
+            )
+        )
+    return ObservedReport(scenario.file, name, report.model, tuple(rows))
