@@ -202,7 +202,7 @@ def test_cli_table_prices_each_cache_ttl_value(capsys: pytest.CaptureFixture[str
     [line] = [x for x in out.splitlines() if x.startswith("    cache_ttl: ")]
     assert re.fullmatch(
         r"    cache_ttl: 5m \d\.\d\dx \(cost \d\.\d\dx today's\), "
-        r"1h \d\.\d\dx \(cost \d\.\d\dx today's\), auto 1\.33x \(today\)",
+        r"1h \d\.\d\dx \(cost \d\.\d\dx today's\), auto 1\.47x \(today\)",
         line,
     ), line
 

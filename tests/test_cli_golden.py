@@ -41,8 +41,8 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     err = capsys.readouterr().err
     # one line per file: where (JSON path, byte offset), then a short window of each side
     assert err.splitlines()[:4] == [
-        "identical-context/gemini/0002.json: differs at $.contents[2].role, byte 28220"
-        " (golden 28885 bytes, replayed 28886)",
+        "identical-context/gemini/0002.json: differs at $.contents[2].role, byte 28329"
+        " (golden 28994 bytes, replayed 28995)",
         """  golden:   '…?\\n</user_query>\\n"}]},{"role":"user","parts":[{"text":"I'll"""
         """ search the codebase…'""",
         """  replayed: '…?\\n</user_query>\\n"}]},{"role":"model","parts":[{"text":"I'll"""
@@ -54,7 +54,7 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     )
     assert main(["golden", "--check", "--full"]) == 1
     full = capsys.readouterr().err
-    assert "identical-context/gemini/0002.json: first differing byte at offset 28220" in full
+    assert "identical-context/gemini/0002.json: first differing byte at offset 28329" in full
     assert '  -      "role": "user",' in full and '  +      "role": "model",' in full
     assert main(["golden", "--update"]) == 0
     assert capsys.readouterr().out == f"updated {CASE}/\n1 case(s), 1 updated\n"

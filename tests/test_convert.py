@@ -306,18 +306,19 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main(["verify", str(out), "--observed", str(tmp_path / "s.usage.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"{out}: anthropic claude-sonnet-4-5"
+    assert lines[0] == f"{out}: anthropic claude-sonnet-5-5"
     assert lines[1] == " call  step  sim cached obs cached    sim cost   obs cost"
-    # the observed side comes from the transcript alone (the simulated one from the bundle)
+    # the observed side comes from the transcript's tokens, priced at the bundle's model's
+    # cache prices (claude-sonnet-5-5 reads at 0.05x); the simulated one from the bundle
     observed = [(row[:11], row[24:34], row[-10:]) for row in lines[2:6]]
     assert observed == [
         ("    1     0", "      0.0%", "      4512"),
-        ("    2     2", "     93.4%", "       562"),
-        ("    3     4", "     96.6%", "       457"),
-        ("    4     8", "     94.0%", "        87"),
+        ("    2     2", "     93.4%", "       412"),
+        ("    3     4", "     96.6%", "       372"),
+        ("    4     8", "     94.0%", "        62"),
     ]
     assert lines[6][:11] == "      total"
-    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5618"
+    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5358"
     assert lines[7:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "provider's cache prices"

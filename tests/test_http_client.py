@@ -228,10 +228,10 @@ def test_a_bedrock_frame_with_a_bad_crc_is_retried(kind: str) -> None:
 REFUSED_MESSAGES = {
     "anthropic": "anthropic POST /v1/messages: HTTP 400 invalid_request_error: max_tokens: bad "
     "(request id req_011CBad) [1 try] (do not retry as is)",
-    "bedrock-converse": "bedrock-converse POST /model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/"
+    "bedrock-converse": "bedrock-converse POST /model/anthropic.claude-sonnet-5-5/"
     "converse: HTTP 400 ValidationException: Malformed input request (request id 0f4c-bad) "
     "[1 try] (do not retry as is)",
-    "gemini": "gemini POST /v1beta/models/gemini-2.5-pro:generateContent: HTTP 400 "
+    "gemini": "gemini POST /v1beta/models/gemini-4-argon:generateContent: HTTP 400 "
     "INVALID_ARGUMENT: bad field [1 try] (do not retry as is)",
     "openai-chat": "openai-chat POST /v1/chat/completions: HTTP 400 invalid_request_error: "
     "bad field (request id req_chat400) [1 try] (do not retry as is)",
@@ -389,7 +389,7 @@ def test_a_bad_crc_every_time_ends_as_a_provider_error(kind: str) -> None:
         error, _ = fails(kind, provider, stub, call, True, max_retries=1)
     assert type(error) is ProviderError
     assert str(error) == (
-        "bedrock-converse POST /model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/"
+        "bedrock-converse POST /model/anthropic.claude-sonnet-5-5/"
         "converse-stream: HTTP 200: event stream: message CRC mismatch [2 tries] "
         "(a retry with the same event id is safe)"
     )

@@ -188,7 +188,10 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
     naive harness's system-prompt changes fall on those cold turns, so they cost it
     nothing extra: there it is cheaper than prefixlock, whose history carries every
     changed context as a message of its own -- under ``context_updates: whole``; with
-    ``sections`` only the changed sections, and the gap narrows on every provider."""
+    ``sections`` only the changed sections, and the gap narrows on every provider. Where
+    ``cache_ttl: auto`` writes one-hour entries (the example's Anthropic and Bedrock),
+    they outlive the pauses and prefixlock is cheaper than the naive harness even under
+    ``whole``."""
     scenario = load_scenario(GOLDEN / "long-session" / "scenario.yaml")
     rows, failures = verify_scenario(scenario, PROVIDERS)
     assert not failures
@@ -219,7 +222,10 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
         limit = 1.20 if row.provider == "bedrock-converse" else 1.10
         assert bound.ratio(untimed.report().cost) <= limit, row.provider
         (whole_row,) = [r for r in whole_rows if r.provider == row.provider]
-        assert whole_row.cost_vs_naive > 1.0, row.provider
+        if max(c.lifetime for c in timed.report().calls) < 60 * 60:  # the 40-minute pause
+            assert whole_row.cost_vs_naive > 1.0, row.provider  # outlasts them
+        else:  # cache_ttl auto's one-hour entries outlive the pauses (Anthropic, Bedrock)
+            assert whole_row.cost_vs_naive < 1.0, row.provider
         assert row.cost_vs_naive < whole_row.cost_vs_naive, row.provider
         # prefixlock sends more tokens: one request-context message per change
         theirs = Simulation(row.provider, model=model)

@@ -744,7 +744,7 @@ def test_end_to_end_tool_loop_with_a_restart_sends_identical_bytes(tmp_path: Pat
         assert (
             seen.headers["authorization"].split(",")[0].endswith("/us-east-1/bedrock/aws4_request")
         )
-    model = urllib.parse.quote("anthropic.claude-sonnet-4-5-20250929-v1:0", safe="")
+    model = urllib.parse.quote("anthropic.claude-sonnet-5-5", safe="")
     assert [s.path for s in stub.seen] == [
         f"/model/{model}/converse",
         *[f"/model/{model}/converse-stream"] * 3,

@@ -345,7 +345,7 @@ def test_tool_loop_through_the_sdk_client_survives_a_restart(tmp_path: Path, str
     assert len(straight) == 2
     assert after == straight
     suffix = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
-    assert paths == {"/v1beta/models/gemini-2.5-pro" + suffix}
+    assert paths == {"/v1beta/models/gemini-4-argon" + suffix}
 
 
 # -- several candidates (candidateCount > 1) -------------------------------------------

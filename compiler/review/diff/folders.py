@@ -428,6 +428,10 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
         old_models = times.models(old.path / case) or old_index.models
         new_models = times.models(new.path / case) or new_index.models
         old_model, new_model = old_models.get(name), new_models.get(name)
+        # A side with no spec root or scenario beside its bodies names no model: it is
+        # priced as the other side's (Bedrock's model is in its URL, not its body, so the
+        # default rules would price identical bodies differently).
+        old_model, new_model = old_model or new_model, new_model or old_model
         old_times, new_times = times(old.path / case, a), times(new.path / case, b)
         if (old_times is None) != (new_times is None) and a and b:
             # Priced each its own way, identical bodies would differ in cost: price both
