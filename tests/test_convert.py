@@ -47,9 +47,11 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
             "timestamp": "2026-03-06T10:00:07.000Z",
         }
     }
-    # the split reply (thinking, text, tool_use) is one assistant step; Glob -> glob_search
+    # the split reply (thinking, text, tool_use) is one assistant step; its thinking
+    # block a thinking part with the signature; Glob -> glob_search
     assert steps[1] == {
         "assistant": {
+            "thinking": [{"provider": "anthropic", "text": "look first", "signature": "sig=="}],
             "text": "Let me look.",
             "tool_calls": [
                 {"arguments": {"pattern": "**/*.py"}, "id": "toolu_1", "name": "glob_search"}
@@ -99,7 +101,19 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     assert counts["sidechain a1b2 billed calls"] == 1
     assert counts["rewritten_records"] == 1
     assert counts["out_of_order_timestamps"] == 1
-    assert counts["thinking_blocks_dropped"] == 1
+    # redacted thinking is kept as its data; an unsigned block cannot be sent back
+    assert steps[5] == {
+        "assistant": {
+            "thinking": [{"provider": "anthropic", "redacted": "EmwKAhgBEgy"}],
+            "text": "Both done.",
+        }
+    }
+    assert counts["thinking_parts"] == 2
+    assert {
+        "where": f"{DATA / 'claude-small.jsonl'}:17",
+        "what": "a thinking block without its signature",
+        "why": "only a signed block can be sent back",
+    } in c.report["dropped"]
     assert counts["queries_with_tool_results"] == 1
     assert counts["tools_by_fallback"] == 1
     whys = [d["what"] for d in c.report["dropped"]]
@@ -136,6 +150,34 @@ def test_codex_maps_calls_usage_and_compaction() -> None:
         "output_tokens": 30,
     }
     assert [r["cache_read_tokens"] for r in rows] == [3072, 3968, 0]
+    # a reasoning item with encrypted_content is a thinking part; one without is reported
+    assert c.scenario["steps"][3] == {
+        "assistant": {
+            "thinking": [
+                {
+                    "provider": "openai-responses",
+                    "summary": ["**Counting**"],
+                    "signature": "gAAAAABpEnc1",
+                }
+            ],
+            "text": "Two invoices.",
+        }
+    }
+    where = str(DATA / "codex-small.jsonl")
+    assert {
+        "where": f"{where}:6",
+        "what": "a reasoning item without encrypted_content",
+        "why": "only its encrypted content can be sent back: no item ids are sent",
+    } in c.report["dropped"]
+    # turn_context.model: a change is reported (the lead maps it onto a switch step)
+    assert c.usage["calls"][2]["model"] == "gpt-5"
+    assert c.report["counts"]["model_switches"] == 1
+    assert {
+        "where": f"{where}:17",  # the reply on the new model
+        "what": "a switch to model 'gpt-5'",
+        "why": "from 'gpt-5-codex': the scenario format has no model switch; "
+        "the replay keeps the bundle's",
+    } in c.report["dropped"]
 
 
 @pytest.mark.parametrize(
@@ -289,7 +331,7 @@ def test_a_bad_timestamp_and_a_model_switch_are_reported(tmp_path: Path) -> None
     assert dropped[(f"{path}:3", "the timestamp")] == (
         "'yesterday' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
     )
-    assert dropped[(f"{path}:21", "a switch to model 'claude-opus-4-1'")] == (
+    assert dropped[(f"{path}:23", "a switch to model 'claude-opus-4-1'")] == (
         "from 'claude-sonnet-4-5': the scenario format has no model switch; the replay "
         "keeps the bundle's"
     )

@@ -25,7 +25,11 @@ caching", platform.openai.com/docs/guides/prompt-caching), so a call's observed 
 ``uncached = input - cached``, ``cache_read = cached``, no writes.
 
 The replies of one model call are the response items between its inputs; the
-``token_count`` that follows them is its usage. User messages that carry the harness's
+``token_count`` that follows them is its usage. A ``reasoning`` item with
+``encrypted_content`` becomes a thinking part of provider ``openai-responses`` (its
+summary texts, the encrypted content as the signature); one without is reported as
+dropped. ``turn_context.model`` names each reply's model: a change is reported (the
+scenario has no switch step yet). User messages that carry the harness's
 context (``<environment_context>``, ``<user_instructions>``) are dropped: the context is
 rebuilt from ``session_meta`` and ``turn_context``.
 """
@@ -37,27 +41,12 @@ from typing import Any
 
 from ...core import canonical
 from ...core.errors import CanonicalJSONError
-from .common import Builder, Converted, ToolMap, Usage, count, read_lines
+from .common import Builder, Converted, ToolMap, Usage, count, default_tools, read_lines
 
 __all__ = ["DEFAULT_TOOLS", "convert_codex"]
 
-#: Codex's tools -> the example bundle's tools (rules/tools.yaml).
-DEFAULT_TOOLS = ToolMap(
-    {
-        "shell": "run_terminal_command",
-        "local_shell": "run_terminal_command",
-        "exec_command": "run_terminal_command",
-        "write_stdin": "run_terminal_command",
-        "apply_patch": "edit_file",
-        "update_plan": "todo_write",
-        "view_image": "read_file",
-        "read_file": "read_file",
-        "list_dir": "list_dir",
-        "grep_files": "grep_search",
-        "web_search": "web_search",
-    },
-    (("mcp__", "mcp_call"),),
-)
+#: Its tools -> the example bundle's tools (rules/tools.yaml).
+DEFAULT_TOOLS = default_tools("codex")
 
 SOURCE = "codex"
 PROVIDER = "openai-responses"
@@ -90,13 +79,14 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             build.set_context(_str(payload.get("cwd")), branch, head)
         elif kind == "turn_context":
             build.set_context(_str(payload.get("cwd")), branch, head)
+            reply.model = _str(payload.get("model")) or reply.model
         elif kind == "compacted":
             reply.flush(build, number, None)
             build.compact(number, str(payload.get("message", "")))
         elif kind == "event_msg":
             if ptype == "token_count":
                 usage = _usage(payload)
-                if reply.items or reply.calls:
+                if reply.items or reply.calls or reply.thinking:
                     reply.flush(build, number, usage)
                 elif usage is not None:
                     build.tally("token_counts_without_reply")
@@ -137,7 +127,15 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                     number, [{"call_id": str(payload.get("call_id")), "output": str(output)}], stamp
                 )
             elif ptype == "reasoning":
-                build.tally("reasoning_items_dropped")
+                part = _reasoning(payload)
+                if part is None:
+                    build.drop(
+                        number,
+                        "a reasoning item without encrypted_content",
+                        "only its encrypted content can be sent back: no item ids are sent",
+                    )
+                else:
+                    reply.thinking.append(part)
             else:
                 build.drop(number, f"a {ptype!r} item", "the scenario format has no such step")
         else:
@@ -152,12 +150,32 @@ class _Reply:
     def __init__(self) -> None:
         self.items: list[str] = []
         self.calls: list[tuple[str, str, Any]] = []
+        self.thinking: list[dict[str, Any]] = []
+        #: the model of the turn (``turn_context.model``)
+        self.model: str | None = None
 
     def flush(self, build: Builder, line: int, usage: Usage | None) -> None:
-        if not self.items and not self.calls:
+        if not self.items and not self.calls and not self.thinking:
             return
-        build.assistant(line, "\n".join(self.items), self.calls, usage, None)
-        self.items, self.calls = [], []
+        build.assistant(line, "\n".join(self.items), self.calls, usage, self.model, self.thinking)
+        self.items, self.calls, self.thinking = [], [], []
+
+
+def _reasoning(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``reasoning`` item as a scenario's thinking part of provider
+    ``openai-responses`` (its summary texts, ``encrypted_content`` as the signature);
+    None without ``encrypted_content``: the serializer sends no item ids, so an item
+    is only sent back with its encrypted content."""
+    encrypted = payload.get("encrypted_content")
+    if not isinstance(encrypted, str) or not encrypted:
+        return None
+    summary = payload.get("summary")
+    texts = [
+        str(part.get("text", ""))
+        for part in (summary if isinstance(summary, list) else [])
+        if isinstance(part, dict)
+    ]
+    return {"provider": "openai-responses", "summary": texts, "signature": encrypted}
 
 
 def _str(value: Any) -> str | None:

@@ -26,6 +26,7 @@ __all__ = [
     "Converted",
     "ToolMap",
     "Usage",
+    "default_tools",
     "read_lines",
 ]
 
@@ -41,7 +42,8 @@ FALLBACK_TOOL = "run_terminal_command"
 EMPTY_QUERY = "(no text)"
 
 #: The text of a reply the transcript does not have (an interrupted call) or that has no
-#: text and no tool call (only thinking): Anthropic and Bedrock refuse blank text blocks.
+#: text and no tool call (only thinking): Anthropic and Bedrock refuse blank text blocks,
+#: and a reply of thinking alone is left out of other providers' bodies.
 EMPTY_REPLY = "(no reply in the transcript)"
 
 #: The output of a tool call the transcript never answered.
@@ -122,6 +124,37 @@ class ToolMap:
             self.prefixes,
             str(value.get("fallback", self.fallback)),
         )
+
+
+#: The example bundle's tools (rules/tools.yaml) and, per source format, the source tools
+#: that map onto each: (bundle tool, Claude Code's, Codex's). MCP tools (``mcp__...``) map
+#: onto ``mcp_call``; any other onto :data:`FALLBACK_TOOL`.
+_DEFAULT_TABLE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("read_file", ("Read",), ("read_file", "view_image")),
+    ("write_file", ("Write",), ()),
+    ("edit_file", ("Edit", "MultiEdit", "NotebookEdit"), ("apply_patch",)),
+    (
+        "run_terminal_command",
+        ("Bash", "BashOutput", "KillShell"),
+        ("shell", "local_shell", "exec_command", "write_stdin"),
+    ),
+    ("glob_search", ("Glob",), ()),
+    ("grep_search", ("Grep",), ("grep_files",)),
+    ("list_dir", ("LS",), ("list_dir",)),
+    ("web_search", ("WebSearch", "WebFetch"), ("web_search",)),
+    ("todo_write", ("TodoWrite",), ("update_plan",)),
+    ("spawn_subagent", ("Task",), ()),
+    ("read_skill", ("Skill",), ()),
+)
+
+_COLUMNS = {"claude-code": 1, "codex": 2}
+
+
+def default_tools(source: str) -> ToolMap:
+    """The default tool map of source format ``source`` (``claude-code``, ``codex``)."""
+    column = _COLUMNS[source]
+    names = {name: row[0] for row in _DEFAULT_TABLE for name in row[column]}
+    return ToolMap(dict(sorted(names.items())), (("mcp__", "mcp_call"),))
 
 
 @attrs.frozen
@@ -384,9 +417,12 @@ class Builder:
         calls: list[tuple[str, str, Any]],
         usage: Usage | None,
         model: str | None,
+        thinking: list[dict[str, Any]] | None = None,
     ) -> None:
-        """The reply to the pending model call: text and tool calls ``(id, source name,
-        arguments)``, and the usage the call observed."""
+        """The reply to the pending model call: thinking parts (the scenario's
+        ``thinking`` entries: ``provider``, ``text`` / ``summary``, ``signature`` /
+        ``redacted``), text and tool calls ``(id, source name, arguments)``, and the
+        usage the call observed."""
         self.flush(line)
         if not self.awaiting:
             # a reply without a call (the transcript has two replies in a row): its
@@ -396,6 +432,18 @@ class Builder:
                 self.unmatched.append({"line": line, "observed": usage.to_json()})
             return
         body: dict[str, Any] = {}
+        if thinking:
+            # the visible words are redacted; the signature is opaque and kept as is
+            body["thinking"] = [
+                {
+                    k: (redact_text(v) if k == "text" else [redact_text(t) for t in v])
+                    if k in ("text", "summary")
+                    else v
+                    for k, v in part.items()
+                }
+                for part in thinking
+            ]
+            self.tally("thinking_parts", len(thinking))
         if text.strip():
             body["text"] = redact_text(text)
         tool_calls = []
@@ -409,7 +457,7 @@ class Builder:
             self.pending.append(call_id)
         if tool_calls:
             body["tool_calls"] = tool_calls
-        if not body:
+        if "text" not in body and "tool_calls" not in body:
             body["text"] = EMPTY_REPLY
         self.steps.append({"assistant": body})
         self.awaiting = False
@@ -419,6 +467,7 @@ class Builder:
         if model:
             self.calls[-1]["model"] = model
             if self.model is not None and model != self.model:
+                self.tally("model_switches")
                 # the scenario format has no model switch: the replay keeps the bundle's
                 self.drop(
                     line,
