@@ -588,3 +588,87 @@ def codex_long(seed: int = 5, turns: int = 12) -> str:
         )
         cached = total
     return "\n".join(_line(v) for v in out) + "\n"
+
+
+def codex_resumed() -> str:
+    """A rollout with a rollback (``thread_rolled_back``), a remote compaction whose
+    ``replacement_history`` is the history Codex goes on from (``message`` empty), and a
+    resume that writes ``session_meta`` again (codex-rs/protocol/src/protocol.rs,
+    codex-rs/core/src/codex/rollout_reconstruction.rs)."""
+    clock = 0
+    out: list[dict[str, Any]] = []
+
+    def add(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal clock
+        clock += 5
+        out.append(
+            {
+                "timestamp": f"2026-03-06T10:{clock // 60:02d}:{clock % 60:02d}.000Z",
+                "type": kind,
+                "payload": payload,
+            }
+        )
+
+    def user(text: str) -> None:
+        add(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
+
+    def reply(text: str, cached: int) -> None:
+        add(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            },
+        )
+        usage = {"input_tokens": cached + 100, "cached_input_tokens": cached, "output_tokens": 5}
+        add("event_msg", {"type": "token_count", "info": {"last_token_usage": usage}})
+
+    add("session_meta", {"id": "cx-resumed", "cwd": "/src/app"})
+    add("turn_context", {"cwd": "/src/app", "model": "gpt-5-codex"})
+    user("Rename the module.")
+    reply("Renamed.", 0)
+    add("turn_context", {"cwd": "/src/app", "model": "gpt-5-codex"})
+    user("Now delete it.")
+    reply("Deleted.", 1000)
+    add("event_msg", {"type": "thread_rolled_back", "num_turns": 1})
+    add("turn_context", {"cwd": "/src/app", "model": "gpt-5-codex"})
+    user("Now add a test.")
+    reply("Added.", 1000)
+    add(
+        "compacted",
+        {
+            "message": "",
+            "replacement_history": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "input_text",
+                            "text": "<environment_context>cwd</environment_context>",
+                        }
+                    ],
+                },
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Rename the module."}],
+                },
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Now add a test."}],
+                },
+                {"type": "compaction", "encrypted_content": "gAAAAABcompacted"},
+            ],
+        },
+    )
+    add("session_meta", {"id": "cx-resumed", "cwd": "/src/app"})
+    add("turn_context", {"cwd": "/src/app", "model": "gpt-5-codex"})
+    user("Thanks.")
+    reply("Welcome.", 0)
+    return "\n".join(_line(v) for v in out) + "\n"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from convert_fixtures import SECRET, claude_long, claude_small, codex_small
+from convert_fixtures import SECRET, claude_long, claude_small, codex_resumed, codex_small
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.convert import convert, usage_path, write_converted
 from prefixlock.review.replay import replay
@@ -393,3 +393,44 @@ def test_a_sub_agent_file_is_converted_as_the_scenario(tmp_path: Path) -> None:
     assert c.report["counts"]["sidechain agent1 as the scenario"] == 1
     expected = convert("claude-code", whole).sidechains[0][1]
     assert c.scenario["steps"] == expected.scenario["steps"]
+
+
+def test_codex_rollback_replacement_history_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(codex_resumed())
+    c = convert("codex", path)
+    steps = c.scenario["steps"]
+    # the rolled-back turn ("Now delete it.") is gone; its billed call kept beside
+    assert [next(iter(s)) for s in steps] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "compact",
+        "user",
+        "assistant",
+    ]
+    assert [s["user"]["query"] for s in steps if "user" in s] == [
+        "Rename the module.",
+        "Now add a test.",
+        "Thanks.",
+    ]
+    assert c.report["counts"]["rewound_turns"] == 1
+    assert c.report["counts"]["rewound_billed_calls"] == 1
+    assert [u["line"] for u in c.usage["unmatched"]] == [7]  # the rolled-back request
+    assert len(c.usage["calls"]) == 3
+    # a remote compaction (message empty): the replacement history's texts are the
+    # summary; its context message is rebuilt, its encrypted item reported
+    assert steps[4] == {"compact": {"summary": "Rename the module.\n\nNow add a test."}}
+    assert c.report["dropped"] == [
+        {
+            "where": f"{path}:15",
+            "what": "a 'compaction' item of the replacement history",
+            "why": "only its messages' texts become the summary",
+        }
+    ]
+    assert c.scenario["conversation"] == "cx-resumed"
+    assert c.report["counts"]["session_meta_again"] == 1
+    out = write_converted(c, tmp_path / "s.yaml")[0]
+    _, failures = verify_scenario(load_scenario(out), ["openai-responses"])
+    assert failures == []

@@ -18,7 +18,15 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
   call's ``input_tokens``, of them ``cached_input_tokens``, ``output_tokens``,
   ``reasoning_output_tokens``) and ``info.total_token_usage`` (running sums);
   ``user_message`` / ``agent_message`` repeat the response items;
-- ``compacted``: ``message``, the summary that replaced the history.
+- ``compacted``: ``message``, the summary that replaced the history, and (newer Codex)
+  ``replacement_history``, the exact history Codex goes on from (local compaction: the
+  context, the user messages it keeps, the summary; remote compaction: the items the
+  service returned, ``message`` empty) -- ``CompactedItem`` in
+  github.com/openai/codex codex-rs/protocol/src/protocol.rs; resume rebuilds the
+  history from the newest one (codex-rs/core/src/codex/rollout_reconstruction.rs);
+- ``event_msg`` ``thread_rolled_back`` {``num_turns``}: the last turns are dropped from
+  the history (the same file: ``drop_last_n_user_turns``); a resumed or forked rollout
+  may write ``session_meta`` again.
 
 OpenAI's input tokens include the cached ones and it bills no cache writes ("Prompt
 caching", platform.openai.com/docs/guides/prompt-caching), so a call's observed usage is
@@ -28,7 +36,10 @@ The replies of one model call are the response items between its inputs; the
 ``token_count`` that follows them is its usage. A ``reasoning`` item with
 ``encrypted_content`` becomes a thinking part of provider ``openai-responses`` (its
 summary texts, the encrypted content as the signature); one without is reported as
-dropped. ``turn_context.model`` names each reply's model: a change is reported (the
+dropped. A compaction becomes a ``compact`` step whose summary is the ``message``, or
+without one the texts of the ``replacement_history`` (its user messages and summary);
+a rollback drops the last turns' steps, their billed calls counted as rewound and kept
+beside the scenario. ``turn_context.model`` names each reply's model: a change is reported (the
 scenario has no switch step yet). User messages that carry the harness's
 context (``<environment_context>``, ``<user_instructions>``) are dropped: the context is
 rebuilt from ``session_meta`` and ``turn_context``.
@@ -71,7 +82,9 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             continue
         ptype = payload.get("type")
         if kind == "session_meta":
-            session = str(payload.get("id") or "")
+            if session:  # a resumed or forked rollout: the first session names it
+                build.tally("session_meta_again")
+            session = session or str(payload.get("id") or "")
             git = payload.get("git")
             if isinstance(git, dict):
                 branch = git.get("branch") if isinstance(git.get("branch"), str) else None
@@ -82,9 +95,13 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             reply.model = _str(payload.get("model")) or reply.model
         elif kind == "compacted":
             reply.flush(build, number, None)
-            build.compact(number, str(payload.get("message", "")))
+            build.compact(number, _summary(build, number, payload))
         elif kind == "event_msg":
-            if ptype == "token_count":
+            if ptype == "thread_rolled_back":
+                reply.flush(build, number, None)
+                turns = payload.get("num_turns")
+                build.rewind(number, turns if isinstance(turns, int) else 0)
+            elif ptype == "token_count":
                 usage = _usage(payload)
                 if reply.items or reply.calls or reply.thinking:
                     reply.flush(build, number, usage)
@@ -159,6 +176,38 @@ class _Reply:
             return
         build.assistant(line, "\n".join(self.items), self.calls, usage, self.model, self.thinking)
         self.items, self.calls, self.thinking = [], [], []
+
+
+def _summary(build: Builder, line: int, payload: dict[str, Any]) -> str:
+    """A ``compacted`` record's summary: its ``message``, else (a remote compaction
+    writes none) the texts of its ``replacement_history``, the exact history Codex goes
+    on from -- the user messages it keeps and the summary -- as one summary; the context
+    messages in it are rebuilt from ``turn_context`` and an opaque ``compaction`` item
+    (encrypted) cannot be, both reported."""
+    message = payload.get("message")
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        return str(message or "")
+    build.tally("compactions_with_replacement_history")
+    texts = []
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        text = _content_text(item.get("content")) if item.get("type") == "message" else ""
+        if item.get("type") == "message" and item.get("role") in ("user", "assistant"):
+            if text.lstrip().startswith(_CONTEXT_TAGS):
+                build.tally("replacement_context_messages")
+                continue
+            texts.append(text)
+        else:
+            build.drop(
+                line,
+                f"a {item.get('type')!r} item of the replacement history",
+                "only its messages' texts become the summary",
+            )
+    if isinstance(message, str) and message.strip():
+        return message
+    return "\n\n".join(t for t in texts if t.strip())
 
 
 def _reasoning(payload: dict[str, Any]) -> dict[str, Any] | None:

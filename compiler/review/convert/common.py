@@ -488,6 +488,30 @@ class Builder:
         self.steps.append({"compact": {"summary": redact_text(summary)}})
         self.tally("compactions")
 
+    def rewind(self, line: int, turns: int) -> None:
+        """Drop the last ``turns`` user turns and everything after them (a rollback:
+        the transcript's history goes on from before them); their billed calls are
+        counted as rewound and kept beside the scenario (``unmatched``)."""
+        self.flush(line)
+        starts = [i for i, step in enumerate(self.steps) if "user" in step]
+        if turns <= 0 or len(starts) < turns:
+            self.drop(line, f"a rollback of {turns} turn(s)", "the scenario has not that many")
+            return
+        cut = starts[-turns]
+        gone = [c for c in self.calls if c["step"] >= cut]
+        self.calls = [c for c in self.calls if c["step"] < cut]
+        for call in gone:
+            if call["observed"] is not None:
+                self.unmatched.append({"line": call["line"], "observed": call["observed"]})
+        self.tally("rewound_turns", turns)
+        self.tally("rewound_billed_calls", sum(1 for c in gone if c["observed"] is not None))
+        del self.steps[cut:]
+        self.gathered = []
+        last = self.steps[-1] if self.steps else {}
+        self.awaiting = next(iter(last), None) in ("user", "tool_results")
+        calls = last.get("assistant", {}).get("tool_calls", [])
+        self.pending = [c["id"] for c in calls]
+
     def finish(self, name: str, conversation: str, provider: str) -> Converted:
         if self.gathered:
             self.flush(self.gathered_line)
