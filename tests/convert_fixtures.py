@@ -11,6 +11,12 @@ from typing import Any
 
 SECRET = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0kLmN"
 
+#: A 1x1 PNG, base64.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
+    "hQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
 
 def _line(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"))
@@ -152,6 +158,8 @@ def claude_small() -> str:
                 ],
             },
             {"type": "text", "text": "Also add a CSV export."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
         ]
     )
     s.assistant(

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from convert_fixtures import SECRET, claude_long, claude_small, codex_resumed, codex_small
+from convert_fixtures import PNG, SECRET, claude_long, claude_small, codex_resumed, codex_small
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.convert import convert, usage_path, write_converted
 from prefixlock.review.replay import replay
@@ -73,8 +73,9 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     assert steps[4] == {
         "user": {
             "event": "u2",
-            "query": "Also add a CSV export.",
+            "query": "Also add a CSV export.\n[image]",
             "timestamp": "2026-03-06T10:00:56.000Z",
+            "images": [{"media_type": "image/png", "data": PNG}],
             "tool_results": [
                 {
                     "call_id": "toolu_2",
@@ -109,6 +110,10 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
         }
     }
     assert counts["thinking_parts"] == 2
+    # an inline image goes with the prompt; a URL one and a tool result's are placeholders
+    assert counts["images"] == 1
+    assert counts["images_as_placeholders"] == 1
+    assert counts["tool_result_images_as_placeholders"] == 1
     assert {
         "where": f"{DATA / 'claude-small.jsonl'}:17",
         "what": "a thinking block without its signature",

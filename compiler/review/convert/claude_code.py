@@ -35,8 +35,10 @@ branch is counted as rewound), each record at its latest writing. Sidechains are
 apart: each agent's records (by ``agentId``) are converted the same way into a scenario
 of their own, and their billed calls counted. Thinking blocks become the reply's
 ``thinking`` parts of provider ``anthropic`` (text and signature; ``redacted_thinking``
-its data), first in the reply; an unsigned one is reported as dropped. Images and
-bookkeeping records are reported as dropped; ``isMeta`` user records (command caveats, reminders the
+its data), first in the reply; an unsigned one is reported as dropped. A prompt's inline
+(base64) images become the turn's ``images``; an image in a tool result stays an
+``[image]`` placeholder (a scenario's tool result is text), counted. Bookkeeping records
+are reported as dropped; ``isMeta`` user records (command caveats, reminders the
 harness adds) become ``note`` steps, sent with the next call.
 """
 
@@ -186,6 +188,18 @@ def _thinking(block: dict[str, Any]) -> dict[str, Any] | None:
     return {"provider": "anthropic", "text": text, "signature": signature}
 
 
+def _image(block: dict[str, Any]) -> dict[str, str] | None:
+    """An ``image`` block with an inline base64 source as a scenario image
+    ``{media_type, data}``; None for any other source (a URL, a file id)."""
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None
+    media, data = source.get("media_type"), source.get("data")
+    if not isinstance(media, str) or not isinstance(data, str) or not data:
+        return None
+    return {"media_type": media, "data": data}
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -316,7 +330,8 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                     if isinstance(block.get("content"), list) and any(
                         isinstance(b, dict) and b.get("type") == "image" for b in block["content"]
                     ):
-                        build.tally("images_as_placeholders")
+                        # a scenario's tool result is text (as the library's)
+                        build.tally("tool_result_images_as_placeholders")
                     results.append(
                         {
                             "call_id": str(block.get("tool_use_id")),
@@ -329,17 +344,26 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                 for b in content
                 if isinstance(b, dict) and b.get("type") == "text"
             )
-            if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
-                build.tally("images_as_placeholders")
-                text = (text + "\n[image]").strip("\n")
-            if results and text:
+            images = []
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "image":
+                    image = _image(block)
+                    if image is None:
+                        build.tally("images_as_placeholders")
+                        build.drop(
+                            number, "an image", "not inline base64 data: an [image] placeholder"
+                        )
+                        text = (text + "\n[image]").strip("\n")
+                    else:
+                        images.append(image)
+            if results and (text or images):
                 # the query travels with the results: one turn, results first
                 build.tally("queries_with_tool_results")
-                build.user(number, text, stamp, results)
+                build.user(number, text, stamp, results, images)
                 continue
             if results:
                 build.results(number, results, stamp)
                 continue
-            build.user(number, text, stamp)
+            build.user(number, text, stamp, images=images)
             continue
         build.user(number, str(content or ""), stamp)

@@ -367,10 +367,16 @@ class Builder:
             self.flush(line)
 
     def user(
-        self, line: int, query: str, stamp: Any, results: list[dict[str, Any]] | None = None
+        self,
+        line: int,
+        query: str,
+        stamp: Any,
+        results: list[dict[str, Any]] | None = None,
+        images: list[dict[str, str]] | None = None,
     ) -> None:
         """A user turn (one model call). ``results``: tool results the turn sends first
-        (``user.tool_results``); any call still pending is answered by it too."""
+        (``user.tool_results``); any call still pending is answered by it too.
+        ``images``: ``{media_type, data}`` sent with the query (``user.images``)."""
         if results:
             self.results(line, results, stamp, send=False)
         at = self._stamp(line, stamp)
@@ -385,6 +391,9 @@ class Builder:
         if batch:
             body["tool_results"] = batch
             self.tally("turns_with_tool_results")
+        if images:
+            body["images"] = images
+            self.tally("images", len(images))
         self.steps.append({"user": body})
         self.tally("user_turns")
         self._call(line, at)
