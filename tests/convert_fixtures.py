@@ -218,7 +218,8 @@ def claude_small() -> str:
 
 
 def claude_long(seed: int = 7, turns: int = 40) -> str:
-    """A long generated session: tool loops, sub-agents, a rewind, compactions."""
+    """A long generated session: tool loops, sub-agents, a rewind, compactions, signed
+    thinking on about half of the replies."""
     rng = random.Random(seed)
     s = ClaudeSession("sess-long")
     cached = 0
@@ -265,8 +266,14 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
             )
         call += 1
         write = rng.randint(20, 300)
+        thinking = [
+            {"type": "thinking", "thinking": f"Plan for turn {turn}.", "signature": f"EqQB{call}=="}
+        ]
         s.assistant(
-            f"msg_{call}", [{"type": "text", "text": f"Done {turn}."}], read=cached, write=write
+            f"msg_{call}",
+            [*(thinking if rng.random() < 0.5 else []), {"type": "text", "text": f"Done {turn}."}],
+            read=cached,
+            write=write,
         )
         cached += write
         if turn == 12 and rewind_from is not None:
@@ -680,3 +687,12 @@ def codex_resumed() -> str:
     user("Thanks.")
     reply("Welcome.", 0)
     return "\n".join(_line(v) for v in out) + "\n"
+
+
+if __name__ == "__main__":
+    # python tests/convert_fixtures.py [TURNS [SEED]] > session.jsonl: a long synthetic
+    # Claude Code session (compactions every 15 turns, sub-agents, a rewind, thinking)
+    import sys
+
+    args = [int(a) for a in sys.argv[1:3]]
+    sys.stdout.write(claude_long(args[1] if len(args) > 1 else 7, args[0] if args else 40))
