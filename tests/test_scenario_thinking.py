@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from prefixlock.core.errors import SpecErrors
 from prefixlock.core.messages import OpaquePart, TextPart
+from prefixlock.core.model import MessageView
 from prefixlock.review.replay import replay, replay_bodies
 from prefixlock.review.scenario import load_scenario
 from prefixlock.review.verify import verify_scenario
@@ -224,3 +225,21 @@ def test_every_invariant_holds_with_every_family(tmp_path: Path) -> None:
     rows, failures = verify_scenario(load_scenario(path, bundles=BUNDLES), ALL)
     assert failures == []
     assert [row.prefix_stable for row in rows] == [True] * len(ALL)
+
+
+def test_carried_requests_stay_views_of_one_list(tmp_path: Path) -> None:
+    """What another provider takes is kept as one append-only list per history list,
+    so its successive requests are views of one list (it encodes only what is new), and
+    a request holding nothing foreign is handed on as it is."""
+    path = _write(tmp_path, [CLAUDE])
+    calls = replay(load_scenario(path, bundles=BUNDLES))
+    assert calls[0].request_for("openai-chat") is calls[0].request  # nothing foreign yet
+    assert calls[1].request_for("anthropic") is calls[1].request  # its own thinking
+    later = [call.request_for("openai-chat").messages for call in calls[1:]]
+    assert all(isinstance(m, MessageView) for m in later)
+    assert later[0].shared_with(later[1]) == len(later[0])
+    assert [m.id for m in later[1]] == [m.id for m in calls[2].request.messages]
+    carried = next(m for m in later[1] if m.id == "assistant:1")
+    assert not any(isinstance(p, OpaquePart) for p in carried.parts)
+    kept = next(m for m in calls[2].request.messages if m.id == "assistant:1")
+    assert carried.parts == kept.parts[1:]  # the text and the call, the thinking dropped
