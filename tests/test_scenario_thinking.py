@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from prefixlock.core.errors import SpecErrors
-from prefixlock.core.messages import OpaquePart, TextPart
+from prefixlock.core.messages import OpaquePart, Part, TextPart
 from prefixlock.core.model import MessageView
+from prefixlock.providers.readers import reader
 from prefixlock.review.replay import replay, replay_bodies
-from prefixlock.review.scenario import load_scenario
+from prefixlock.review.scenario import load_scenario, thinking_part
 from prefixlock.review.verify import verify_scenario
 from prefixlock.spec.bundle import Bundle
 
@@ -243,3 +244,62 @@ def test_carried_requests_stay_views_of_one_list(tmp_path: Path) -> None:
     assert not any(isinstance(p, OpaquePart) for p in carried.parts)
     kept = next(m for m in calls[2].request.messages if m.id == "assistant:1")
     assert carried.parts == kept.parts[1:]  # the text and the call, the thinking dropped
+
+
+RESPONSES = Path(__file__).parent / "data" / "responses"
+
+
+def _entry(provider: str, part: Part) -> dict[str, Any]:
+    """The scenario thinking entry a converter writes for a part a reader recorded."""
+    if isinstance(part, TextPart):  # Gemini's signature on a blank text part
+        return {"provider": provider, "signature": part.thought_signature}
+    assert isinstance(part, OpaquePart)
+    value = part.value
+    if provider == "anthropic":
+        if value["type"] == "redacted_thinking":
+            return {"provider": provider, "redacted": value["data"]}
+        return {"provider": provider, "text": value["thinking"], "signature": value["signature"]}
+    if provider == "bedrock-converse":
+        inner = value["reasoningContent"]
+        if "redactedContent" in inner:
+            return {"provider": provider, "redacted": inner["redactedContent"]}
+        return {"provider": provider, **inner["reasoningText"]}
+    if provider == "gemini":
+        extra = {"signature": value["thoughtSignature"]} if "thoughtSignature" in value else {}
+        return {"provider": provider, "text": value["text"], **extra}
+    summary = [s["text"] for s in value["summary"]]
+    return {"provider": provider, "summary": summary, "signature": value["encrypted_content"]}
+
+
+@pytest.mark.parametrize(
+    ("provider", "name"),
+    [
+        ("anthropic", "turn1.json"),
+        ("anthropic", "turn2.json"),
+        ("bedrock-converse", "turn1_reasoning_parallel_tools.json"),
+        ("bedrock-converse", "turn2_redacted_edit.json"),
+        ("gemini", "turn1.json"),
+        ("openai-responses", "tool_calls.json"),
+        ("openai-responses", "final.json"),
+    ],
+)
+def test_a_thinking_part_is_what_the_reader_records(provider: str, name: str) -> None:
+    """Round trip: a recorded response's thinking, written as a scenario part, is the part
+    the provider's reader made (an OpenAI reasoning item without its id: no input item
+    carries one, the serializer drops it)."""
+    output = reader(provider).parse_response((RESPONSES / provider / name).read_bytes())
+    recorded = [
+        p for p in output.parts if isinstance(p, OpaquePart) and p.value.get("type") != "text"
+    ]
+    assert recorded
+    for part in recorded:
+        made = thinking_part(_entry(provider, part), "$", _never)
+        assert isinstance(made, OpaquePart)
+        if provider == "openai-responses":
+            assert made.value == {k: v for k, v in part.value.items() if k not in ("id", "status")}
+        else:
+            assert made == part
+
+
+def _never(path: str, message: str, *, at_key: bool = False) -> None:
+    raise AssertionError(f"{path}: {message}")
