@@ -6,7 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from convert_fixtures import PNG, SECRET, claude_long, claude_small, codex_resumed, codex_small
+from convert_fixtures import (
+    PNG,
+    SECRET,
+    ClaudeSession,
+    claude_long,
+    claude_small,
+    codex_resumed,
+    codex_small,
+)
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.convert import convert, usage_path, write_converted
 from prefixlock.review.replay import replay
@@ -439,3 +447,42 @@ def test_codex_rollback_replacement_history_and_resume(tmp_path: Path) -> None:
     out = write_converted(c, tmp_path / "s.yaml")[0]
     _, failures = verify_scenario(load_scenario(out), ["openai-responses"])
     assert failures == []
+
+
+def test_codex_images_and_claude_interleaved_thinking(tmp_path: Path) -> None:
+    """A Codex prompt's data-URL image is the turn's image (an http one reported); a
+    Claude Code reply's thinking after its text is moved first, counted."""
+    rollout = tmp_path / "r.jsonl"
+    content = [
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+    ]
+    lines = [
+        {"timestamp": "2026-03-06T10:00:00.000Z", "type": "session_meta", "payload": {"id": "c"}},
+        {
+            "timestamp": "2026-03-06T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": content},
+        },
+    ]
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    c = convert("codex", rollout)
+    assert c.scenario["steps"][0]["user"]["images"] == [{"media_type": "image/png", "data": PNG}]
+    assert c.report["dropped"] == [
+        {"where": f"{rollout}:2", "what": "an image", "why": "not a base64 data URL"}
+    ]
+    session = tmp_path / "s.jsonl"
+    s = ClaudeSession()
+    s.user("Go.")
+    thinking = {"type": "thinking", "thinking": "then this", "signature": "c2ln"}
+    s.assistant("msg_1", [{"type": "text", "text": "First."}, thinking], read=0, write=10)
+    session.write_text(s.text())
+    c = convert("claude-code", session)
+    assert c.scenario["steps"][1] == {
+        "assistant": {
+            "thinking": [{"provider": "anthropic", "text": "then this", "signature": "c2ln"}],
+            "text": "First.",
+        }
+    }
+    assert c.report["counts"]["thinking_moved_before_text_or_calls"] == 1

@@ -10,7 +10,8 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
 - ``session_meta``: ``id``, ``cwd``, ``git`` {``branch``, ``commit_hash``}, ...;
 - ``turn_context``: per turn ``cwd``, ``model``, approval and sandbox policy;
 - ``response_item``: the Responses API items sent and received: ``message`` (role
-  ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text``),
+  ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text`` /
+  ``input_image`` with an ``image_url``, a ``data:`` URL for a pasted image),
   ``reasoning``, ``function_call`` {``name``, ``arguments`` (a JSON string), ``call_id``},
   ``function_call_output`` {``call_id``, ``output``}, ``custom_tool_call`` /
   ``custom_tool_call_output``, ``local_shell_call``;
@@ -47,6 +48,7 @@ rebuilt from ``session_meta`` and ``turn_context``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +126,8 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                         )
                         continue
                     reply.flush(build, number, None)
-                    build.user(number, text, stamp)
+                    images = _images(build, number, payload.get("content"))
+                    build.user(number, text, stamp, images=images)
                 else:
                     build.drop(number, f"a {role!r} message", "instructions come from the bundle")
             elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
@@ -176,6 +179,24 @@ class _Reply:
             return
         build.assistant(line, "\n".join(self.items), self.calls, usage, self.model, self.thinking)
         self.items, self.calls, self.thinking = [], [], []
+
+
+_DATA_URL = re.compile(r"data:(image/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})\Z")
+
+
+def _images(build: Builder, line: int, content: Any) -> list[dict[str, str]]:
+    """A user message's ``input_image`` parts with a base64 ``data:`` URL as the turn's
+    images; any other (an http URL, a file id) is reported."""
+    images = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict) or part.get("type") != "input_image":
+            continue
+        match = _DATA_URL.match(str(part.get("image_url") or ""))
+        if match is None:
+            build.drop(line, "an image", "not a base64 data URL")
+            continue
+        images.append({"media_type": match.group(1), "data": match.group(2)})
+    return images
 
 
 def _summary(build: Builder, line: int, payload: dict[str, Any]) -> str:
