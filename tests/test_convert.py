@@ -6,7 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from convert_fixtures import SECRET, claude_long, claude_small, codex_small
+from convert_fixtures import (
+    PNG,
+    SECRET,
+    ClaudeSession,
+    claude_long,
+    claude_small,
+    codex_resumed,
+    codex_small,
+)
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.convert import convert, usage_path, write_converted
 from prefixlock.review.replay import replay
@@ -47,9 +55,11 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
             "timestamp": "2026-03-06T10:00:07.000Z",
         }
     }
-    # the split reply (thinking, text, tool_use) is one assistant step; Glob -> glob_search
+    # the split reply (thinking, text, tool_use) is one assistant step; its thinking
+    # block a thinking part with the signature; Glob -> glob_search
     assert steps[1] == {
         "assistant": {
+            "thinking": [{"provider": "anthropic", "text": "look first", "signature": "sig=="}],
             "text": "Let me look.",
             "tool_calls": [
                 {"arguments": {"pattern": "**/*.py"}, "id": "toolu_1", "name": "glob_search"}
@@ -71,8 +81,9 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     assert steps[4] == {
         "user": {
             "event": "u2",
-            "query": "Also add a CSV export.",
+            "query": "Also add a CSV export.\n[image]",
             "timestamp": "2026-03-06T10:00:56.000Z",
+            "images": [{"media_type": "image/png", "data": PNG}],
             "tool_results": [
                 {
                     "call_id": "toolu_2",
@@ -99,7 +110,23 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     assert counts["sidechain a1b2 billed calls"] == 1
     assert counts["rewritten_records"] == 1
     assert counts["out_of_order_timestamps"] == 1
-    assert counts["thinking_blocks_dropped"] == 1
+    # redacted thinking is kept as its data; an unsigned block cannot be sent back
+    assert steps[5] == {
+        "assistant": {
+            "thinking": [{"provider": "anthropic", "redacted": "EmwKAhgBEgy"}],
+            "text": "Both done.",
+        }
+    }
+    assert counts["thinking_parts"] == 2
+    # an inline image goes with the prompt; a URL one and a tool result's are placeholders
+    assert counts["images"] == 1
+    assert counts["images_as_placeholders"] == 1
+    assert counts["tool_result_images_as_placeholders"] == 1
+    assert {
+        "where": f"{DATA / 'claude-small.jsonl'}:17",
+        "what": "a thinking block without its signature",
+        "why": "only a signed block can be sent back",
+    } in c.report["dropped"]
     assert counts["queries_with_tool_results"] == 1
     assert counts["tools_by_fallback"] == 1
     whys = [d["what"] for d in c.report["dropped"]]
@@ -136,6 +163,34 @@ def test_codex_maps_calls_usage_and_compaction() -> None:
         "output_tokens": 30,
     }
     assert [r["cache_read_tokens"] for r in rows] == [3072, 3968, 0]
+    # a reasoning item with encrypted_content is a thinking part; one without is reported
+    assert c.scenario["steps"][3] == {
+        "assistant": {
+            "thinking": [
+                {
+                    "provider": "openai-responses",
+                    "summary": ["**Counting**"],
+                    "signature": "gAAAAABpEnc1",
+                }
+            ],
+            "text": "Two invoices.",
+        }
+    }
+    where = str(DATA / "codex-small.jsonl")
+    assert {
+        "where": f"{where}:6",
+        "what": "a reasoning item without encrypted_content",
+        "why": "only its encrypted content can be sent back: no item ids are sent",
+    } in c.report["dropped"]
+    # turn_context.model: a change is reported (the lead maps it onto a switch step)
+    assert c.usage["calls"][2]["model"] == "gpt-5"
+    assert c.report["counts"]["model_switches"] == 1
+    assert {
+        "where": f"{where}:17",  # the reply on the new model
+        "what": "a switch to model 'gpt-5'",
+        "why": "from 'gpt-5-codex': the scenario format has no model switch; "
+        "the replay keeps the bundle's",
+    } in c.report["dropped"]
 
 
 @pytest.mark.parametrize(
@@ -289,7 +344,7 @@ def test_a_bad_timestamp_and_a_model_switch_are_reported(tmp_path: Path) -> None
     assert dropped[(f"{path}:3", "the timestamp")] == (
         "'yesterday' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
     )
-    assert dropped[(f"{path}:21", "a switch to model 'claude-opus-4-1'")] == (
+    assert dropped[(f"{path}:23", "a switch to model 'claude-opus-4-1'")] == (
         "from 'claude-sonnet-4-5': the scenario format has no model switch; the replay "
         "keeps the bundle's"
     )
@@ -351,3 +406,83 @@ def test_a_sub_agent_file_is_converted_as_the_scenario(tmp_path: Path) -> None:
     assert c.report["counts"]["sidechain agent1 as the scenario"] == 1
     expected = convert("claude-code", whole).sidechains[0][1]
     assert c.scenario["steps"] == expected.scenario["steps"]
+
+
+def test_codex_rollback_replacement_history_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(codex_resumed())
+    c = convert("codex", path)
+    steps = c.scenario["steps"]
+    # the rolled-back turn ("Now delete it.") is gone; its billed call kept beside
+    assert [next(iter(s)) for s in steps] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "compact",
+        "user",
+        "assistant",
+    ]
+    assert [s["user"]["query"] for s in steps if "user" in s] == [
+        "Rename the module.",
+        "Now add a test.",
+        "Thanks.",
+    ]
+    assert c.report["counts"]["rewound_turns"] == 1
+    assert c.report["counts"]["rewound_billed_calls"] == 1
+    assert [u["line"] for u in c.usage["unmatched"]] == [7]  # the rolled-back request
+    assert len(c.usage["calls"]) == 3
+    # a remote compaction (message empty): the replacement history's texts are the
+    # summary; its context message is rebuilt, its encrypted item reported
+    assert steps[4] == {"compact": {"summary": "Rename the module.\n\nNow add a test."}}
+    assert c.report["dropped"] == [
+        {
+            "where": f"{path}:15",
+            "what": "a 'compaction' item of the replacement history",
+            "why": "only its messages' texts become the summary",
+        }
+    ]
+    assert c.scenario["conversation"] == "cx-resumed"
+    assert c.report["counts"]["session_meta_again"] == 1
+    out = write_converted(c, tmp_path / "s.yaml")[0]
+    _, failures = verify_scenario(load_scenario(out), ["openai-responses"])
+    assert failures == []
+
+
+def test_codex_images_and_claude_interleaved_thinking(tmp_path: Path) -> None:
+    """A Codex prompt's data-URL image is the turn's image (an http one reported); a
+    Claude Code reply's thinking after its text is moved first, counted."""
+    rollout = tmp_path / "r.jsonl"
+    content = [
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+    ]
+    lines = [
+        {"timestamp": "2026-03-06T10:00:00.000Z", "type": "session_meta", "payload": {"id": "c"}},
+        {
+            "timestamp": "2026-03-06T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": content},
+        },
+    ]
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    c = convert("codex", rollout)
+    assert c.scenario["steps"][0]["user"]["images"] == [{"media_type": "image/png", "data": PNG}]
+    assert c.report["dropped"] == [
+        {"where": f"{rollout}:2", "what": "an image", "why": "not a base64 data URL"}
+    ]
+    session = tmp_path / "s.jsonl"
+    s = ClaudeSession()
+    s.user("Go.")
+    thinking = {"type": "thinking", "thinking": "then this", "signature": "c2ln"}
+    s.assistant("msg_1", [{"type": "text", "text": "First."}, thinking], read=0, write=10)
+    session.write_text(s.text())
+    c = convert("claude-code", session)
+    assert c.scenario["steps"][1] == {
+        "assistant": {
+            "thinking": [{"provider": "anthropic", "text": "then this", "signature": "c2ln"}],
+            "text": "First.",
+        }
+    }
+    assert c.report["counts"]["thinking_moved_before_text_or_calls"] == 1

@@ -467,9 +467,10 @@ def test_unknown_keys(here: Path) -> None:
         "s.yaml:4:21: $.base: unknown key 'colour' (expected one of: action_context, "
         "context, mode, open_files, query, selected_context, timestamp)",
         "s.yaml:6:33: $.steps[0].user: unknown key 'priority' (expected one of: "
-        "action_context, compact, context, event, mode, open_files, query, "
+        "action_context, compact, context, event, images, mode, open_files, query, "
         "selected_context, timestamp, tool_results)",
-        "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' (expected one of: text, tool_calls)",
+        "s.yaml:7:27: $.steps[1].assistant: unknown key 'mood' "
+        "(expected one of: text, thinking, tool_calls)",
         "s.yaml:8:5: $.steps[2]: unknown key 'usr' (did you mean 'user'?)",
     ]
 

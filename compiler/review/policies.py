@@ -43,7 +43,7 @@ from ..core.errors import UsageError
 from ..core.limits import keepalive_output_limit
 from ..core.model import ModelRequest
 from .naive import NaiveHarness, tool_file_order
-from .replay import iter_replay
+from .replay import Carrier, iter_replay
 from .scenario import Scenario, load_scenario, scenario_files
 from .verify import call_time, scenario_label
 
@@ -119,6 +119,9 @@ def price_session(
     yardsticks) in base input-token units, and each policy's ratios."""
     wire = providers.get(provider)
     model = calls[0].request.settings_for(provider).model
+    # another provider's opaque parts (a scenario's thinking): as this provider takes them
+    carrier = Carrier()
+    calls = [attrs.evolve(c, request=carrier.request(c.request, provider)) for c in calls]
     choice = marker_policies(provider, model)
     policies = [p for p in POLICIES if p in ("configured", "keepalive") or choice]
 

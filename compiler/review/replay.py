@@ -37,10 +37,11 @@ from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors, Us
 from ..core.fragments import RunningDigest
 from ..core.jsonpath import json_path
 from ..core.memory import release_freed_memory
-from ..core.messages import CanonicalMessage
+from ..core.messages import CanonicalMessage, OpaquePart
 from ..core.model import MessageView, ModelRequest
 from ..providers.frame import BodyFragments
 from ..runtime.conversation import Conversation
+from ..runtime.failover import retarget
 from ..store.records import ContextSection
 from ..store.sqlite import SQLiteStore
 from .scenario import (
@@ -59,6 +60,7 @@ from .scenario import (
 __all__ = [
     "STORE_FILE",
     "Call",
+    "Carrier",
     "divergence",
     "forget_encodings",
     "fragments_at",
@@ -94,6 +96,83 @@ class Call:
     #: ``context_updates: sections``: request-context message id -> the sections it
     #: carries (the conversation's map, only ever added to); empty under ``whole``
     sections: Mapping[str, tuple[ContextSection, ...]] = attrs.field(factory=dict, eq=False)
+    #: Shared by the calls of one replay: their messages as each provider takes them
+    #: (:func:`request_for`).
+    carrier: Carrier = attrs.field(factory=lambda: Carrier(), eq=False, repr=False)
+
+    def request_for(self, provider: str) -> ModelRequest:
+        """The request as sent to ``provider`` (:class:`Carrier`): the same object
+        unless the history holds another provider's opaque parts."""
+        return self.carrier.request(self.request, provider)
+
+
+class Carrier:
+    """The replay's requests as one provider takes them: a provider-opaque part (a
+    scenario's ``thinking``) that another provider made is carried or dropped by the
+    failover rule (:func:`~prefixlock.runtime.failover.retarget`) -- in that provider's
+    body only, never in the history. Claude thinking goes to Claude on Bedrock as well;
+    the rest only back to the wire that made it.
+
+    Per provider, the messages so carried are kept as an append-only list beside the
+    replay's own (one per history list), so successive calls stay views of one list and
+    a provider encodes only what is new; a request whose messages hold nothing foreign
+    is returned as it is."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, _Carried] = {}
+
+    def request(self, request: ModelRequest, provider: str) -> ModelRequest:
+        messages = request.messages
+        if not isinstance(messages, MessageView):
+            return retarget(request, provider)
+        line = self._lines.get(provider)
+        if line is None or line.lineage != messages.lineage():
+            line = self._lines[provider] = _Carried(messages)
+        line.extend(request, provider)
+        count = len(messages)
+        if line.first_change is None or count <= line.first_change:
+            return request
+        hints = []
+        for item in request.cache_hints:
+            index = item.message_index
+            if index is None:
+                hints.append(item)
+            elif line.counts[index + 1] > 0:  # the message kept at or before it
+                hints.append(attrs.evolve(item, message_index=line.counts[index + 1] - 1))
+        view = MessageView(line.out, line.counts[count])
+        return attrs.evolve(request, messages=view, cache_hints=tuple(hints))
+
+
+class _Carried:
+    """One provider's carried messages of one history list."""
+
+    def __init__(self, source: MessageView) -> None:
+        self.source = source  # kept: its list's id is the lineage
+        self.lineage = source.lineage()
+        self.out: list[CanonicalMessage] = []
+        #: counts[i]: how many carried messages the first i source messages make
+        self.counts = [0]
+        #: the index of the first source message the provider takes otherwise
+        self.first_change: int | None = None
+
+    def extend(self, request: ModelRequest, provider: str) -> None:
+        messages = request.messages
+        done = len(self.counts) - 1
+        if len(messages) <= done:
+            return
+        self.source = messages  # type: ignore[assignment]
+        for index in range(done, len(messages)):
+            message = messages[index]
+            carried: CanonicalMessage | None = message
+            if any(isinstance(p, OpaquePart) and p.provider != provider for p in message.parts):
+                alone = attrs.evolve(request, messages=(message,), cache_hints=())
+                moved = retarget(alone, provider).messages
+                carried = moved[0] if moved else None
+                if self.first_change is None and carried is not message:
+                    self.first_change = index
+            if carried is not None:
+                self.out.append(carried)
+            self.counts.append(len(self.out))
 
 
 def provider_names(selected: Sequence[str]) -> tuple[str, ...]:
@@ -197,6 +276,7 @@ def iter_replay(
 def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -> Iterator[Call]:
     session = _Session(scenario, db)
     snapshots = _Snapshots()
+    carrier = Carrier()
     made = 0
     try:
         for index, step in enumerate(scenario.steps):
@@ -218,7 +298,7 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 made += 1
                 frozen = attrs.evolve(request, messages=snapshots.freeze(request.messages))
                 sections = conversation.history.context_sections
-                yield Call(made, index, kind, event, frozen, sections)
+                yield Call(made, index, kind, event, frozen, sections, carrier)
     finally:
         session.stop()
 
@@ -286,7 +366,7 @@ def _run(
         assert isinstance(original, UserStep | BackgroundStep)
         return step.kind, step.event, conversation.handle(original.request)
     if isinstance(step, AssistantStep):
-        conversation.assistant(step.text, step.tool_calls)
+        conversation.assistant(step.text, step.tool_calls, parts=step.parts)
     elif isinstance(step, CompactStep):
         conversation.compact(step.summary)
     return None
@@ -297,7 +377,7 @@ def fragments_at(scenario: Scenario, call: Call, provider: registry.Provider) ->
     :class:`SpecErrors` at the step that made the call, naming the bundle (its
     settings, its tools)."""
     try:
-        return provider.fragments(call.request)
+        return provider.fragments(call.request_for(provider.name))
     except PrefixlockError as err:
         message = f"call {call.index}: {err} ({scenario.bundle_note})"
         step = scenario.steps[call.step]
@@ -315,7 +395,7 @@ def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str
     out: dict[str, list[bytes]] = {}
     for name in providers:
         provider = registry.get(name)
-        out[name] = [provider.serialize(call.request) for call in calls]
+        out[name] = [provider.serialize(call.request_for(name)) for call in calls]
     return out
 
 

@@ -11,7 +11,8 @@ The format is a public contract (``DESIGN.md``, "Scenario format")::
       - user: {event: u1, query: "...", mode?, context?, selected_context?, open_files?,
                action_context?, timestamp?, compact?: {summary: "..."},
                tool_results?: [...]}      # pending calls' results, then the query  # model call
-      - assistant: {text?: "...", tool_calls?: [{id, name, arguments}]}
+      - assistant: {thinking?: [{provider, text?, summary?, signature?, redacted?}],
+                    text?: "...", tool_calls?: [{id, name, arguments}]}
       - tool_results: [{call_id, output, is_error?, timestamp?}]           # model call
       - background: {event: b1, text: "..."}                               # model call
       - injected: {event: i1, text: "..."}                                 # model call
@@ -42,6 +43,8 @@ them together, sorted, each at ``file:line:col`` with its ``$.path``:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -49,7 +52,9 @@ from typing import Any
 
 import attrs
 
+from ..core import canonical
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
+from ..core.messages import OpaquePart, Part, TextPart
 from ..core.names import hint
 from ..core.timestamps import seconds
 from ..runtime.request import AgentRunRequest
@@ -94,6 +99,7 @@ __all__ = [
     "merge_base",
     "scenario_bundle_root",
     "scenario_files",
+    "thinking_part",
 ]
 
 
@@ -300,7 +306,12 @@ class _Loader:
                 for call in body.get("tool_calls", ())
             )
             self.check_tools(path, calls)
-            return AssistantStep(where, body.get("text"), calls)
+            parts = tuple(
+                part
+                for j, entry in enumerate(body.get("thinking", ()))
+                if (part := thinking_part(entry, f"{path}.thinking[{j}]", self.fail)) is not None
+            )
+            return AssistantStep(where, body.get("text"), calls, parts)
         if kind == "tool_results":
             return ToolResultsStep(where, _results(body), self.check_result_times(path, body))
         if kind == "retry":
@@ -433,6 +444,83 @@ class _Loader:
                 why = hint(call.name, names, "tools")
                 message = f"unknown tool {call.name!r} ({why}) ({self.note})"
                 self.fail(f"{path}.tool_calls[{j}].name", message)
+
+
+#: Per provider family: the keys a thinking part may have besides ``provider``, and the
+#: shapes it may take (each a set of keys that must all be given).
+_THINKING_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
+    "anthropic": (frozenset({"text", "signature"}), frozenset({"redacted"})),
+    "bedrock-converse": (
+        frozenset({"text", "signature"}),
+        frozenset({"text"}),
+        frozenset({"redacted"}),
+    ),
+    "openai-responses": (frozenset({"summary", "signature"}),),
+    "gemini": (frozenset({"text", "signature"}), frozenset({"text"}), frozenset({"signature"})),
+}
+
+_SHAPE_WORDS = {
+    "anthropic": "text and signature (a thinking block), or redacted (redacted_thinking)",
+    "bedrock-converse": "text with an optional signature (reasoningText), or redacted "
+    "(redactedContent)",
+    "openai-responses": "summary and signature (a reasoning item's encrypted_content)",
+    "gemini": "text (a thought), signature (a thoughtSignature), or both",
+}
+
+
+def thinking_part(entry: Mapping[str, Any], path: str, fail: Fail) -> Part | None:
+    """A scenario's thinking part as the named provider's reader records it
+    (``docs/scenarios.md``, "Thinking"): an :class:`OpaquePart` holding the provider's
+    own block -- Anthropic ``thinking`` / ``redacted_thinking``, a Bedrock
+    ``reasoningContent`` block, an OpenAI Responses ``reasoning`` item with its
+    ``encrypted_content``, a Gemini ``thought`` part -- or, for a Gemini signature
+    without text, the blank text part carrying the ``thoughtSignature`` (as Gemini sends
+    it at the end of a part). None, with the problem reported, for a shape the provider
+    does not have."""
+    provider = entry["provider"]
+    keys = frozenset(entry) - {"provider"}
+    if keys not in _THINKING_SHAPES[provider]:
+        fail(path, f"a {provider} thinking part has {_SHAPE_WORDS[provider]}; got {sorted(keys)}")
+        return None
+    text, signature, redacted = entry.get("text"), entry.get("signature"), entry.get("redacted")
+    block: dict[str, Any]
+    if provider in ("gemini", "bedrock-converse") and (
+        (provider == "gemini" and signature is not None and not _base64(signature))
+        or (provider == "bedrock-converse" and redacted is not None and not _base64(redacted))
+    ):
+        field = "signature" if provider == "gemini" else "redacted"
+        fail(f"{path}.{field}", f"a {provider} {field} is base64 data, as the service sends it")
+        return None
+    if provider == "anthropic":
+        block = (
+            {"type": "redacted_thinking", "data": redacted}
+            if redacted is not None
+            else {"type": "thinking", "thinking": text, "signature": signature}
+        )
+    elif provider == "bedrock-converse":
+        if redacted is not None:
+            block = {"reasoningContent": {"redactedContent": redacted}}
+        else:
+            inner = {"text": text} if signature is None else {"text": text, "signature": signature}
+            block = {"reasoningContent": {"reasoningText": inner}}
+    elif provider == "openai-responses":
+        summary = [{"type": "summary_text", "text": t} for t in entry["summary"]]
+        block = {"type": "reasoning", "summary": summary, "encrypted_content": signature}
+    else:
+        if text is None:
+            return TextPart("", thought_signature=signature)
+        block = {"text": text, "thought": True}
+        if signature is not None:
+            block["thoughtSignature"] = signature
+    return OpaquePart(provider, canonical.dumps(block))
+
+
+def _base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def _results(raw: Iterable[Mapping[str, Any]]) -> tuple[ToolResult, ...]:

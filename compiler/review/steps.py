@@ -9,6 +9,7 @@ from typing import ClassVar
 import attrs
 
 from ..core.errors import Location
+from ..core.messages import Part
 from ..runtime.request import AgentRunRequest
 from ..runtime.tools import ToolCall, ToolResult
 from ..spec.bundle import Bundle
@@ -65,6 +66,9 @@ class AssistantStep:
     location: Location
     text: str | None
     tool_calls: tuple[ToolCall, ...]
+    #: The reply's thinking / reasoning parts (``thinking:``), recorded before its text
+    #: and tool calls: provider-opaque parts as that provider's reader would make them.
+    parts: tuple[Part, ...] = ()
 
 
 @attrs.frozen

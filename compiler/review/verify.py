@@ -479,7 +479,7 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
         out.bound.add(simulation.add_fragments(body, at))
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
-        request = harness.request(call.request)
+        request = harness.request(call.request_for(name))
         name_caches(naive, naive_roots(request))
         naive.add_fragments(provider.fragments(request).as_body(), at)
     out.failures = checker.failures

@@ -601,7 +601,7 @@ class Conversation:
             f"runtime:{eid}",
             MessageKind.RUNTIME,
             Role.USER,
-            (TextPart(render_runtime(self.bundle, request)),),
+            (TextPart(render_runtime(self.bundle, request)), *request.image_parts),
         )
         latest = h.latest_context
         if context is None:  # sections: nothing changed

@@ -18,6 +18,7 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, Location, SpecError, SpecErrors
+from ..core.messages import ImagePart
 from ..core.timestamps import timestamp_problem
 from ..spec.loader import LoadedDocument, load_yaml_file
 from ..spec.validate import validate_value
@@ -53,6 +54,8 @@ class AgentRunRequest:
     context: str = "{}"
     text: str | None = None
     compact_summary: str | None = None
+    #: canonical JSON text of the list of ``{media_type, data}`` (user turns only)
+    images: str = "[]"
 
     @classmethod
     def from_value(
@@ -103,6 +106,7 @@ class AgentRunRequest:
             context=canonical.dumps(value.get("context", {})),
             text=value.get("text"),
             compact_summary=compact["summary"] if compact is not None else None,
+            images=canonical.dumps(value.get("images", [])),
         )
 
     @classmethod
@@ -123,7 +127,7 @@ class AgentRunRequest:
             "compact": None if self.compact_summary is None else {"summary": self.compact_summary},
         }
         out.update({k: v for k, v in optional.items() if v is not None})
-        for key in ("selected_context", "open_files", "action_context", "context"):
+        for key in ("selected_context", "open_files", "action_context", "context", "images"):
             value = canonical.loads(getattr(self, key))
             if value:
                 out[key] = value
@@ -142,6 +146,13 @@ class AgentRunRequest:
         """Content digest: two deliveries of one event must have the same digest.
         Computed once per request (a turn reads it twice: the retry check, the record)."""
         return canonical.digest(self.to_json())
+
+    @property
+    def image_parts(self) -> tuple[ImagePart, ...]:
+        """The turn's images as message parts, in order."""
+        if self.images == "[]":
+            return ()
+        return tuple(ImagePart(i["media_type"], i["data"]) for i in canonical.loads(self.images))
 
     @property
     def context_value(self) -> dict[str, Any]:

@@ -33,8 +33,12 @@ What the converter keeps: the chain of ``parentUuid`` links that ends at the tra
 last main-chain record (the branch that led to the final state; every record of another
 branch is counted as rewound), each record at its latest writing. Sidechains are kept
 apart: each agent's records (by ``agentId``) are converted the same way into a scenario
-of their own, and their billed calls counted. Thinking blocks, images and bookkeeping
-records are reported as dropped; ``isMeta`` user records (command caveats, reminders the
+of their own, and their billed calls counted. Thinking blocks become the reply's
+``thinking`` parts of provider ``anthropic`` (text and signature; ``redacted_thinking``
+its data), first in the reply; an unsigned one is reported as dropped. A prompt's inline
+(base64) images become the turn's ``images``; an image in a tool result stays an
+``[image]`` placeholder (a scenario's tool result is text), counted. Bookkeeping records
+are reported as dropped; ``isMeta`` user records (command caveats, reminders the
 harness adds) become ``note`` steps, sent with the next call.
 """
 
@@ -46,32 +50,12 @@ from typing import Any
 
 import attrs
 
-from .common import Builder, Converted, ToolMap, Usage, count, read_lines
+from .common import Builder, Converted, ToolMap, Usage, count, default_tools, read_lines
 
 __all__ = ["DEFAULT_TOOLS", "convert_claude_code"]
 
-#: Claude Code's built-in tools -> the example bundle's tools (rules/tools.yaml).
-DEFAULT_TOOLS = ToolMap(
-    {
-        "Read": "read_file",
-        "Write": "write_file",
-        "Edit": "edit_file",
-        "MultiEdit": "edit_file",
-        "NotebookEdit": "edit_file",
-        "Bash": "run_terminal_command",
-        "BashOutput": "run_terminal_command",
-        "KillShell": "run_terminal_command",
-        "Glob": "glob_search",
-        "Grep": "grep_search",
-        "LS": "list_dir",
-        "WebSearch": "web_search",
-        "WebFetch": "web_search",
-        "TodoWrite": "todo_write",
-        "Task": "spawn_subagent",
-        "Skill": "read_skill",
-    },
-    (("mcp__", "mcp_call"),),
-)
+#: Its tools -> the example bundle's tools (rules/tools.yaml).
+DEFAULT_TOOLS = default_tools("claude-code")
 
 SOURCE = "claude-code"
 PROVIDER = "anthropic"
@@ -190,6 +174,32 @@ def _chain(
     return out
 
 
+def _thinking(block: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``thinking`` block (text and ``signature``) or ``redacted_thinking`` block
+    (``data``) as a scenario's thinking part of provider ``anthropic``; None if it has no
+    signature (or data): Anthropic refuses an unsigned thinking block sent back."""
+    if block.get("type") == "redacted_thinking":
+        data = block.get("data")
+        ok = isinstance(data, str) and data
+        return {"provider": "anthropic", "redacted": data} if ok else None
+    text, signature = block.get("thinking"), block.get("signature")
+    if not isinstance(text, str) or not isinstance(signature, str) or not signature:
+        return None
+    return {"provider": "anthropic", "text": text, "signature": signature}
+
+
+def _image(block: dict[str, Any]) -> dict[str, str] | None:
+    """An ``image`` block with an inline base64 source as a scenario image
+    ``{media_type, data}``; None for any other source (a URL, a file id)."""
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None
+    media, data = source.get("media_type"), source.get("data")
+    if not isinstance(media, str) or not isinstance(data, str) or not data:
+        return None
+    return {"media_type": media, "data": data}
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -267,7 +277,7 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                     "written by Claude Code, not a model call",
                 )
                 continue
-            texts, calls = [], []
+            texts, calls, thinking = [], [], []
             for block in blocks:
                 if not isinstance(block, dict):
                     continue
@@ -279,11 +289,27 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                         (str(block.get("id")), str(block.get("name")), block.get("input", {}))
                     )
                 elif btype in ("thinking", "redacted_thinking"):
-                    build.tally("thinking_blocks_dropped")
+                    part = _thinking(block)
+                    if part is None:
+                        build.drop(
+                            number,
+                            f"a {btype} block without its signature",
+                            "only a signed block can be sent back",
+                        )
+                        continue
+                    if texts or calls:
+                        # interleaved thinking: the scenario puts a reply's thinking first
+                        build.tally("thinking_moved_before_text_or_calls")
+                    thinking.append(part)
                 else:
                     build.drop(number, f"a {btype!r} block", "the scenario format has no such part")
             build.assistant(
-                number, "\n".join(texts), calls, usage, model if isinstance(model, str) else None
+                number,
+                "\n".join(texts),
+                calls,
+                usage,
+                model if isinstance(model, str) else None,
+                thinking,
             )
             continue
         index += 1
@@ -304,7 +330,8 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                     if isinstance(block.get("content"), list) and any(
                         isinstance(b, dict) and b.get("type") == "image" for b in block["content"]
                     ):
-                        build.tally("images_as_placeholders")
+                        # a scenario's tool result is text (as the library's)
+                        build.tally("tool_result_images_as_placeholders")
                     results.append(
                         {
                             "call_id": str(block.get("tool_use_id")),
@@ -317,17 +344,26 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
                 for b in content
                 if isinstance(b, dict) and b.get("type") == "text"
             )
-            if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
-                build.tally("images_as_placeholders")
-                text = (text + "\n[image]").strip("\n")
-            if results and text:
+            images = []
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "image":
+                    image = _image(block)
+                    if image is None:
+                        build.tally("images_as_placeholders")
+                        build.drop(
+                            number, "an image", "not inline base64 data: an [image] placeholder"
+                        )
+                        text = (text + "\n[image]").strip("\n")
+                    else:
+                        images.append(image)
+            if results and (text or images):
                 # the query travels with the results: one turn, results first
                 build.tally("queries_with_tool_results")
-                build.user(number, text, stamp, results)
+                build.user(number, text, stamp, results, images)
                 continue
             if results:
                 build.results(number, results, stamp)
                 continue
-            build.user(number, text, stamp)
+            build.user(number, text, stamp, images=images)
             continue
         build.user(number, str(content or ""), stamp)

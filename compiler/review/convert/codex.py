@@ -10,7 +10,8 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
 - ``session_meta``: ``id``, ``cwd``, ``git`` {``branch``, ``commit_hash``}, ...;
 - ``turn_context``: per turn ``cwd``, ``model``, approval and sandbox policy;
 - ``response_item``: the Responses API items sent and received: ``message`` (role
-  ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text``),
+  ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text`` /
+  ``input_image`` with an ``image_url``, a ``data:`` URL for a pasted image),
   ``reasoning``, ``function_call`` {``name``, ``arguments`` (a JSON string), ``call_id``},
   ``function_call_output`` {``call_id``, ``output``}, ``custom_tool_call`` /
   ``custom_tool_call_output``, ``local_shell_call``;
@@ -18,46 +19,47 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
   call's ``input_tokens``, of them ``cached_input_tokens``, ``output_tokens``,
   ``reasoning_output_tokens``) and ``info.total_token_usage`` (running sums);
   ``user_message`` / ``agent_message`` repeat the response items;
-- ``compacted``: ``message``, the summary that replaced the history.
+- ``compacted``: ``message``, the summary that replaced the history, and (newer Codex)
+  ``replacement_history``, the exact history Codex goes on from (local compaction: the
+  context, the user messages it keeps, the summary; remote compaction: the items the
+  service returned, ``message`` empty) -- ``CompactedItem`` in
+  github.com/openai/codex codex-rs/protocol/src/protocol.rs; resume rebuilds the
+  history from the newest one (codex-rs/core/src/codex/rollout_reconstruction.rs);
+- ``event_msg`` ``thread_rolled_back`` {``num_turns``}: the last turns are dropped from
+  the history (the same file: ``drop_last_n_user_turns``); a resumed or forked rollout
+  may write ``session_meta`` again.
 
 OpenAI's input tokens include the cached ones and it bills no cache writes ("Prompt
 caching", platform.openai.com/docs/guides/prompt-caching), so a call's observed usage is
 ``uncached = input - cached``, ``cache_read = cached``, no writes.
 
 The replies of one model call are the response items between its inputs; the
-``token_count`` that follows them is its usage. User messages that carry the harness's
+``token_count`` that follows them is its usage. A ``reasoning`` item with
+``encrypted_content`` becomes a thinking part of provider ``openai-responses`` (its
+summary texts, the encrypted content as the signature); one without is reported as
+dropped. A compaction becomes a ``compact`` step whose summary is the ``message``, or
+without one the texts of the ``replacement_history`` (its user messages and summary);
+a rollback drops the last turns' steps, their billed calls counted as rewound and kept
+beside the scenario. ``turn_context.model`` names each reply's model: a change is reported (the
+scenario has no switch step yet). User messages that carry the harness's
 context (``<environment_context>``, ``<user_instructions>``) are dropped: the context is
 rebuilt from ``session_meta`` and ``turn_context``.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from ...core import canonical
 from ...core.errors import CanonicalJSONError
-from .common import Builder, Converted, ToolMap, Usage, count, read_lines
+from .common import Builder, Converted, ToolMap, Usage, count, default_tools, read_lines
 
 __all__ = ["DEFAULT_TOOLS", "convert_codex"]
 
-#: Codex's tools -> the example bundle's tools (rules/tools.yaml).
-DEFAULT_TOOLS = ToolMap(
-    {
-        "shell": "run_terminal_command",
-        "local_shell": "run_terminal_command",
-        "exec_command": "run_terminal_command",
-        "write_stdin": "run_terminal_command",
-        "apply_patch": "edit_file",
-        "update_plan": "todo_write",
-        "view_image": "read_file",
-        "read_file": "read_file",
-        "list_dir": "list_dir",
-        "grep_files": "grep_search",
-        "web_search": "web_search",
-    },
-    (("mcp__", "mcp_call"),),
-)
+#: Its tools -> the example bundle's tools (rules/tools.yaml).
+DEFAULT_TOOLS = default_tools("codex")
 
 SOURCE = "codex"
 PROVIDER = "openai-responses"
@@ -82,7 +84,9 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             continue
         ptype = payload.get("type")
         if kind == "session_meta":
-            session = str(payload.get("id") or "")
+            if session:  # a resumed or forked rollout: the first session names it
+                build.tally("session_meta_again")
+            session = session or str(payload.get("id") or "")
             git = payload.get("git")
             if isinstance(git, dict):
                 branch = git.get("branch") if isinstance(git.get("branch"), str) else None
@@ -90,13 +94,18 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
             build.set_context(_str(payload.get("cwd")), branch, head)
         elif kind == "turn_context":
             build.set_context(_str(payload.get("cwd")), branch, head)
+            reply.model = _str(payload.get("model")) or reply.model
         elif kind == "compacted":
             reply.flush(build, number, None)
-            build.compact(number, str(payload.get("message", "")))
+            build.compact(number, _summary(build, number, payload))
         elif kind == "event_msg":
-            if ptype == "token_count":
+            if ptype == "thread_rolled_back":
+                reply.flush(build, number, None)
+                turns = payload.get("num_turns")
+                build.rewind(number, turns if isinstance(turns, int) else 0)
+            elif ptype == "token_count":
                 usage = _usage(payload)
-                if reply.items or reply.calls:
+                if reply.items or reply.calls or reply.thinking:
                     reply.flush(build, number, usage)
                 elif usage is not None:
                     build.tally("token_counts_without_reply")
@@ -117,7 +126,8 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                         )
                         continue
                     reply.flush(build, number, None)
-                    build.user(number, text, stamp)
+                    images = _images(build, number, payload.get("content"))
+                    build.user(number, text, stamp, images=images)
                 else:
                     build.drop(number, f"a {role!r} message", "instructions come from the bundle")
             elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
@@ -137,7 +147,15 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                     number, [{"call_id": str(payload.get("call_id")), "output": str(output)}], stamp
                 )
             elif ptype == "reasoning":
-                build.tally("reasoning_items_dropped")
+                part = _reasoning(payload)
+                if part is None:
+                    build.drop(
+                        number,
+                        "a reasoning item without encrypted_content",
+                        "only its encrypted content can be sent back: no item ids are sent",
+                    )
+                else:
+                    reply.thinking.append(part)
             else:
                 build.drop(number, f"a {ptype!r} item", "the scenario format has no such step")
         else:
@@ -152,12 +170,82 @@ class _Reply:
     def __init__(self) -> None:
         self.items: list[str] = []
         self.calls: list[tuple[str, str, Any]] = []
+        self.thinking: list[dict[str, Any]] = []
+        #: the model of the turn (``turn_context.model``)
+        self.model: str | None = None
 
     def flush(self, build: Builder, line: int, usage: Usage | None) -> None:
-        if not self.items and not self.calls:
+        if not self.items and not self.calls and not self.thinking:
             return
-        build.assistant(line, "\n".join(self.items), self.calls, usage, None)
-        self.items, self.calls = [], []
+        build.assistant(line, "\n".join(self.items), self.calls, usage, self.model, self.thinking)
+        self.items, self.calls, self.thinking = [], [], []
+
+
+_DATA_URL = re.compile(r"data:(image/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})\Z")
+
+
+def _images(build: Builder, line: int, content: Any) -> list[dict[str, str]]:
+    """A user message's ``input_image`` parts with a base64 ``data:`` URL as the turn's
+    images; any other (an http URL, a file id) is reported."""
+    images = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict) or part.get("type") != "input_image":
+            continue
+        match = _DATA_URL.match(str(part.get("image_url") or ""))
+        if match is None:
+            build.drop(line, "an image", "not a base64 data URL")
+            continue
+        images.append({"media_type": match.group(1), "data": match.group(2)})
+    return images
+
+
+def _summary(build: Builder, line: int, payload: dict[str, Any]) -> str:
+    """A ``compacted`` record's summary: its ``message``, else (a remote compaction
+    writes none) the texts of its ``replacement_history``, the exact history Codex goes
+    on from -- the user messages it keeps and the summary -- as one summary; the context
+    messages in it are rebuilt from ``turn_context`` and an opaque ``compaction`` item
+    (encrypted) cannot be, both reported."""
+    message = payload.get("message")
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        return str(message or "")
+    build.tally("compactions_with_replacement_history")
+    texts = []
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        text = _content_text(item.get("content")) if item.get("type") == "message" else ""
+        if item.get("type") == "message" and item.get("role") in ("user", "assistant"):
+            if text.lstrip().startswith(_CONTEXT_TAGS):
+                build.tally("replacement_context_messages")
+                continue
+            texts.append(text)
+        else:
+            build.drop(
+                line,
+                f"a {item.get('type')!r} item of the replacement history",
+                "only its messages' texts become the summary",
+            )
+    if isinstance(message, str) and message.strip():
+        return message
+    return "\n\n".join(t for t in texts if t.strip())
+
+
+def _reasoning(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``reasoning`` item as a scenario's thinking part of provider
+    ``openai-responses`` (its summary texts, ``encrypted_content`` as the signature);
+    None without ``encrypted_content``: the serializer sends no item ids, so an item
+    is only sent back with its encrypted content."""
+    encrypted = payload.get("encrypted_content")
+    if not isinstance(encrypted, str) or not encrypted:
+        return None
+    summary = payload.get("summary")
+    texts = [
+        str(part.get("text", ""))
+        for part in (summary if isinstance(summary, list) else [])
+        if isinstance(part, dict)
+    ]
+    return {"provider": "openai-responses", "summary": texts, "signature": encrypted}
 
 
 def _str(value: Any) -> str | None:

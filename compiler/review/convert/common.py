@@ -26,6 +26,7 @@ __all__ = [
     "Converted",
     "ToolMap",
     "Usage",
+    "default_tools",
     "read_lines",
 ]
 
@@ -41,7 +42,8 @@ FALLBACK_TOOL = "run_terminal_command"
 EMPTY_QUERY = "(no text)"
 
 #: The text of a reply the transcript does not have (an interrupted call) or that has no
-#: text and no tool call (only thinking): Anthropic and Bedrock refuse blank text blocks.
+#: text and no tool call (only thinking): Anthropic and Bedrock refuse blank text blocks,
+#: and a reply of thinking alone is left out of other providers' bodies.
 EMPTY_REPLY = "(no reply in the transcript)"
 
 #: The output of a tool call the transcript never answered.
@@ -122,6 +124,37 @@ class ToolMap:
             self.prefixes,
             str(value.get("fallback", self.fallback)),
         )
+
+
+#: The example bundle's tools (rules/tools.yaml) and, per source format, the source tools
+#: that map onto each: (bundle tool, Claude Code's, Codex's). MCP tools (``mcp__...``) map
+#: onto ``mcp_call``; any other onto :data:`FALLBACK_TOOL`.
+_DEFAULT_TABLE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("read_file", ("Read",), ("read_file", "view_image")),
+    ("write_file", ("Write",), ()),
+    ("edit_file", ("Edit", "MultiEdit", "NotebookEdit"), ("apply_patch",)),
+    (
+        "run_terminal_command",
+        ("Bash", "BashOutput", "KillShell"),
+        ("shell", "local_shell", "exec_command", "write_stdin"),
+    ),
+    ("glob_search", ("Glob",), ()),
+    ("grep_search", ("Grep",), ("grep_files",)),
+    ("list_dir", ("LS",), ("list_dir",)),
+    ("web_search", ("WebSearch", "WebFetch"), ("web_search",)),
+    ("todo_write", ("TodoWrite",), ("update_plan",)),
+    ("spawn_subagent", ("Task",), ()),
+    ("read_skill", ("Skill",), ()),
+)
+
+_COLUMNS = {"claude-code": 1, "codex": 2}
+
+
+def default_tools(source: str) -> ToolMap:
+    """The default tool map of source format ``source`` (``claude-code``, ``codex``)."""
+    column = _COLUMNS[source]
+    names = {name: row[0] for row in _DEFAULT_TABLE for name in row[column]}
+    return ToolMap(dict(sorted(names.items())), (("mcp__", "mcp_call"),))
 
 
 @attrs.frozen
@@ -334,10 +367,16 @@ class Builder:
             self.flush(line)
 
     def user(
-        self, line: int, query: str, stamp: Any, results: list[dict[str, Any]] | None = None
+        self,
+        line: int,
+        query: str,
+        stamp: Any,
+        results: list[dict[str, Any]] | None = None,
+        images: list[dict[str, str]] | None = None,
     ) -> None:
         """A user turn (one model call). ``results``: tool results the turn sends first
-        (``user.tool_results``); any call still pending is answered by it too."""
+        (``user.tool_results``); any call still pending is answered by it too.
+        ``images``: ``{media_type, data}`` sent with the query (``user.images``)."""
         if results:
             self.results(line, results, stamp, send=False)
         at = self._stamp(line, stamp)
@@ -352,6 +391,9 @@ class Builder:
         if batch:
             body["tool_results"] = batch
             self.tally("turns_with_tool_results")
+        if images:
+            body["images"] = images
+            self.tally("images", len(images))
         self.steps.append({"user": body})
         self.tally("user_turns")
         self._call(line, at)
@@ -384,9 +426,12 @@ class Builder:
         calls: list[tuple[str, str, Any]],
         usage: Usage | None,
         model: str | None,
+        thinking: list[dict[str, Any]] | None = None,
     ) -> None:
-        """The reply to the pending model call: text and tool calls ``(id, source name,
-        arguments)``, and the usage the call observed."""
+        """The reply to the pending model call: thinking parts (the scenario's
+        ``thinking`` entries: ``provider``, ``text`` / ``summary``, ``signature`` /
+        ``redacted``), text and tool calls ``(id, source name, arguments)``, and the
+        usage the call observed."""
         self.flush(line)
         if not self.awaiting:
             # a reply without a call (the transcript has two replies in a row): its
@@ -396,6 +441,18 @@ class Builder:
                 self.unmatched.append({"line": line, "observed": usage.to_json()})
             return
         body: dict[str, Any] = {}
+        if thinking:
+            # the visible words are redacted; the signature is opaque and kept as is
+            body["thinking"] = [
+                {
+                    k: (redact_text(v) if k == "text" else [redact_text(t) for t in v])
+                    if k in ("text", "summary")
+                    else v
+                    for k, v in part.items()
+                }
+                for part in thinking
+            ]
+            self.tally("thinking_parts", len(thinking))
         if text.strip():
             body["text"] = redact_text(text)
         tool_calls = []
@@ -409,7 +466,7 @@ class Builder:
             self.pending.append(call_id)
         if tool_calls:
             body["tool_calls"] = tool_calls
-        if not body:
+        if "text" not in body and "tool_calls" not in body:
             body["text"] = EMPTY_REPLY
         self.steps.append({"assistant": body})
         self.awaiting = False
@@ -419,6 +476,7 @@ class Builder:
         if model:
             self.calls[-1]["model"] = model
             if self.model is not None and model != self.model:
+                self.tally("model_switches")
                 # the scenario format has no model switch: the replay keeps the bundle's
                 self.drop(
                     line,
@@ -438,6 +496,30 @@ class Builder:
             return
         self.steps.append({"compact": {"summary": redact_text(summary)}})
         self.tally("compactions")
+
+    def rewind(self, line: int, turns: int) -> None:
+        """Drop the last ``turns`` user turns and everything after them (a rollback:
+        the transcript's history goes on from before them); their billed calls are
+        counted as rewound and kept beside the scenario (``unmatched``)."""
+        self.flush(line)
+        starts = [i for i, step in enumerate(self.steps) if "user" in step]
+        if turns <= 0 or len(starts) < turns:
+            self.drop(line, f"a rollback of {turns} turn(s)", "the scenario has not that many")
+            return
+        cut = starts[-turns]
+        gone = [c for c in self.calls if c["step"] >= cut]
+        self.calls = [c for c in self.calls if c["step"] < cut]
+        for call in gone:
+            if call["observed"] is not None:
+                self.unmatched.append({"line": call["line"], "observed": call["observed"]})
+        self.tally("rewound_turns", turns)
+        self.tally("rewound_billed_calls", sum(1 for c in gone if c["observed"] is not None))
+        del self.steps[cut:]
+        self.gathered = []
+        last = self.steps[-1] if self.steps else {}
+        self.awaiting = next(iter(last), None) in ("user", "tool_results")
+        calls = last.get("assistant", {}).get("tool_calls", [])
+        self.pending = [c["id"] for c in calls]
 
     def finish(self, name: str, conversation: str, provider: str) -> Converted:
         if self.gathered:
