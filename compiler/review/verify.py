@@ -58,6 +58,7 @@ from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, full_contexts, tool_file_order
 from .replay import (
     Call,
+    call_request,
     forget_encodings,
     fragments_at,
     iter_replay,
@@ -288,6 +289,10 @@ def simulate_calls(
     simulation = Simulation(name, model=model)
     roots = RootCaches(name)
     for call, body in zip(calls, bodies, strict=True):
+        if call.models:  # after a switch step: the call's own namespace
+            simulation.model = call.target(name)
+        elif simulation.model != model:
+            simulation.model = model
         name_caches(simulation, roots(call.request))
         simulation.add(body, call_time(scenario, call))
     return simulation.report()
@@ -458,7 +463,12 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     roots, naive_roots = RootCaches(name), RootCaches(name)
     running = RunningDigest()
     previous: Body | None = None
+    switched: str | None = None  # the model a switch step set, in force
     for call, retry_of in zip(calls, job.originals, strict=True):
+        if call.models.get(name) != switched:  # a new cache namespace: a new prefix
+            switched = call.models.get(name)
+            checker.new_namespace()
+            simulation.model = naive.model = call.target(name)
         if retry_of is not None:
             checker.retries[call.index] = retry_of
         elif call.event in job.retried:
@@ -479,7 +489,7 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
         out.bound.add(simulation.add_fragments(body, at))
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
-        request = harness.request(call.request)
+        request = harness.request(call_request(call, name))
         name_caches(naive, naive_roots(request))
         naive.add_fragments(provider.fragments(request).as_body(), at)
     out.failures = checker.failures
