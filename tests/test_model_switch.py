@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from prefixlock.cli.commands import main
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.render import render_calls
 from prefixlock.review.replay import replay, serialize_calls
@@ -115,11 +116,38 @@ def test_each_provider_and_model_is_its_own_cache_namespace(switched: tuple) -> 
     assert anthropic[2].cache_read_tokens == anthropic[0].cache_write_tokens > 0
 
 
-def test_verify_passes_a_switch_and_fails_nothing(switched: tuple) -> None:  # type: ignore[type-arg]
+def test_verify_passes_a_switch_and_names_each_switch(switched: tuple) -> None:  # type: ignore[type-arg]
     scenario, _, _ = switched
     rows, failures = verify_scenario(scenario, list(NAMES))
     assert failures == []
     assert [r.prefix_stable for r in rows] == [True] * len(NAMES)
+    assert {r.provider: r.switches for r in rows} == {
+        "anthropic": (
+            "call 2: anthropic/claude-sonnet-5-5 → anthropic/claude-opus-4-6: cache namespace"
+            " reset",
+            "call 3: anthropic/claude-opus-4-6 → anthropic/claude-sonnet-5-5: cache namespace"
+            " reset",
+        ),
+        "gemini": ("call 2: gemini/gemini-4-argon → gemini/gemini-2.5-pro: cache namespace reset",),
+        "openai-chat": (),
+    }
+
+
+def test_the_verify_command_prints_the_switches_under_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _scenario(tmp_path)
+    code = main(["verify", str(path), "--provider", "anthropic", "--no-hash-seed"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[2:4] == [
+        "  switch switch at call 2: anthropic/claude-sonnet-5-5 → anthropic/claude-opus-4-6:"
+        " cache namespace reset",
+        "  switch switch at call 3: anthropic/claude-opus-4-6 → anthropic/claude-sonnet-5-5:"
+        " cache namespace reset",
+    ]
+    assert lines[1].startswith("switch    anthropic")
 
 
 def test_a_switch_to_a_provider_the_bundle_does_not_configure_is_named(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -119,6 +120,9 @@ class Row:
     cost_vs_bound: float
     #: Simulated cost as a multiple of the naive harness's (:mod:`.naive`).
     cost_vs_naive: float
+    #: Each call a scenario's ``switch`` step sent to another model: ``call 2:
+    #: anthropic/claude-sonnet-5-5 → anthropic/claude-opus-4-6: cache namespace reset``
+    switches: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
@@ -560,6 +564,7 @@ def verify_scenario(
         )
         read = messages
     forget_encodings(made)
+    switches = {name: _switches(made, name) for name in names}
     failures = history.failures
     del history, events, read  # the passes read none of them: not kept while they run
     calls = len(made)
@@ -627,9 +632,23 @@ def verify_scenario(
                 cost_ratio=simulated.cost_ratio,
                 cost_vs_bound=done.bound.ratio(simulated.cost),
                 cost_vs_naive=float(simulated.cost / naive_cost) if naive_cost else 1.0,
+                switches=switches[name],
             )
         )
     return rows, [_located(failure, scenario, steps) for failure in failures]
+
+
+def _switches(calls: Sequence[Call], name: str) -> tuple[str, ...]:
+    """Where ``calls`` went to another model of provider ``name`` (a ``switch`` step):
+    each a cache reset, the new model's namespace holding nothing of the old one's."""
+    out = []
+    for before, call in itertools.pairwise(calls):
+        if call.models.get(name) != before.models.get(name):
+            out.append(
+                f"call {call.index}: {name}/{before.target(name)} → {name}/{call.target(name)}:"
+                " cache namespace reset"
+            )
+    return tuple(out)
 
 
 def _located(failure: Failure, scenario: Scenario, steps: Mapping[int, int]) -> Failure:
