@@ -157,6 +157,12 @@ def test_the_documented_loop_runs_and_resumes_after_a_restart(
 # -- long conversations, many at once --------------------------------------------------
 
 _ID = re.compile(rb'"((?:toolu_|call[-_]|tooluse_|fc_)(?!id")[A-Za-z0-9_]+)"')
+#: The fixtures' response ids (tests/test_response_ids.py): a provider never sends one
+#: twice, and record() is idempotent by it, so each reply gets its own.
+_RESPONSE_ID = re.compile(
+    rb'"((?:msg_01AbCdEfGhIjKlMnOpQrStUv|msg_01WxYz0123456789AbCdEfGh|chatcmpl-C1a2b[34]'
+    rb'|resp_68e1a2b3c4d5e6f[78]|mGIbaOqNJ5y3nvgP0cXJgAw|nWIbaKqdL8y3nvgP1cXJgAw))"'
+)
 _CONV = re.compile(rb"task for (c[0-9]+)")
 
 
@@ -164,6 +170,7 @@ def _unique(reply: Reply, suffix: str) -> Reply:
     """The fixture with every tool call id made unique to one conversation and call."""
     body = reply.body if isinstance(reply.body, bytes) else b"".join(reply.body)
     body = _ID.sub(lambda m: b'"' + m.group(1) + suffix.encode() + b'"', body)
+    body = _RESPONSE_ID.sub(lambda m: b'"' + m.group(1) + suffix.encode() + b'"', body)
     if reply.content_type == "application/vnd.amazon.eventstream":
         return Reply(200, [body], reply.content_type)  # (frames were re-encoded below)
     return Reply(200, [body], reply.content_type)

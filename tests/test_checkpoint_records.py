@@ -33,7 +33,7 @@ from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
-    FORMAT_SECTIONS,
+    FORMAT_RESPONSE,
     FORMAT_USAGE,
     Record,
     RecordType,
@@ -126,9 +126,9 @@ def test_wrong_format_version() -> None:
     _, _, root_bytes, record_bytes = rich_chain()
     with pytest.raises(CheckpointError, match="root has format 2; this prefixlock reads format 1"):
         Root.decode(reencode(root_bytes, format=FORMAT + 1))
-    bad = reencode(record_bytes[0], format=FORMAT_SECTIONS + 1)
+    bad = reencode(record_bytes[0], format=FORMAT_RESPONSE + 1)
     with pytest.raises(
-        CheckpointError, match="record has format 5; this prefixlock reads format 1, 2, 3 and 4"
+        CheckpointError, match="record has format 6; this prefixlock reads format 1, 2, 3, 4 and 5"
     ):
         decode_chain(root_bytes, [bad])
     # format 2 is the format of a record with usage: without usage it is not canonical
@@ -555,6 +555,7 @@ _record_text = st.text(max_size=12) | st.sampled_from(['"', "\\", "é\u2028", "\
             "2026-01-01T00:00:00-08:00",
         ]
     ),
+    response_id=st.none() | _record_text.filter(bool),
 )
 def test_record_bytes_are_the_encoders_bytes_of_its_value(
     conversation: str,
@@ -566,6 +567,7 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
     kind: RecordType,
     texts: list[str],
     timestamp: str | None,
+    response_id: str | None,
 ) -> None:
     """The envelope written around the spliced messages is what the encoder makes of
     the whole record (or the encoder's own refusal), and what decodes gives it back."""
@@ -577,7 +579,16 @@ def test_record_bytes_are_the_encoders_bytes_of_its_value(
             )
         except CanonicalJSONError:
             return
-    record = Record(seq, kind, event_id, tuple(messages), digest, reset, timestamp=timestamp)
+    record = Record(
+        seq,
+        kind,
+        event_id,
+        tuple(messages),
+        digest,
+        reset,
+        timestamp=timestamp,
+        response_id=response_id,
+    )
 
     def outcome(encode: Any) -> tuple[str, Any]:
         try:

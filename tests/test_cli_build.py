@@ -535,6 +535,67 @@ def test_init_into_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture
     assert target.stat().st_mode & 0o7777 == 0o750  # the folder's own mode, kept
 
 
+def test_init_dot_fills_the_current_folder_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prefixlock init .`` (it failed with "[Errno 22] Invalid argument: '.'"): the
+    current folder is filled in place, so a shell standing in it sees the files; the
+    agent is named after the folder, as for a path."""
+    here = tmp_path / "Shop Helper"
+    here.mkdir()
+    inode = here.stat().st_ino
+    monkeypatch.chdir(here)
+    code, out, err = run(capsys, "init", ".")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == (
+        "created ./ from the bundled example: agent 'shop-helper', 16 tools,"
+        " modes agent, ask, debug, plan"
+    )
+    assert lines[1].startswith("wrote prefixlock.lock (bundle sha256:")
+    assert out.split("next steps:\n", 1)[1].splitlines()[:2] == [
+        "  edit rules/*.yaml and prompt/shop-helper/",
+        "  prefixlock update              # after an edit: rebuild, refresh prefixlock.lock and"
+        " golden/*/ bodies",
+    ]
+    assert here.stat().st_ino == inode  # the same folder, not a new one renamed over it
+    assert sorted(p.name for p in Path(".").iterdir()) == [
+        ".gitattributes",
+        ".gitignore",
+        "golden",
+        "prefixlock.lock",
+        "prompt",
+        "rules",
+        "schemas",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Shop Helper"]  # no staging left
+    assert build_bundle(Path(".")).agent == "shop-helper"
+    assert run(capsys, "build", "--check")[0] == 0
+
+
+def test_init_of_an_empty_folder_that_fails_leaves_it_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "empty"
+    target.mkdir()
+    moves: list[str] = []
+    real = os.replace
+
+    def failing(src: str | Path, dst: str | Path) -> None:
+        if Path(dst).parent == target:  # an entry moved out of the staging folder
+            moves.append(Path(dst).name)
+            if len(moves) == 3:
+                raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing)
+    code, out, err = run(capsys, "init", str(target))
+    assert (code, out) == (2, "")
+    assert err == "prefixlock init: [Errno 28] No space left on device\n"
+    assert moves == [".gitattributes", ".gitignore", "golden"]
+    assert list(target.iterdir()) == []  # the two moved went back, the staging is gone
+
+
 def test_init_makes_its_folder_as_mkdir_would(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

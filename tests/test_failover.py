@@ -200,3 +200,158 @@ def test_each_model_is_its_own_cache_namespace_in_the_simulator() -> None:
     # the first model's entries are still there for the call after.
     assert reads[0] == 0 and reads[1] > 0 and reads[2] == 0 and reads[3] == reads[1]
     assert writes[2] == writes[0] > 0
+
+
+# -- one rule per part kind, to a target that does not take the part: exact bodies ------
+
+_READ_APP = {"path": "src/app.py"}
+_READ_TEST = {"lines": [1, 40], "path": "tests/test_app.py"}
+_CALL_APP, _CALL_TEST = "toolu_01A09q90qw90lq917835lq9", "toolu_01B2c3d4e5f6g7h8i9j0k1l2"
+
+#: (answer fixture, target) -> the body's model turn(s) for that call, exactly.
+EXACT: dict[tuple[str, str, str], list[dict[str, Any]]] = {
+    # Claude thinking (signed) and redacted thinking to Gemini: both left out; Gemini's
+    # thoughtSignature is Gemini's own, a Claude signature is never sent as one.
+    ("anthropic", "turn1", "gemini"): [
+        {
+            "role": "model",
+            "parts": [
+                {"text": "I'll read the module and its test."},
+                {"functionCall": {"id": _CALL_APP, "name": "read_file", "args": _READ_APP}},
+                {"functionCall": {"id": _CALL_TEST, "name": "read_file", "args": _READ_TEST}},
+            ],
+        }
+    ],
+    # Gemini's thought part and the thoughtSignature of its call to Claude: left out
+    # (they only go back to Gemini); the text and the calls stay.
+    ("gemini", "turn1", "anthropic"): [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I'll read the module and its test."},
+                {"type": "tool_use", "id": "call-8f2a1c", "name": "read_file", "input": _READ_APP},
+                {
+                    "type": "tool_use",
+                    "id": "call-3b7d90",
+                    "name": "read_file",
+                    "input": _READ_TEST,
+                },
+            ],
+        }
+    ],
+    ("gemini", "turn1", "bedrock-converse"): [
+        {
+            "role": "assistant",
+            "content": [
+                {"text": "I'll read the module and its test."},
+                {"toolUse": {"toolUseId": "call-8f2a1c", "name": "read_file", "input": _READ_APP}},
+                {
+                    "toolUse": {
+                        "toolUseId": "call-3b7d90",
+                        "name": "read_file",
+                        "input": _READ_TEST,
+                    }
+                },
+            ],
+        }
+    ],
+    # OpenAI encrypted reasoning to every other provider: left out.
+    ("openai-responses", "tool_calls", "anthropic"): [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I'll read both files."},
+                {"type": "text", "text": " Then I'll run the test."},
+                {
+                    "type": "tool_use",
+                    "id": "call_Qw12Er34Ty56",
+                    "name": "read_file",
+                    "input": {"path": "a.py"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "call_Ui78Op90As12",
+                    "name": "read_file",
+                    "input": {"limit": 200, "path": "tests/test_a.py"},
+                },
+            ],
+        }
+    ],
+    ("openai-responses", "tool_calls", "gemini"): [
+        {
+            "role": "model",
+            "parts": [
+                {"text": "I'll read both files."},
+                {"text": " Then I'll run the test."},
+                {
+                    "functionCall": {
+                        "id": "call_Qw12Er34Ty56",
+                        "name": "read_file",
+                        "args": {"path": "a.py"},
+                    }
+                },
+                {
+                    "functionCall": {
+                        "id": "call_Ui78Op90As12",
+                        "name": "read_file",
+                        "args": {"limit": 200, "path": "tests/test_a.py"},
+                    }
+                },
+            ],
+        }
+    ],
+    ("openai-responses", "tool_calls", "openai-chat"): [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I'll read both files."},
+                {"type": "text", "text": " Then I'll run the test."},
+            ],
+            "tool_calls": [
+                {
+                    "id": "call_Qw12Er34Ty56",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+                },
+                {
+                    "id": "call_Ui78Op90As12",
+                    "type": "function",
+                    "function": {
+                        "name": "read_file",
+                        "arguments": '{"path":"tests/test_a.py","limit":200}',
+                    },
+                },
+            ],
+        }
+    ],
+}
+
+
+def _model_turns(provider: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    turns = body["contents"] if provider == "gemini" else body["messages"]
+    return [t for t in turns if t["role"] in ("assistant", "model")]
+
+
+@pytest.mark.parametrize(("source", "name", "target"), sorted(EXACT))
+def test_a_part_the_target_does_not_take_is_left_out_of_that_calls_body_only(
+    source: str, name: str, target: str
+) -> None:
+    output = expected(source, name)
+    conv = _answered(output)
+    before = list(conv.history.messages)
+    body = _body(conv, target)
+    assert _model_turns(target, body) == EXACT[(source, name, target)]
+    # The history keeps every part, and its own provider still gets them all back.
+    assert conv.history.messages == before
+    assert [m.parts for m in before if m.kind.value == "assistant"] == [output.parts]
+    own = providers.get(source).serialize(conv.request(provider=source)).decode()
+    opaque = [
+        json.dumps(part.value[key], ensure_ascii=False)
+        for part in output.opaque
+        for key in ("signature", "data", "encrypted_content", "text")
+        if key in part.value
+    ]
+    assert opaque and all(value in own for value in opaque)
+    signed = [c.thought_signature for c in output.tool_calls if c.thought_signature]
+    assert all(f'"thoughtSignature":"{s}"' in own for s in signed)
+    assert not any(s in json.dumps(body) for s in signed)

@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from agent_loop_code import run_turn
 from conv_helpers import CONTEXT_A, example_bundle, user
 from http_support import expected
 from prefixlock import providers
 from prefixlock.core.errors import ConflictError, HistoryError
-from prefixlock.core.messages import TextPart
+from prefixlock.core.messages import CanonicalMessage, MessageKind, Role, TextPart
 from prefixlock.core.output import ModelOutput
 from prefixlock.providers.readers.base import Listener
 from prefixlock.providers.transport import HttpRequest
@@ -245,3 +246,104 @@ def test_an_answer_with_no_call_made_is_still_refused() -> None:
     with pytest.raises(HistoryError) as caught:
         conv.record(FINAL)
     assert str(caught.value) == "assistant output without a pending model call"
+
+
+# -- idempotency by the provider's response id -----------------------------------------
+
+#: (write, before) -> the model's last answer the killed process held (it keeps its
+#: outputs in its own queue and records the last one again on restart), and the calls
+#: and tool runs of the whole turn then: an answer lost by the crash is not paid twice.
+REPLAYED = {
+    (1, True): (None, False, (2, 2)),
+    (1, False): (None, False, (2, 2)),
+    (2, True): (FIRST, True, (2, 2)),  # lost: recorded now, as the answer of the due call
+    (2, False): (FIRST, False, (2, 2)),  # stored: a no-op
+    (3, True): (FIRST, False, (2, 4)),  # stored, and no later call was made: a no-op
+    (3, False): (FIRST, False, (2, 2)),  # stored, a later call is due: still a no-op
+    (4, True): (FINAL, True, (2, 2)),
+    (4, False): (FINAL, False, (2, 2)),
+}
+
+
+@pytest.mark.parametrize(("write", "before"), sorted(REPLAYED))
+def test_recording_the_last_response_again_after_a_kill_is_idempotent_by_its_id(
+    open_fresh: Callable[[], DurableStore], write: int, before: bool
+) -> None:
+    reference = _uninterrupted(open_fresh)
+    model, tools = Model(), Tools()
+    store = KillingStore(open_fresh(), write, before)
+    conv = Conversation.open(store, example_bundle(), CID)  # type: ignore[arg-type]
+    with pytest.raises(Killed):
+        run_turn(conv, model, EVENT, tools)
+    replayed, appended, counts = REPLAYED[(write, before)]
+    resumed = Conversation.open(open_fresh(), example_bundle(), CID)
+    if replayed is not None:
+        seq, head = resumed.history.seq, resumed.head
+        message = resumed.record(replayed)
+        assert resumed.history.seq == seq + appended
+        if not appended:
+            assert resumed.head == head
+        assert resumed.history.responses[str(replayed.response_id)] == message
+    assert run_turn(resumed, model, EVENT, tools) == FINAL.text
+    assert _state(resumed) == reference
+    assert (model.calls, len(tools.runs)) == counts
+    again = Conversation.open(open_fresh(), example_bundle(), CID)
+    assert [again.record(o) for o in (FIRST, FINAL)] == [
+        m for m in again.history.messages if m.kind.value == "assistant"
+    ]
+    assert again.history.seq == 4
+
+
+def test_the_same_response_id_with_other_content_is_a_conflict(
+    open_fresh: Callable[[], DurableStore],
+) -> None:
+    conv = Conversation.open(open_fresh(), example_bundle(), CID)
+    conv.deliver(EVENT)
+    stored = conv.record(FINAL)
+    forged = attrs.evolve(FINAL, parts=(TextPart("something else"),))
+    reopened = Conversation.open(open_fresh(), example_bundle(), CID)
+    with pytest.raises(ConflictError) as caught:
+        reopened.record(forged)
+    digest = CanonicalMessage.create(
+        "assistant:1", MessageKind.ASSISTANT, Role.ASSISTANT, forged.parts
+    ).digest
+    assert str(caught.value) == (
+        "model response 'msg_01WxYz0123456789AbCdEfGh' was already recorded as "
+        f"'assistant:1' with different content ({stored.digest} != {digest}); a response "
+        "is recorded once, as it came"
+    )
+    assert reopened.history.seq == 2
+
+
+def test_another_response_for_an_answered_call_is_a_conflict_naming_both_ids(
+    open_fresh: Callable[[], DurableStore],
+) -> None:
+    conv = Conversation.open(open_fresh(), example_bundle(), CID)
+    conv.deliver(EVENT)
+    conv.record(FINAL)
+    # The same words from a second, paid call (a proxy that retried): another response.
+    again = attrs.evolve(FINAL, response_id="msg_01SecondCallOfTheSameTurn")
+    reopened = Conversation.open(open_fresh(), example_bundle(), CID)
+    with pytest.raises(ConflictError) as caught:
+        reopened.record(again)
+    assert str(caught.value) == (
+        "model response 'msg_01SecondCallOfTheSameTurn' answers a call already answered by "
+        "response 'msg_01WxYz0123456789AbCdEfGh' (recorded as 'assistant:1'); a model call "
+        "has one answer: deliver the event again to see the recorded one"
+    )
+    assert reopened.history.seq == 2
+
+
+def test_an_answer_recorded_without_an_id_is_matched_by_content(
+    open_fresh: Callable[[], DurableStore],
+) -> None:
+    """Bedrock Converse gives no response id: the content digest is the identity, as for
+    an answer recorded by hand; a response with an id then matches it by content."""
+    conv = Conversation.open(open_fresh(), example_bundle(), CID)
+    conv.deliver(EVENT)
+    anonymous = attrs.evolve(FINAL, response_id=None)
+    stored = conv.record(anonymous)
+    reopened = Conversation.open(open_fresh(), example_bundle(), CID)
+    assert reopened.record(anonymous) == stored
+    assert reopened.record(FINAL) == stored  # the same parts: the same answer
+    assert reopened.history.seq == 2 and reopened.history.responses == {}

@@ -479,8 +479,8 @@ def test_a_step_with_two_kinds(here: Path) -> None:
     text = HEAD + "steps:\n  - user: {event: u1, query: q}\n    restart: true\n"
     assert errors(text) == [
         "s.yaml:4:5: $.steps[0]: expected at most 1 key, got 2 (a step has exactly one key: "
-        "user, assistant, tool_results, background, injected, note, retry, restart or "
-        "compact)"
+        "user, assistant, tool_results, background, injected, note, retry, restart, "
+        "compact or switch)"
     ]
 
 

@@ -180,7 +180,8 @@ def _run_init(args: argparse.Namespace) -> int:
     out("")
     out("next steps:")
     out(f"  edit {target / 'rules'}/*.yaml and {agent_dir}/")
-    out(f"  cd {target}")
+    if target.resolve() != Path.cwd().resolve():
+        out(f"  cd {target}")
     steps = [
         (
             "prefixlock update",

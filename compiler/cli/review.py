@@ -158,6 +158,9 @@ class _Stream(Listener):
         self.clear()
         for row in rows:
             out(row_line(row, self.widths))
+        for row in rows:  # where a switch step sent the calls: a cache reset each
+            for switch in row.switches:
+                out(f"  {row.scenario} switch at {switch}")
         sys.stdout.flush()
 
     def clear(self) -> None:

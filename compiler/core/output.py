@@ -102,6 +102,11 @@ class ModelOutput:
     usage: Usage | None = None
     #: the model the provider says answered (``None`` if it does not say)
     model: str | None = None
+    #: the provider's id of this response (Anthropic ``msg_...``, OpenAI Chat
+    #: ``chatcmpl-...``, Responses ``resp_...``, Gemini ``responseId``); ``None`` where the
+    #: provider gives none (Bedrock Converse). :meth:`Conversation.record
+    #: <prefixlock.runtime.conversation.Conversation.record>` is idempotent by it.
+    response_id: str | None = None
 
     @property
     def text(self) -> str:

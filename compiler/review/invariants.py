@@ -480,6 +480,11 @@ class BodyChecker:
         ) = None
         self._scanner = HistoryScanner(self.wire.MESSAGES_KEY)
 
+    def new_namespace(self) -> None:
+        """The next call goes to another model (a scenario's ``switch``): a new cache
+        namespace, whose first body extends nothing, as a first call."""
+        self._previous = None
+
     def add(self, body: bytes | Body | Iterable[bytes], epoch: int = 0) -> None:
         """The next call's body: its bytes, or its fragments."""
         body = body if isinstance(body, Body) else Body.of(body)

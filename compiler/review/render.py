@@ -16,6 +16,9 @@ comparing the call's body with the previous call's (cache markers stripped):
   gained content blocks (Bedrock: same-role neighbours are blocks of one message);
 * ``PREFIX BREAK at <json path>``: the first place where it is not;
 * ``PREFIX RESET (compaction)``: a compaction started a new history on purpose;
+* ``CACHE RESET (switch: P/old → P/new: cache namespace reset)``: a ``switch`` step sent
+  the call to another model, whose cache shares nothing with the old one's (each
+  (provider, model) is its own namespace); after a switch each status names the model;
 * ``retry: identical to call K`` / ``RETRY MISMATCH: differs from call K``.
 
 Each status ends with a bar of BAR_WIDTH cells: tokens read from the cache (█), written
@@ -54,7 +57,7 @@ from ..core.messages import (
 )
 from ..store.records import ContextSection
 from .replay import Call, divergence, history_blocks, history_length
-from .scenario import BackgroundStep, RetryStep, Scenario, UserStep
+from .scenario import BackgroundStep, RetryStep, Scenario, SwitchStep, UserStep
 from .verify import simulate_calls
 
 __all__ = [
@@ -295,6 +298,8 @@ class _Page:
             label = (
                 code_span(step.event)
                 if isinstance(step, UserStep | BackgroundStep | RetryStep)
+                else f"{step.provider} → {code_span(step.model)}"
+                if isinstance(step, SwitchStep)
                 else ""
             )
             steps.append(f"{index} {step.kind} {label}".rstrip())
@@ -408,8 +413,15 @@ class _Page:
         add = self.lines.append
         for name in self.names:
             body = self.bodies[name][call.index - 1]
+            switched = call.models.get(name)
             if base is None:
                 status = "first call"
+            elif switched != base.models.get(name):
+                self.tally[name]["reset"] += 1
+                status = (
+                    f"CACHE RESET (switch: {name}/{base.target(name)} → "
+                    f"{name}/{call.target(name)}: cache namespace reset)"
+                )
             elif call.request.epoch != base.request.epoch:
                 self.tally[name]["reset"] += 1
                 status = "PREFIX RESET (compaction)"
@@ -429,7 +441,9 @@ class _Page:
                 else:
                     self.tally[name]["break"] += 1
                     status = f"PREFIX BREAK at {path}"
-            add(f"- {name}: {status}{self.bar(name, call)}")
+            # After a switch step, the call names where it went: (provider, model).
+            shown = name if switched is None else f"{name} {code_span(switched)}"
+            add(f"- {shown}: {status}{self.bar(name, call)}")
         add("")
 
 

@@ -13,7 +13,10 @@ This is the CLI / replay edge: the one ``compiler`` module that imports ``provid
   call, whose request equals the original's);
 * ``restart`` -> the store is closed and every in-memory object dropped; the
   conversation is hydrated again by :meth:`Conversation.open` from the SQLite file;
-* ``compact`` -> :meth:`Conversation.compact`.
+* ``compact`` -> :meth:`Conversation.compact`;
+* ``switch`` -> nothing in the history: the calls after it carry the model their
+  provider's body names (:attr:`Call.models`), set by :func:`call_request` as
+  :meth:`Conversation.request(provider=..., model=...) <Conversation.request>` does.
 
 ``restart_everywhere=True`` restarts before every step; the bytes must not change (the
 verifier checks that). :func:`replay_bodies` serializes the calls with one provider
@@ -53,6 +56,7 @@ from .scenario import (
     RetryStep,
     Scenario,
     Step,
+    SwitchStep,
     ToolResultsStep,
     UserStep,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "STORE_FILE",
     "Call",
     "Carrier",
+    "call_request",
     "divergence",
     "forget_encodings",
     "fragments_at",
@@ -104,6 +109,15 @@ class Call:
         """The request as sent to ``provider`` (:class:`Carrier`): the same object
         unless the history holds another provider's opaque parts."""
         return self.carrier.request(self.request, provider)
+
+    #: provider -> the model its body names for this call, where a ``switch`` step set
+    #: one other than the bundle's (empty: every provider's configured model)
+    models: Mapping[str, str] = attrs.field(factory=dict)
+
+    def target(self, provider: str) -> str:
+        """The model ``provider``'s body of this call names."""
+        model = self.models.get(provider)
+        return model if model is not None else self.request.settings_for(provider).model
 
 
 class Carrier:
@@ -173,6 +187,17 @@ class _Carried:
             if carried is not None:
                 self.out.append(carried)
             self.counts.append(len(self.out))
+
+
+def call_request(call: Call, provider: str) -> ModelRequest:
+    """``call``'s request as ``provider`` is sent it: with the model a ``switch`` step
+    set (:func:`~prefixlock.runtime.failover.retarget`), else the call's own."""
+    request = call.request_for(provider)
+    model = call.models.get(provider)
+    if model is None:
+        return request
+    # The model only: the parts are carried as without a switch (request_for).
+    return retarget(request, provider, model, opaque=set())
 
 
 def provider_names(selected: Sequence[str]) -> tuple[str, ...]:
@@ -278,8 +303,15 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
     snapshots = _Snapshots()
     carrier = Carrier()
     made = 0
+    models: dict[str, str] = {}  # the switches in force (provider -> model)
+    configured = {s.provider: s.model for s in scenario.bundle.settings}
     try:
         for index, step in enumerate(scenario.steps):
+            if isinstance(step, SwitchStep):
+                models = {**models, step.provider: step.model}
+                if step.model == configured.get(step.provider):
+                    del models[step.provider]  # a switch back
+                continue
             if restart(index) or isinstance(step, RestartStep):
                 conversation = session.restart()
             else:
@@ -298,7 +330,7 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 made += 1
                 frozen = attrs.evolve(request, messages=snapshots.freeze(request.messages))
                 sections = conversation.history.context_sections
-                yield Call(made, index, kind, event, frozen, sections, carrier)
+                yield Call(made, index, kind, event, frozen, sections, carrier, models)
     finally:
         session.stop()
 
@@ -377,7 +409,7 @@ def fragments_at(scenario: Scenario, call: Call, provider: registry.Provider) ->
     :class:`SpecErrors` at the step that made the call, naming the bundle (its
     settings, its tools)."""
     try:
-        return provider.fragments(call.request_for(provider.name))
+        return provider.fragments(call_request(call, provider.name))
     except PrefixlockError as err:
         message = f"call {call.index}: {err} ({scenario.bundle_note})"
         step = scenario.steps[call.step]
@@ -395,7 +427,7 @@ def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str
     out: dict[str, list[bytes]] = {}
     for name in providers:
         provider = registry.get(name)
-        out[name] = [provider.serialize(call.request_for(name)) for call in calls]
+        out[name] = [provider.serialize(call_request(call, name)) for call in calls]
     return out
 
 

@@ -53,7 +53,7 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
+from ..core.errors import InputError, Location, PrefixlockError, SpecError, SpecErrors
 from ..core.messages import OpaquePart, Part, TextPart
 from ..core.names import hint
 from ..core.timestamps import seconds
@@ -75,6 +75,7 @@ from .steps import (
     RetryStep,
     Scenario,
     Step,
+    SwitchStep,
     ToolResultsStep,
     UserStep,
     bundle_note,
@@ -92,6 +93,7 @@ __all__ = [
     "RetryStep",
     "Scenario",
     "Step",
+    "SwitchStep",
     "ToolResultsStep",
     "UserStep",
     "golden_scenarios",
@@ -280,6 +282,8 @@ class _Loader:
             if step is not None:
                 self.walk.step(index, step)
                 out.append(step)
+            elif kind == "switch":
+                continue  # reported; it changes nothing the walk checks
             elif self.can_build:  # its request is invalid (reported), its effect is known
                 self.walk.turn(index, kind, body["event"], None)
             else:
@@ -318,8 +322,23 @@ class _Loader:
             return RetryStep(where, body)
         if kind == "restart":
             return RestartStep(where)
+        if kind == "switch":
+            return self.switch(path, where, body)
         assert kind == "compact"
         return CompactStep(where, body["summary"])
+
+    def switch(self, path: str, where: Location, body: Mapping[str, Any]) -> SwitchStep | None:
+        """A switch to a provider the bundle configures (its model by default)."""
+        provider = body["provider"]
+        if self.bundle is None:
+            return SwitchStep(where, provider, body.get("model", ""))
+        models = {s.provider: s.model for s in self.bundle.settings}
+        if provider not in models:
+            why = hint(provider, list(models), "configured providers")
+            message = f"provider {provider!r} is not configured ({why}) ({self.note})"
+            self.fail(f"{path}.provider", message)
+            return None
+        return SwitchStep(where, provider, body.get("model", models[provider]))
 
     # -- requests ------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ __all__ = [
     "RetryStep",
     "Scenario",
     "Step",
+    "SwitchStep",
     "ToolResultsStep",
     "UserStep",
     "bundle_note",
@@ -41,6 +42,7 @@ STEP_KINDS = (
     "retry",
     "restart",
     "compact",
+    "switch",
 )
 
 
@@ -142,6 +144,19 @@ class CompactStep:
     summary: str
 
 
+@attrs.frozen
+class SwitchStep:
+    """From here on, ``provider``'s model calls go to ``model``: a model switch (a user's
+    ``/model``, a gateway's failover to another model) is a new cache namespace, so the
+    call after it starts a new cached prefix. Makes no model call; a replay for another
+    provider is not affected."""
+
+    kind: ClassVar[str] = "switch"
+    location: Location
+    provider: str
+    model: str
+
+
 Step = (
     UserStep
     | AssistantStep
@@ -152,6 +167,7 @@ Step = (
     | RetryStep
     | RestartStep
     | CompactStep
+    | SwitchStep
 )
 
 

@@ -28,6 +28,7 @@ Exit codes: 0 every invariant holds, 1 a failure, 2 a usage or input error.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -58,6 +59,7 @@ from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
 from .naive import NaiveHarness, full_contexts, tool_file_order
 from .replay import (
     Call,
+    call_request,
     forget_encodings,
     fragments_at,
     iter_replay,
@@ -118,6 +120,9 @@ class Row:
     cost_vs_bound: float
     #: Simulated cost as a multiple of the naive harness's (:mod:`.naive`).
     cost_vs_naive: float
+    #: Each call a scenario's ``switch`` step sent to another model: ``call 2:
+    #: anthropic/claude-sonnet-5-5 → anthropic/claude-opus-4-6: cache namespace reset``
+    switches: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
@@ -288,6 +293,10 @@ def simulate_calls(
     simulation = Simulation(name, model=model)
     roots = RootCaches(name)
     for call, body in zip(calls, bodies, strict=True):
+        if call.models:  # after a switch step: the call's own namespace
+            simulation.model = call.target(name)
+        elif simulation.model != model:
+            simulation.model = model
         name_caches(simulation, roots(call.request))
         simulation.add(body, call_time(scenario, call))
     return simulation.report()
@@ -458,7 +467,12 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     roots, naive_roots = RootCaches(name), RootCaches(name)
     running = RunningDigest()
     previous: Body | None = None
+    switched: str | None = None  # the model a switch step set, in force
     for call, retry_of in zip(calls, job.originals, strict=True):
+        if call.models.get(name) != switched:  # a new cache namespace: a new prefix
+            switched = call.models.get(name)
+            checker.new_namespace()
+            simulation.model = naive.model = call.target(name)
         if retry_of is not None:
             checker.retries[call.index] = retry_of
         elif call.event in job.retried:
@@ -479,7 +493,7 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
         out.bound.add(simulation.add_fragments(body, at))
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
-        request = harness.request(call.request_for(name))
+        request = harness.request(call_request(call, name))
         name_caches(naive, naive_roots(request))
         naive.add_fragments(provider.fragments(request).as_body(), at)
     out.failures = checker.failures
@@ -550,6 +564,7 @@ def verify_scenario(
         )
         read = messages
     forget_encodings(made)
+    switches = {name: _switches(made, name) for name in names}
     failures = history.failures
     del history, events, read  # the passes read none of them: not kept while they run
     calls = len(made)
@@ -617,9 +632,23 @@ def verify_scenario(
                 cost_ratio=simulated.cost_ratio,
                 cost_vs_bound=done.bound.ratio(simulated.cost),
                 cost_vs_naive=float(simulated.cost / naive_cost) if naive_cost else 1.0,
+                switches=switches[name],
             )
         )
     return rows, [_located(failure, scenario, steps) for failure in failures]
+
+
+def _switches(calls: Sequence[Call], name: str) -> tuple[str, ...]:
+    """Where ``calls`` went to another model of provider ``name`` (a ``switch`` step):
+    each a cache reset, the new model's namespace holding nothing of the old one's."""
+    out = []
+    for before, call in itertools.pairwise(calls):
+        if call.models.get(name) != before.models.get(name):
+            out.append(
+                f"call {call.index}: {name}/{before.target(name)} → {name}/{call.target(name)}:"
+                " cache namespace reset"
+            )
+    return tuple(out)
 
 
 def _located(failure: Failure, scenario: Scenario, steps: Mapping[int, int]) -> Failure:

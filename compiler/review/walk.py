@@ -25,6 +25,7 @@ from .steps import (
     RestartStep,
     RetryStep,
     Step,
+    SwitchStep,
     ToolResultsStep,
     UserStep,
 )
@@ -206,6 +207,9 @@ class Walk:
 
     def _restart(self, index: int, path: str, step: RestartStep) -> None:
         pass
+
+    def _switch(self, index: int, path: str, step: SwitchStep) -> None:
+        pass  # allowed anywhere: it names where the next model calls go
 
     def _compact(self, index: int, path: str, step: CompactStep) -> None:
         self._no_pending(path, "manual compaction")

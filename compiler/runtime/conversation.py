@@ -299,8 +299,18 @@ class Conversation:
 
     def record(self, output: ModelOutput) -> CanonicalMessage:
         """Record a provider's :class:`ModelOutput` as the assistant message, parts in
-        model order, and store its usage beside the record."""
+        model order, and store its usage beside the record.
+
+        Idempotent by the provider's response id (:attr:`ModelOutput.response_id`, kept
+        with the record): the same response recorded again (a server that crashed before
+        it knew the record was stored) is a no-op returning the message recorded the
+        first time, its usage kept; the same id with other content, or another response
+        for a call already answered, is a :class:`ConflictError` naming both ids. A
+        response without an id (Bedrock Converse gives none) is known by its content
+        instead: the same parts again are the same answer."""
         require_type(output, ModelOutput, "record(output)")
+        if output.response_id is not None:
+            require_type(output.response_id, str, "record(output) response_id")
         return self._with_race_retry(lambda: self._record(output))
 
     def tool_results(
@@ -694,12 +704,16 @@ class Conversation:
         used = output.usage
         if used is not None and used.provider is None:
             used = attrs.evolve(used, provider=output.provider)
-        return self._append_output(parts, used)
+        return self._append_output(parts, used, output.response_id or None)
 
-    def _append_output(self, parts: Sequence[Part], usage: Usage | None) -> CanonicalMessage:
+    def _append_output(
+        self, parts: Sequence[Part], usage: Usage | None, response_id: str | None = None
+    ) -> CanonicalMessage:
         h = self.history
+        if response_id is not None and response_id in h.responses:
+            return self._same_response(response_id, parts)
         if not h.awaiting_output:
-            repeated = self._repeated_output(parts)
+            repeated = self._repeated_output(parts, response_id)
             if repeated is not None:
                 return repeated
             raise HistoryError("assistant output without a pending model call")
@@ -719,34 +733,71 @@ class Conversation:
             f"assistant:{n}", MessageKind.ASSISTANT, Role.ASSISTANT, tuple(parts)
         )
         self._admit((message,), f"assistant output {message.id!r}")
-        record = Record(h.seq + 1, RecordType.ASSISTANT, f"assistant:{n}", (message,), usage=usage)
+        record = Record(
+            h.seq + 1,
+            RecordType.ASSISTANT,
+            f"assistant:{n}",
+            (message,),
+            usage=usage,
+            response_id=response_id,
+        )
         self._append(record)
         return message
 
-    def _repeated_output(self, parts: Sequence[Part]) -> CanonicalMessage | None:
+    @staticmethod
+    def _digest_as(message: CanonicalMessage, parts: Sequence[Part]) -> str:
+        """The digest ``parts`` would have as ``message`` (blank texts dropped as when
+        recorded): equal to ``message.digest`` exactly when they are its content."""
+        try:
+            kept = drop_blank_texts(parts, "assistant output")
+        except HistoryError:
+            kept = tuple(parts)
+        return CanonicalMessage.create(message.id, message.kind, message.role, kept).digest
+
+    def _same_response(self, response_id: str, parts: Sequence[Part]) -> CanonicalMessage:
+        """The message recorded from response ``response_id``, which is being recorded
+        again: a no-op if ``parts`` are its content, else a :class:`ConflictError`."""
+        known = self.history.responses[response_id]
+        digest = self._digest_as(known, parts)
+        if digest == known.digest:
+            return known
+        raise ConflictError(
+            f"model response {response_id!r} was already recorded as {known.id!r} with "
+            f"different content ({known.digest} != {digest}); a response is recorded once, "
+            "as it came"
+        )
+
+    def _repeated_output(
+        self, parts: Sequence[Part], response_id: str | None = None
+    ) -> CanonicalMessage | None:
         """The answer already recorded for the last model call, when ``parts`` are that
         answer again (a server that recorded it, crashed before it knew, and records it
         once more): the same message, nothing appended, the first usage kept. Another
         answer for the same call is a :class:`ConflictError`: a call has one answer.
 
-        The identity of an answer is its content (the message digest over its parts,
-        tool call ids and opaque signatures included): a provider's response id is not
-        part of what is stored, and two reads of one response (a stream, the whole body)
-        give the same parts but may differ in usage."""
+        An answer is known by the provider's response id where both it and the recorded
+        one have an id (:meth:`_append_output` has handled the same id): another id is
+        another response, a :class:`ConflictError` naming both. Otherwise it is known by
+        its content (the message digest over its parts, tool call ids and opaque
+        signatures included): two reads of one response (a stream, the whole body) give
+        the same parts but may differ in usage."""
         messages = self.history.messages
         if not messages or messages[-1].kind is not MessageKind.ASSISTANT:
             return None
         latest = messages[-1]
-        try:
-            kept = drop_blank_texts(parts, "assistant output")
-        except HistoryError:
-            kept = tuple(parts)
-        again = CanonicalMessage.create(latest.id, MessageKind.ASSISTANT, Role.ASSISTANT, kept)
-        if again.digest == latest.digest:
+        recorded = self.history.last_response_id
+        if response_id is not None and recorded is not None:
+            raise ConflictError(
+                f"model response {response_id!r} answers a call already answered by response "
+                f"{recorded!r} (recorded as {latest.id!r}); a model call has one answer: "
+                "deliver the event again to see the recorded one"
+            )
+        digest = self._digest_as(latest, parts)
+        if digest == latest.digest:
             return latest
         raise ConflictError(
             f"model output for the call answered by {latest.id!r} was already recorded with "
-            f"different content ({latest.digest} != {again.digest}); a model call has one "
+            f"different content ({latest.digest} != {digest}); a model call has one "
             "answer: deliver the event again to see the recorded one"
         )
 

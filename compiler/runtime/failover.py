@@ -31,6 +31,18 @@ One rule per part kind, for a part that the target did not produce:
    can read it. Anthropic documents that thinking blocks of earlier turns may be
    omitted; an assistant message left with no part is left out of the call.
 
+By target (tests/test_failover.py pins the exact bodies): to **Gemini**, Claude thinking
+(signed or redacted) and OpenAI encrypted reasoning are left out; a Claude signature is
+never sent as a ``thoughtSignature``, which only Gemini's own parts carry back to Gemini.
+To **Claude** (either wire), Gemini's thought parts and the ``thoughtSignature`` of its
+text and call parts are left out, OpenAI encrypted reasoning too. To **OpenAI**, every
+other provider's opaque part is left out. Known limit: Gemini 3 models refuse a
+``functionCall`` of the current turn without a ``thoughtSignature`` ("Function call is
+missing a thought_signature in functionCall parts", HTTP 400;
+https://ai.google.dev/gemini-api/docs/thought-signatures, whose FAQ names a sentinel
+signature for calls another model made); a failover to Gemini 3 in the middle of another
+model's tool loop is not yet given that sentinel.
+
 A switch of provider or model is a cache reset: no provider shares cache entries across
 providers or models (each (provider, model) is its own namespace in
 :mod:`prefixlock.cache.simulator`, which keys by the body's model).

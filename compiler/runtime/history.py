@@ -59,6 +59,11 @@ class History:
         self.pending_calls: dict[str, str] = {}  # call id -> tool name, awaiting results
         self.call_ids: set[str] = set()  # every call id ever made (unique per conversation)
         self.assistant_count = 0
+        #: provider response id -> the assistant message recorded from that response
+        self.responses: dict[str, CanonicalMessage] = {}
+        #: the response id of the latest assistant message (None: it was recorded from
+        #: a response without one, or by hand)
+        self.last_response_id: str | None = None
         self.user_turns = 0
         self.awaiting_output = False  # a model call was made and has no output yet
         #: The last model call's projection (:class:`EventInfo`; None before the first and
@@ -129,6 +134,9 @@ class History:
                     self.context_sections[message.id] = record.sections
             elif message.kind is MessageKind.ASSISTANT:
                 self.assistant_count += 1
+                self.last_response_id = record.response_id
+                if record.response_id is not None:
+                    self.responses[record.response_id] = message
                 for part in message.parts:
                     if isinstance(part, ToolCallPart):
                         self.pending_calls[part.call_id] = part.name

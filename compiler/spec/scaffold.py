@@ -5,7 +5,8 @@ With ``name``, the agent is called that instead of the example's: its ``prompt/<
 folder and the ``name:`` and prompt paths of ``rules/agent.yaml``. The example's
 ``rules/*.yaml`` headers are pointed at the schemas written beside them,
 the new root is built and its lock file written; the folder appears complete or not at
-all (it is assembled in a staging folder and renamed into place).
+all (it is assembled in a staging folder and renamed into place; an empty folder that
+exists, such as the current one, is staged inside and its entries moved out).
 """
 
 from __future__ import annotations
@@ -162,9 +163,15 @@ def init_project(
             " empty folder"
         )
     example = find_example_root()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Build in a staging folder next to the target and move it in complete.
-    staging = staging_dir(target.parent, f".{target.name}.init-")  # mkdir's mode
+    # An empty folder that exists (the current one: ``init .``) is filled in place, so a
+    # shell standing in it sees the files and the folder keeps its mode and owner: the
+    # project is staged inside it and its entries are moved out at the end. A new folder
+    # is staged next to it and moved in whole.
+    in_place = target.exists()
+    if not in_place:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    parent = target if in_place else target.parent
+    staging = staging_dir(parent, ".init-" if in_place else f".{target.name}.init-")
     try:
         ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")
         for folder in ("prompt", "rules"):
@@ -186,11 +193,26 @@ def init_project(
         (staging / ".gitignore").write_bytes(GITIGNORE.encode("utf-8"))
         if populate is not None:
             populate(staging)
-        if target.exists():  # an empty folder: the project keeps its mode
-            staging.chmod(target.stat().st_mode & 0o7777)
-            target.rmdir()
-        os.replace(staging, target)
+        if in_place:
+            _move_entries(staging, target)
+            staging.rmdir()
+        else:
+            os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return bundle
+
+
+def _move_entries(staging: Path, target: Path) -> None:
+    """Move every entry of ``staging`` into ``target`` (renames within one folder); if
+    one fails, the entries moved so far go back, so ``target`` is left empty."""
+    moved: list[Path] = []
+    try:
+        for entry in sorted(staging.iterdir()):
+            os.replace(entry, target / entry.name)
+            moved.append(entry)
+    except BaseException:
+        for entry in moved:
+            os.replace(target / entry.name, entry)
+        raise

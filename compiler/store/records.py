@@ -21,6 +21,10 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   that message carries, in order, each ``{"digest", "name"}`` (the digest of the
   section's text, or null for a section it states as cleared). Hydration rebuilds from
   it what is in force per section; the message itself stays one text.
+* an assistant record of a provider response that carried an id (Anthropic ``msg_...``,
+  OpenAI ``chatcmpl-...`` / ``resp_...``, Gemini ``responseId``) has format
+  :data:`FORMAT_RESPONSE` and one more member, ``"response_id"``, as the provider sent
+  it: :meth:`Conversation.record` is idempotent by it, after a restart too.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -55,8 +59,11 @@ FORMAT_USAGE = 2
 FORMAT_TIMESTAMP = 3
 #: The format of a record that carries the sections of its request-context message.
 FORMAT_SECTIONS = 4
+#: The format of a record that carries the provider's response id (with or without the
+#: members of the formats before it).
+FORMAT_RESPONSE = 5
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS)
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS, FORMAT_RESPONSE)
 
 
 class RecordType(StrEnum):
@@ -148,6 +155,11 @@ def _check_timestamp(_record: object, _attribute: object, value: str | None) -> 
         raise ValueError(f"timestamp: {problem}")
 
 
+def _check_response_id(_record: object, _attribute: object, value: str | None) -> None:
+    if value is not None and (type(value) is not str or not value):
+        raise ValueError(f"response_id: expected a non-empty string or null, got {value!r}")
+
+
 @attrs.frozen
 class ContextSection:
     """One section a request-context message carries: its name and the ``sha256:``
@@ -189,10 +201,15 @@ class Record:
     timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
     #: the sections its request-context message carries (``context_updates: sections``)
     sections: tuple[ContextSection, ...] | None = None
+    #: the provider's id of the response this record holds (assistant only; a non-empty
+    #: string), None where the provider gave none or the output was not read from one
+    response_id: str | None = attrs.field(default=None, validator=_check_response_id)
 
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if self.response_id is not None:
+            return FORMAT_RESPONSE  # with or without the members below
         if self.sections is not None:
             return FORMAT_SECTIONS  # with or without a timestamp
         if self.timestamp is not None:
@@ -238,10 +255,12 @@ class Record:
         digest = self.request_digest
         usage = "" if self.usage is None else _usage_text(self.usage)
         stamp = self.timestamp
+        response = self.response_id
         if not (
             self.sections is None  # rare (a changed context): the encoder writes them
             and usage is not None
             and (stamp is None or type(stamp) is str)
+            and (response is None or type(response) is str)
             and type(conversation_id) is str
             and type(self.event_id) is str
             and type(prev) is str
@@ -267,7 +286,9 @@ class Record:
             + text(prev)
             + ',"request_digest":'
             + ("null" if digest is None else text(digest))
-            + (',"reset":true,"seq":' if self.reset else ',"reset":false,"seq":')
+            + (',"reset":true' if self.reset else ',"reset":false')
+            + ("" if response is None else ',"response_id":' + text(response))
+            + ',"seq":'
             + str(self.seq)
             + ("" if stamp is None else ',"timestamp":' + text(stamp))
             + ',"type":'
@@ -301,6 +322,8 @@ class Record:
             value["timestamp"] = self.timestamp
         if self.sections is not None:
             value["sections"] = [section.to_json() for section in self.sections]
+        if self.response_id is not None:
+            value["response_id"] = self.response_id
         return value
 
 
@@ -506,6 +529,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
             timestamp=stamp,
             sections=_sections_from_json(obj["sections"]) if "sections" in obj else None,
+            response_id=obj.get("response_id"),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
@@ -607,7 +631,7 @@ _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
     _PLAIN
-    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}),'
+    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}|{FORMAT_RESPONSE}),'
     + '"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
@@ -619,12 +643,14 @@ _SECTION = r'\{"digest":(?:null|"sha256:[0-9a-f]{64}"),"name":"[^"\\\x00-\x1f]*"
 _SECTION_ITEM = re.compile(r'\{"digest":(null|"sha256:[0-9a-f]{64}"),"name":"([^"\\\x00-\x1f]*)"\}')
 _RECORD_TAIL = re.compile(
     r',"request_digest":(?:null|' + _DIGEST + r'),"reset":(true|false),'
+    r'(?:"response_id":' + _PLAIN + r",)?"
     r'(?:"sections":(\[(?:' + _SECTION + r"(?:," + _SECTION + r")*)?\]),)?"
     r'"seq":([1-9][0-9]*),(?:"timestamp":' + _PLAIN + r',)?"type":"([a-z_]+)"'
 )
 _USAGE_FORMAT = str(FORMAT_USAGE)
 _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
 _SECTIONS_FORMAT = str(FORMAT_SECTIONS)
+_RESPONSE_FORMAT = str(FORMAT_RESPONSE)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -690,6 +716,13 @@ def _scan_record(
         return None
 
 
+def _scanned_sections(sections_text: str) -> tuple[ContextSection, ...]:
+    return tuple(
+        ContextSection(name, None if digest == "null" else digest[1:-1])
+        for digest, name in _SECTION_ITEM.findall(sections_text)
+    )
+
+
 def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool) -> Record:
     text = data.decode("utf-8")
     # For ASCII, a position in the text is the same position in the bytes: hash those.
@@ -733,18 +766,23 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     if not text.startswith(tail, pos):
         raise _NotFast
     match = _RECORD_TAIL.match(text, pos + len(tail))
-    if match is None or match[4] != str(seq):
+    if match is None or match[5] != str(seq):
         raise _NotFast
-    request_digest, reset, sections_text, _, stamp, record_type = match.groups()
+    request_digest, reset, response_id, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
     sections = None
-    if record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
+    if record_format == _RESPONSE_FORMAT:  # then, and only then, a response id; maybe more
+        if not response_id or (stamp is not None and timestamp_problem(stamp)):
+            raise _NotFast
+        if sections_text is not None:
+            sections = _scanned_sections(sections_text)
+        with_usage = text.startswith(',"usage":', pos)
+    elif response_id is not None:
+        raise _NotFast
+    elif record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
         if sections_text is None or (stamp is not None and timestamp_problem(stamp)):
             raise _NotFast
-        sections = tuple(
-            ContextSection(name, None if digest == "null" else digest[1:-1])
-            for digest, name in _SECTION_ITEM.findall(sections_text)
-        )
+        sections = _scanned_sections(sections_text)
         with_usage = text.startswith(',"usage":', pos)
     elif sections_text is not None:
         raise _NotFast
@@ -794,4 +832,5 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         usage,
         stamp,
         sections,
+        response_id,
     )

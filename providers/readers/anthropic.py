@@ -239,6 +239,7 @@ def _message(message: Mapping[str, Any], content: list[Any]) -> ModelOutput:
         stop if isinstance(stop, str) else None,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
+        message.get("id"),  # "msg_...": the message's id, in message_start when streamed
     )
 
 

@@ -328,15 +328,24 @@ def output(
     stop_reason: str | None,
     used: Usage | None,
     model: str | None,
+    response_id: Any = None,
 ) -> ModelOutput:
     """The output every reader returns, after :func:`admit`: built here only, so no
-    reader can return an output that skipped the checks."""
+    reader can return an output that skipped the checks. ``response_id``: the
+    provider's id of the response, as it came (an empty one counts as none; a value
+    that is not a string is refused: it is what a recorded answer is known by)."""
     for field, value in (("stop reason", stop_reason), ("model", model)):
         if value is not None and not isinstance(value, str):
             raise ResponseError(
                 f"{provider} response: the {field} is not a string", retry_safe=False
             )
-    return ModelOutput(provider, admit(provider, parts), stop_reason, used, model)
+    if response_id is not None and not isinstance(response_id, str):
+        raise ResponseError(
+            f"{provider} response: the response id is not a string ({response_id!r})",
+            retry_safe=False,
+        )
+    admitted = admit(provider, parts)
+    return ModelOutput(provider, admitted, stop_reason, used, model, response_id or None)
 
 
 #: The user message an output is checked after (a provider may refuse a history that

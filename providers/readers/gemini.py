@@ -244,8 +244,14 @@ def _key(response_id: object, digest: str) -> str:
     return digest[:16]
 
 
-def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None, key: str) -> ModelOutput:
-    """``key``: see :func:`_key`."""
+def _output(
+    last: Mapping[str, Any],
+    parts: list[Any],
+    stop: str | None,
+    key: str,
+    response_id: str | None,
+) -> ModelOutput:
+    """``key``: see :func:`_key`; ``response_id``: the ``responseId``, if one came."""
     raw_usage, model = last.get("usageMetadata"), last.get("modelVersion")
     return output(
         NAME,
@@ -253,7 +259,13 @@ def _output(last: Mapping[str, Any], parts: list[Any], stop: str | None, key: st
         stop,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
+        response_id,
     )
+
+
+def _response_id(value: object) -> str | None:
+    """A ``responseId`` as the reader keeps it: a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 class GeminiReader(Reader):
@@ -264,8 +276,9 @@ class GeminiReader(Reader):
         if "error" in response:
             raise _error(response)
         chosen = _candidate(response, candidate)
-        key = _key(response.get("responseId"), hashlib.sha256(_digest_line(response)).hexdigest())
-        return _output(response, _parts(chosen), _stop(response, chosen), key)
+        response_id = _response_id(response.get("responseId"))
+        key = _key(response_id, hashlib.sha256(_digest_line(response)).hexdigest())
+        return _output(response, _parts(chosen), _stop(response, chosen), key, response_id)
 
     def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
         return GeminiStream(candidate)
@@ -372,6 +385,5 @@ class GeminiStream(SSEStreamReader):
         self.open = False
 
     def output(self) -> ModelOutput:
-        return _output(
-            self.last, self.parts, self.stop, _key(self.response_id, self.digest.hexdigest())
-        )
+        key = _key(self.response_id, self.digest.hexdigest())
+        return _output(self.last, self.parts, self.stop, key, self.response_id)

@@ -192,6 +192,7 @@ class OpenAIChatReader(Reader):
             member(choice, "finish_reason", (str, type(None)), where[:-8], required=False),
             _usage(data.get("usage")),
             member(data, "model", (str, type(None)), "openai-chat response", required=False),
+            data.get("id"),  # "chatcmpl-..."
         )
 
     def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
@@ -215,6 +216,8 @@ class OpenAIChatStream(SSEStreamReader):
         self.finish: str | None = None
         self.used: Usage | None = None
         self.model: str | None = None
+        #: the ``id`` every chunk repeats ("chatcmpl-..."); a chunk with another is refused
+        self.response_id: str | None = None
 
     def on_event(self, event: Event) -> None:
         if event.data == "[DONE]":
@@ -225,6 +228,15 @@ class OpenAIChatStream(SSEStreamReader):
             raise error_failure("openai-chat stream error", chunk["error"])
         where = "openai-chat stream chunk"
         self.model = member(chunk, "model", (str, type(None)), where, required=False) or self.model
+        chunk_id = member(chunk, "id", (str, type(None)), where, required=False)
+        if chunk_id:
+            if self.response_id is not None and chunk_id != self.response_id:
+                raise ResponseError(
+                    f"{where}: id {chunk_id!r} after {self.response_id!r} (chunks of another "
+                    "response)",
+                    retry_safe=False,
+                )
+            self.response_id = chunk_id
         if chunk.get("usage") is not None:
             self.used = _usage(chunk["usage"])
         choices = member(chunk, "choices", (list, type(None)), where, required=False) or ()
@@ -313,4 +325,5 @@ class OpenAIChatStream(SSEStreamReader):
             self.finish,
             self.used,
             self.model,
+            self.response_id,
         )

@@ -202,7 +202,7 @@ def _response_output(response: dict[str, Any]) -> ModelOutput:
     ):
         parts.extend(_item_parts(item, index))
     model = member(response, "model", (str, type(None)), where, required=False)
-    return output(NAME, parts, stop, _usage(response.get("usage")), model)
+    return output(NAME, parts, stop, _usage(response.get("usage")), model, response.get("id"))
 
 
 class OpenAIResponsesReader(Reader):
