@@ -468,6 +468,7 @@ class _Loader(
         _CoreResolver.__init__(self)
         self.file = file
         self.depth = 0  # collections being composed
+        self.block_depth = 0  # the block collections among them
         self.errors: list[SpecError] = []
         #: ``id`` of every collection node with an anchor: an alias builds it again.
         self.anchored: set[int] = set()
@@ -498,12 +499,16 @@ class _Loader(
         reaches the composer, which skips what is too deep and reports it beside every
         other error of the file; past that limit the file is refused at once with that
         error alone. Either way the error names the same collection, the one that opens
-        level ``MAX_DEPTH + 1`` counting the enclosing block collections (one per open
-        block indentation).
+        level ``MAX_DEPTH + 1`` counting the enclosing block collections (those the
+        composer has entered, an indentless sequence too).
         """
         if self.flow_level >= _SCANNER_FLOW_LIMIT:
             marks = [*self.flow_marks, self.get_mark()]
-            at = marks[max(0, MAX_DEPTH - len(self.indents))]
+            # The block collections around it are the ones being composed (the
+            # composer has entered every one: it waits in or before the outermost open
+            # flow collection). The scanner's own indentation stack would miss an
+            # indentless sequence (``a:\n- [[[``): it opens no indentation level.
+            at = marks[max(0, MAX_DEPTH - self.block_depth)]
             raise _TooDeep(f"nesting deeper than {MAX_DEPTH} levels", at)
         self.flow_marks.append(self.get_mark())
         super().fetch_flow_collection_start(token_class)
@@ -554,7 +559,9 @@ class _Loader(
                 )
             )
             return self.skip()
+        block = not event.flow_style
         self.depth += 1
+        self.block_depth += block
         self.part = self.part_of(parent, index)
         try:
             node: Node
@@ -564,6 +571,7 @@ class _Loader(
                 node = self.compose_mapping_node(anchor)
         finally:
             self.depth -= 1
+            self.block_depth -= block
         if anchor is not None:
             self.anchored.add(id(node))
         return node
