@@ -65,6 +65,7 @@ __all__ = [
     "build_bundle",
     "build_warnings",
     "check_outputs",
+    "compile_spec_template",
     "diff_outputs",
     "find_example_root",
     "locked_digest",
@@ -195,28 +196,41 @@ class _Builder:
         if source is None:
             return None
         try:
-            if runtime:
-                return compile_template(
-                    name,
-                    source,
-                    TURN_VARIABLES,
-                    CONVERSATION_VARIABLES | declared,
-                    "conversation-level",
-                    template_kind="runtime",
-                )
-            return compile_template(
-                name,
-                source,
-                # ``update``: None for the whole context, else what an update replaces.
-                CONVERSATION_VARIABLES | declared | {"update"},
-                TURN_VARIABLES,
-                "turn-level",
-                template_kind="request-context",
-                sections=CONVERSATION_VARIABLES | declared if sections else None,
+            return compile_spec_template(
+                name, source, runtime=runtime, declared=declared, sections=sections
             )
         except SpecErrors as err:
             self.add(err.errors)
             return None
+
+
+def compile_spec_template(
+    name: str, source: str, *, runtime: bool, declared: frozenset[str], sections: bool
+) -> CompiledTemplate:
+    """Compile a runtime template (turn-level variables only) or the request-context
+    template (conversation-level ones and ``declared`` context fields; with
+    ``sections``, its section blocks checked too), as the build does and as a built
+    bundle is loaded again (:mod:`prefixlock.spec.load`): one set of arguments, so the
+    two can never compile a template differently."""
+    if runtime:
+        return compile_template(
+            name,
+            source,
+            TURN_VARIABLES,
+            CONVERSATION_VARIABLES | declared,
+            "conversation-level",
+            template_kind="runtime",
+        )
+    return compile_template(
+        name,
+        source,
+        # ``update``: None for the whole context, else what an update replaces.
+        CONVERSATION_VARIABLES | declared | {"update"},
+        TURN_VARIABLES,
+        "turn-level",
+        template_kind="request-context",
+        sections=CONVERSATION_VARIABLES | declared if sections else None,
+    )
 
 
 _ABSENT = "absent"
