@@ -50,6 +50,7 @@ from typing import Any
 import attrs
 
 from ..core.errors import InputError, PrefixlockError, SpecError, SpecErrors
+from ..core.files import read_review_file
 from ..core.names import hint
 from ..core.timestamps import seconds
 from ..runtime.request import AgentRunRequest
@@ -58,7 +59,6 @@ from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
 from ..spec.loader import LoadedDocument, load_yaml_bytes
 from ..spec.validate import validate_document
-from .files import read_review_file
 from .steps import (
     STEP_KINDS,
     AssistantStep,

@@ -127,7 +127,7 @@ class _Builder:
             return None
         covered: DocumentErrors | None = None
         try:
-            doc = load_yaml_file(path, file)
+            doc = load_yaml_file(path, file, root=self.resolved_root)
         except DocumentErrors as err:
             # The file parsed: what was read of it is validated too, so that one build
             # names all its problems (the build fails all the same).
@@ -178,7 +178,7 @@ class _Builder:
 
     def text(self, name: str) -> str | None:
         try:
-            return read_text_file(self.root / name, name)
+            return read_text_file(self.root / name, name, root=self.resolved_root)
         except SpecErrors as err:
             self.add(err.errors)
             return None
@@ -397,7 +397,7 @@ def build_warnings(root: Path | str) -> list[str]:
     not load (the build reports that)."""
     path = Path(root) / "rules" / "providers.yaml"
     try:
-        doc = load_yaml_file(path)
+        doc = load_yaml_file(path, root=Path(root).resolve())
     except (SpecErrors, OSError):
         return []
     providers_value = doc.value.get("providers") if isinstance(doc.value, dict) else None

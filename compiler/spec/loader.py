@@ -39,8 +39,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from ..core.canonical import MAX_INT
-from ..core.errors import Location, SpecError, SpecErrors
+from ..core.errors import InputError, Location, SpecError, SpecErrors
+from ..core.files import read_regular_file, read_review_file
 from ..core.jsonpath import json_path, parent_path
+from ..core.limits import MAX_SPEC_FILE_BYTES
 
 __all__ = [
     "ALIAS_NODE_BUDGET",
@@ -251,20 +253,26 @@ def load_yaml_bytes(data: bytes, file: str) -> LoadedDocument:
     return load_yaml_text(_decode(data, file), file)
 
 
-def load_yaml_file(path: Path, file: str | None = None) -> LoadedDocument:
-    """Read and load a YAML file; ``file`` is its display name (default: the path)."""
+def load_yaml_file(
+    path: Path, file: str | None = None, *, root: Path | None = None
+) -> LoadedDocument:
+    """Read and load a YAML file; ``file`` is its display name (default: the path).
+    The file is read as :func:`read_text_file` reads one."""
     name = path.as_posix() if file is None else file
-    return load_yaml_bytes(_read_bytes(path, name), name)
+    return load_yaml_bytes(_read_bytes(path, name, root), name)
 
 
-def read_text_file(path: Path, file: str | None = None) -> str:
+def read_text_file(path: Path, file: str | None = None, *, root: Path | None = None) -> str:
     """Read a template or instruction file byte for byte.
 
-    It must be UTF-8 without a BOM and use ``\\n`` line endings; otherwise raises
-    :class:`SpecErrors` naming the line and column of each kind of problem.
+    It must be a regular file of at most :data:`~prefixlock.core.limits.MAX_SPEC_FILE_BYTES`
+    (a FIFO is refused without waiting for a writer), inside ``root`` when one is given
+    (a symbolic link that resolves outside it is refused), UTF-8 without a BOM, with
+    ``\\n`` line endings; otherwise raises :class:`SpecErrors` naming the file, and the
+    line and column of each kind of problem in its text.
     """
     name = path.as_posix() if file is None else file
-    text = _decode(_read_bytes(path, name), name)
+    text = _decode(_read_bytes(path, name, root), name)
     first_cr = text.find("\r")
     if first_cr >= 0:
         line, column = _line_col(text, first_cr)
@@ -280,12 +288,25 @@ def read_text_file(path: Path, file: str | None = None) -> str:
 # --------------------------------------------------------------------------- bytes and text
 
 
-def _read_bytes(path: Path, file: str) -> bytes:
+def _read_bytes(path: Path, file: str, root: Path | None) -> bytes:
+    """The bytes of a spec file: regular, bounded, inside ``root`` if given (the one
+    read of :mod:`prefixlock.core.files`), else a :class:`SpecErrors` located at it."""
     try:
-        return path.read_bytes()
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise SpecErrors([SpecError(Location(file), "", f"cannot read file: {reason}")]) from None
+        if root is None:
+            return read_regular_file(path, limit=MAX_SPEC_FILE_BYTES, what=_SPEC_FILE, name=file)
+        return read_review_file(
+            path, root=root, limit=MAX_SPEC_FILE_BYTES, what=_SPEC_FILE, name=file
+        )
+    except InputError as err:
+        # the location names the file: the message says the rest
+        message = str(err)
+        if message.startswith(f"cannot read {file}: "):
+            message = "cannot read file: " + message.removeprefix(f"cannot read {file}: ")
+        message = message.removeprefix(f"{file}: ").removeprefix(f"{path}: ")
+        raise SpecErrors([SpecError(Location(file), "", message)]) from None
+
+
+_SPEC_FILE = "a spec file"
 
 
 def _bom_error(file: str) -> SpecError:
