@@ -11,6 +11,7 @@ read spec files the same way, and the usage file of ``report --usage`` too.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,24 @@ from prefixlock.spec.build import build_bundle
 
 SECRET = "AWS_SECRET_ACCESS_KEY-wJalrXUtnFEMI"
 OUTSIDE = "outside the repository"
+
+
+@pytest.fixture(scope="module")
+def _initialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``prefixlock init`` for the module (it takes seconds); each test copies it."""
+    root = tmp_path_factory.mktemp("init") / "agent"
+    assert main(["init", str(root), "--name", "cursor"]) == 0
+    return root
+
+
+@pytest.fixture
+def project(_initialized: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the initialized spec root at ``tmp_path/agent``, the current folder
+    (as conftest's ``project``, made once per module)."""
+    root = tmp_path / "agent"
+    shutil.copytree(_initialized, root, symlinks=True)
+    monkeypatch.chdir(root)
+    return root
 
 
 def _secret(tmp_path: Path) -> Path:
