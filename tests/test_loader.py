@@ -815,3 +815,27 @@ def test_deep_flow_nesting_is_refused_before_the_scanner_goes_quadratic(
         # The collection the composer would name: the one at level 101, block
         # collections included.
         assert errors_of(text) == [f"x.yaml:{where}: $: nesting deeper than 100 levels"]
+
+
+@pytest.mark.parametrize(
+    ("head", "inner", "where"),
+    [
+        ("a:\n- ", "[\n", "100:1"),  # an indentless sequence, one list a line
+        ("a:\n- ", "[", "2:101"),
+        ("- a:\n  - ", "[", "2:102"),  # indentless inside a block sequence's mapping
+        ("- a:\n  b:\n  - ", "[", "3:102"),
+        ("a:\n  - ", "[", "2:103"),  # an indented block sequence
+    ],
+)
+def test_the_scanner_names_the_collection_the_composer_names(
+    head: str, inner: str, where: str
+) -> None:
+    """Issue 43: past the scanner's limit (300 levels) the file is refused by the
+    scanner, below it (150) by the composer; both name the collection at level 101. The
+    scanner counted the enclosing block collections by its indentation levels, and an
+    indentless sequence (``a:`` then ``- `` at the same column) opens none: its location
+    was one level (one line, one list a line) off."""
+    closing = "]\n" if inner.endswith("\n") else "]"
+    for depth in (150, 300):
+        text = head + inner * depth + closing * depth + "\n"
+        assert errors_of(text) == [f"x.yaml:{where}: $: nesting deeper than 100 levels"]

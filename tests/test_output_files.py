@@ -118,3 +118,26 @@ def test_export_refuses_to_replace_a_special_path(
         f"prefixlock export: {path}: refusing to write over {kind}: {ONLY}\n"
     )
     assert _kind_bits(path) == before
+
+
+@pytest.mark.parametrize("maker", MAKERS)
+def test_schema_out_refuses_to_write_over_a_special_path(
+    tmp_path: Path, maker: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``schema --out DIR`` wrote each schema with ``write_bytes``, through a symbolic
+    link at ``DIR/KIND.schema.json`` (and into a FIFO): it writes through the output
+    helper, and checks every file before it writes any (nothing half-written)."""
+    out_dir = tmp_path / "schemas"
+    out_dir.mkdir()
+    path = out_dir / "tools.schema.json"
+    kind = MAKERS[maker](path)
+    before = _kind_bits(path)
+    names = sorted(p.name for p in out_dir.iterdir())
+    assert main(["schema", "--out", str(out_dir)]) == 2
+    assert capsys.readouterr().err == (
+        f"prefixlock schema: {path}: refusing to write over {kind}: {ONLY}\n"
+    )
+    assert _kind_bits(path) == before
+    assert sorted(p.name for p in out_dir.iterdir()) == names
+    if maker == "symlink":
+        assert (out_dir / "elsewhere.txt").read_text(encoding="utf-8") == "keep me\n"

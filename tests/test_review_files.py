@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from prefixlock.cli.commands import main
+from prefixlock.core import files
 from prefixlock.core.errors import InputError
-from prefixlock.review import files
+from prefixlock.core.files import read_review_file
 from prefixlock.review.diff import revisions
-from prefixlock.review.files import read_review_file
 
 CASE = Path("golden") / "identical-context"
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_RESPONSE_LINE_BYTES",
+    "MAX_SPEC_FILE_BYTES",
     "MIN_OUTPUT_TOKENS",
     "ONE_HOUR_POLICIES",
     "REMOVED_IN_2026_10_21",
@@ -70,6 +71,11 @@ MAX_RESPONSE_LINE_BYTES = 16 * MIB
 #: The compiled instructions (UTF-8): what every request repeats, checked at build and
 #: when a built bundle is loaded. Real agents' instructions are tens of KiB.
 MAX_INSTRUCTIONS_BYTES = 1 * MIB
+
+#: One file of a spec tree (YAML, a template, the instructions) and any YAML file the
+#: loader reads: a real one is kilobytes. A spec file over it, a FIFO or a device is
+#: refused before it is read whole (a link to ``/dev/zero`` read without bound).
+MAX_SPEC_FILE_BYTES = 16 * MIB
 
 #: prefixlock's own cache TTL settings option (providers/cache_ttl.py; never sent).
 CACHE_TTL_OPTION = "cache_ttl"

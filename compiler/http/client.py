@@ -21,7 +21,7 @@ import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 import httpx2 as httpx
@@ -62,8 +62,34 @@ class _Failure(Exception):
         self.wait = wait
 
 
+class _Attempts:
+    """One call's tries, for both clients: the digest of its bytes, its total deadline,
+    and the tries and the wait so far. :meth:`after` is the retry decision (what is
+    retried, the delay, the budget: :meth:`_Core._next_wait`); a client's loop only
+    sends and sleeps."""
+
+    def __init__(self, core: _Core, call: HttpRequest) -> None:
+        core._check(call)
+        self._core = core
+        self.digest = core._digest(call)
+        self.deadline = core._clock() + core.timeouts.total
+        self.tries = 0
+        self.waited = 0.0
+
+    def start(self) -> None:
+        """A try begins."""
+        self.tries += 1
+
+    def after(self, failure: _Failure) -> float:
+        """The wait before the next try, or the error raised when there is none."""
+        wait = self._core._next_wait(failure, self.tries, self.waited, self.deadline)
+        self.waited += wait
+        return wait
+
+
 class _Core:
-    """Everything but the I/O: configuration, auth, errors, the retry decision."""
+    """Everything but the I/O: configuration, auth, errors, the retry decision, the
+    reading of an answer's bytes."""
 
     def __init__(
         self,
@@ -277,6 +303,60 @@ class _Core:
         Exception.__init__(error, f"{head} [{tail}] ({_hint(error)})")
         raise error
 
+    def _build(
+        self,
+        http: httpx.Client | httpx.AsyncClient,
+        call: HttpRequest,
+        attempts: _Attempts,
+        content: Iterator[bytes] | AsyncIterator[bytes],
+    ) -> httpx.Request:
+        """The request of one try (the same bytes every try: ``content`` streams the
+        call's fragments)."""
+        url, headers = self._prepare(call, attempts.digest)
+        return http.build_request(
+            call.method,
+            url,
+            headers=headers,
+            content=content,
+            timeout=self._timeout(attempts.deadline),
+        )
+
+    def _whole(
+        self, call: HttpRequest, body: bytes, status: int, headers: Mapping[str, str]
+    ) -> ModelOutput:
+        """A whole response body read, or the try's failure."""
+        try:
+            return self._reader.parse_response(body)
+        except ResponseError as err:
+            raise self._read_failure(call, err, status, headers, ended=False) from None
+
+    def _chunk(
+        self,
+        call: HttpRequest,
+        reader: StreamReader,
+        chunk: bytes,
+        status: int,
+        headers: Mapping[str, str],
+        deadline: float,
+    ) -> None:
+        """One chunk of a stream fed to ``reader``, or the try's failure (the total
+        timeout passed, or the reader refused it)."""
+        if self._clock() >= deadline:
+            raise self._total_failure(call)
+        try:
+            reader.feed(chunk)
+        except ResponseError as err:
+            raise self._read_failure(call, err, status, headers, ended=False) from None
+
+    def _ended(
+        self, call: HttpRequest, reader: StreamReader, status: int, headers: Mapping[str, str]
+    ) -> ModelOutput:
+        """The output of a stream that ended, or the try's failure."""
+        try:
+            return reader.result()
+        except ResponseError as err:
+            raise self._read_failure(call, err, status, headers, ended=True) from None
+
     def _stream_reader(self, on_event: Listener | None) -> StreamReader:
         stream = self._reader.stream_reader()
         if on_event is not None:
@@ -365,35 +445,19 @@ class Client(_Core):
         self.close()
 
     def _run(self, call: HttpRequest, stream: bool, on_event: Listener | None) -> ModelOutput:
-        self._check(call)
-        digest = self._digest(call)
-        deadline = self._clock() + self.timeouts.total
-        tries, waited = 0, 0.0
+        attempts = _Attempts(self, call)
         while True:
-            tries += 1
+            attempts.start()
             try:
-                return self._try(call, digest, stream, on_event, deadline)
+                return self._try(call, attempts, stream, on_event)
             except _Failure as failure:
-                wait = self._next_wait(failure, tries, waited, deadline)
-            waited += wait
+                wait = attempts.after(failure)
             self._sleep(wait)
 
     def _try(
-        self,
-        call: HttpRequest,
-        digest: str | None,
-        stream: bool,
-        on_event: Listener | None,
-        deadline: float,
+        self, call: HttpRequest, attempts: _Attempts, stream: bool, on_event: Listener | None
     ) -> ModelOutput:
-        url, headers = self._prepare(call, digest)
-        request = self._http.build_request(
-            call.method,
-            url,
-            headers=headers,
-            content=iter(call.fragments),
-            timeout=self._timeout(deadline),
-        )
+        request = self._build(self._http, call, attempts, iter(call.fragments))
         try:
             response = self._http.send(request, stream=True)
         except httpx.HTTPError as err:
@@ -402,18 +466,12 @@ class Client(_Core):
             status, got = response.status_code, _lower(response.headers)
             if not 200 <= status < 300:
                 raise self._status_failure(call, status, got, _read_error(response))
-            if stream:
-                reader = self._stream_reader(on_event)
-                for chunk in response.iter_bytes():
-                    if self._clock() >= deadline:
-                        raise self._total_failure(call)
-                    _feed(self, call, reader, chunk, status, got)
-                return _result(self, call, reader, status, got)
-            body = response.read()
-            try:
-                return self._reader.parse_response(body)
-            except ResponseError as err:
-                raise self._read_failure(call, err, status, got, ended=False) from None
+            if not stream:
+                return self._whole(call, response.read(), status, got)
+            reader = self._stream_reader(on_event)
+            for chunk in response.iter_bytes():
+                self._chunk(call, reader, chunk, status, got, attempts.deadline)
+            return self._ended(call, reader, status, got)
         except httpx.HTTPError as err:
             raise self._transport_failure(call, err) from None
         finally:
@@ -436,29 +494,6 @@ async def _aread_error(response: httpx.Response) -> bytes:
         if len(body) >= ERROR_BODY_LIMIT:
             break
     return bytes(body[:ERROR_BODY_LIMIT])
-
-
-def _feed(
-    core: _Core,
-    call: HttpRequest,
-    reader: StreamReader,
-    chunk: bytes,
-    status: int,
-    headers: Mapping[str, str],
-) -> None:
-    try:
-        reader.feed(chunk)
-    except ResponseError as err:
-        raise core._read_failure(call, err, status, headers, ended=False) from None
-
-
-def _result(
-    core: _Core, call: HttpRequest, reader: StreamReader, status: int, headers: Mapping[str, str]
-) -> ModelOutput:
-    try:
-        return reader.result()
-    except ResponseError as err:
-        raise core._read_failure(call, err, status, headers, ended=True) from None
 
 
 async def _fragments(call: HttpRequest) -> AsyncIterator[bytes]:
@@ -524,35 +559,19 @@ class AsyncClient(_Core):
         await self.aclose()
 
     async def _run(self, call: HttpRequest, stream: bool, on_event: Listener | None) -> ModelOutput:
-        self._check(call)
-        digest = self._digest(call)
-        deadline = self._clock() + self.timeouts.total
-        tries, waited = 0, 0.0
+        attempts = _Attempts(self, call)
         while True:
-            tries += 1
+            attempts.start()
             try:
-                return await self._try(call, digest, stream, on_event, deadline)
+                return await self._try(call, attempts, stream, on_event)
             except _Failure as failure:
-                wait = self._next_wait(failure, tries, waited, deadline)
-            waited += wait
+                wait = attempts.after(failure)
             await self._sleep(wait)
 
     async def _try(
-        self,
-        call: HttpRequest,
-        digest: str | None,
-        stream: bool,
-        on_event: Listener | None,
-        deadline: float,
+        self, call: HttpRequest, attempts: _Attempts, stream: bool, on_event: Listener | None
     ) -> ModelOutput:
-        url, headers = self._prepare(call, digest)
-        request = self._http.build_request(
-            call.method,
-            url,
-            headers=headers,
-            content=_fragments(call),
-            timeout=self._timeout(deadline),
-        )
+        request = self._build(self._http, call, attempts, _fragments(call))
         try:
             response = await self._http.send(request, stream=True)
         except httpx.HTTPError as err:
@@ -561,18 +580,12 @@ class AsyncClient(_Core):
             status, got = response.status_code, _lower(response.headers)
             if not 200 <= status < 300:
                 raise self._status_failure(call, status, got, await _aread_error(response))
-            if stream:
-                reader = self._stream_reader(on_event)
-                async for chunk in response.aiter_bytes():
-                    if self._clock() >= deadline:
-                        raise self._total_failure(call)
-                    _feed(self, call, reader, chunk, status, got)
-                return _result(self, call, reader, status, got)
-            body = await response.aread()
-            try:
-                return self._reader.parse_response(body)
-            except ResponseError as err:
-                raise self._read_failure(call, err, status, got, ended=False) from None
+            if not stream:
+                return self._whole(call, await response.aread(), status, got)
+            reader = self._stream_reader(on_event)
+            async for chunk in response.aiter_bytes():
+                self._chunk(call, reader, chunk, status, got, attempts.deadline)
+            return self._ended(call, reader, status, got)
         except httpx.HTTPError as err:
             raise self._transport_failure(call, err) from None
         finally:

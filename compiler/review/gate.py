@@ -24,6 +24,7 @@ from ..core import canonical
 from ..core.errors import CanonicalJSONError, PrefixlockError, SpecErrors
 from ..spec.build import LOCK_FILE, MANIFEST, check_outputs, locked_digest, write_outputs
 from ..spec.bundle import Bundle
+from ..spec.outputs import read_lock
 from .built import build_checked, shown, stale_lock
 from .golden import GoldenReport, check_golden, update_golden
 from .scenario import golden_scenarios
@@ -151,7 +152,7 @@ def check_project(
     any other bad input is the status of the step that met it.
     """
     bundle = build_checked(root)
-    steps = [_lock_step(bundle, root)]
+    steps = [_guarded("build --check", lambda: _lock_step(bundle, root))]
     files = golden_scenarios(root)
     if not files:
         why = f"no {shown(root / 'golden')}/*/scenario.yaml"
@@ -229,9 +230,10 @@ def _runs(names: Sequence[str]) -> str:
 
 def _locked_parts(root: Path) -> dict[str, str] | None:
     """Part name -> sha256 as the lock records them; None without a readable lock."""
+    data = read_lock(root)  # a lock linked out of the repository: an InputError
     try:
-        lock = canonical.loads((root / LOCK_FILE).read_bytes())
-    except (OSError, ValueError, CanonicalJSONError):
+        lock = canonical.loads(data) if data is not None else None
+    except (ValueError, CanonicalJSONError):
         return None
     parts = lock.get("parts") if isinstance(lock, dict) else None
     if not isinstance(parts, list):

@@ -40,10 +40,10 @@ from ..core import canonical
 from ..core.atomic import replace_file
 from ..core.canonical import Ordered
 from ..core.errors import UsageError
+from ..core.files import check_inside, read_review_file
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
 from .built import UPDATE, check_bundles, stale_lock
-from .files import check_inside, read_review_file
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
 from .scenario import Scenario, golden_scenarios, load_scenario, scenario_files

@@ -13,6 +13,7 @@ the simulated call's multipliers, so the two costs differ only by what was cache
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -24,6 +25,7 @@ from .. import providers as registry
 from ..cache.simulator import CallCache, Simulation
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, InputError
+from ..core.files import read_review_file
 from ..core.timestamps import seconds, timestamp_problem
 from .convert.common import USAGE_FORMAT
 from .replay import Call, replay, serialize_at
@@ -135,10 +137,10 @@ def _sum(sides: Sequence[Side]) -> Side:
 
 
 def _read_usage(path: Path) -> dict[str, Any]:
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: cannot read the usage file: No such file or directory")
     try:
-        value = canonical.loads(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the usage file: {exc.strerror}") from exc
+        value = canonical.loads(read_review_file(path))
     except (ValueError, CanonicalJSONError) as exc:
         raise InputError(f"{path}: not a usage file: not JSON ({exc})") from exc
     if not isinstance(value, dict) or value.get("format") != USAGE_FORMAT:

@@ -54,6 +54,7 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import InputError, Location, PrefixlockError, SpecError, SpecErrors
+from ..core.files import read_review_file
 from ..core.messages import OpaquePart, Part, TextPart
 from ..core.names import hint
 from ..core.timestamps import seconds
@@ -63,7 +64,6 @@ from ..spec.build import build_bundle, find_example_root
 from ..spec.bundle import Bundle
 from ..spec.loader import LoadedDocument, load_yaml_bytes
 from ..spec.validate import validate_document
-from .files import read_review_file
 from .steps import (
     STEP_KINDS,
     AssistantStep,

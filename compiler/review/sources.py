@@ -27,7 +27,9 @@ from typing import Any
 import attrs
 
 from ..core import canonical
-from ..core.errors import Location, SpecErrors
+from ..core.errors import InputError, Location, SpecErrors
+from ..core.files import check_inside, read_review_file
+from ..core.limits import MAX_SPEC_FILE_BYTES
 from ..spec.loader import LoadedDocument, load_yaml_file, read_text_file
 from .jsondiff import MISSING, Difference, first_differing_char, value_at
 
@@ -113,13 +115,24 @@ def _spec_texts(root: Path) -> dict[str, str]:
             continue
         paths = sorted(p for p in base.rglob("*") if p.is_file() and not p.is_symlink())
         for path in paths:
-            try:
-                if path.stat().st_size > _MAX_COMPARED:
-                    continue
-                found[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+            text = _read_text(path, root, _MAX_COMPARED)
+            if text is not None:
+                found[path.relative_to(root).as_posix()] = text
     return found
+
+
+def _read_text(path: Path, root: Path | None, limit: int = MAX_SPEC_FILE_BYTES) -> str | None:
+    """The UTF-8 text of a spec file read as the review tools read every repository file
+    (:func:`~prefixlock.core.files.read_review_file`: inside the repository and
+    ``root``, regular, bounded); None when it is refused or no text (attribution is a
+    hint: a file refused contributes nothing, and the build says why)."""
+    try:
+        data = read_review_file(path, limit=limit)
+        if root is not None:
+            check_inside(path, root)
+        return data.decode("utf-8")
+    except (InputError, UnicodeDecodeError):
+        return None
 
 
 def changed_lines(
@@ -202,7 +215,7 @@ class SourceIndex:
         """Every indexed line (the ``extra`` files' read now if not yet)."""
         pending, self._pending = self._pending, []
         for path in pending:
-            self._add_file(path, self._display(path), template=False)
+            self._add_file(path, self._display(path), template=False, extra=True)
         return self._lines
 
     def extended(self, extra: Sequence[Path]) -> SourceIndex:
@@ -230,8 +243,8 @@ class SourceIndex:
     def _doc(self, name: str) -> LoadedDocument | None:
         assert self.root is not None
         try:
-            return load_yaml_file(self.root / name, self._display(self.root / name))
-        except (SpecErrors, OSError):
+            return load_yaml_file(self.root / name, self._display(self.root / name), root=self.root)
+        except (SpecErrors, InputError):  # a refused file: see _read_text
             return None
 
     def _load_root(self, root: Path) -> None:
@@ -240,8 +253,8 @@ class SourceIndex:
         if isinstance(value.get("instructions"), str):
             path = root / value["instructions"]
             try:
-                text = read_text_file(path, self._display(path))
-            except (SpecErrors, OSError):
+                text = read_text_file(path, self._display(path), root=root)
+            except (SpecErrors, InputError):  # a refused file: see _read_text
                 text = None
             if text is not None:
                 self.instructions = (self._display(path), text)
@@ -266,12 +279,11 @@ class SourceIndex:
                 if isinstance(item, dict) and isinstance(item.get("model"), str):
                     self.models[name] = item["model"]
 
-    def _add_file(self, path: Path, display: str, *, template: bool) -> None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return
-        self._add_text(display, text, template=template)
+    def _add_file(self, path: Path, display: str, *, template: bool, extra: bool = False) -> None:
+        """``extra``: a scenario file (anywhere in the repository), not the root's."""
+        text = _read_text(path, None if extra else self.root)
+        if text is not None:
+            self._add_text(display, text, template=template)
 
     def _add_text(self, display: str, text: str, *, template: bool) -> None:
         section: str | None = None

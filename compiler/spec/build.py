@@ -65,6 +65,7 @@ __all__ = [
     "build_bundle",
     "build_warnings",
     "check_outputs",
+    "compile_spec_template",
     "diff_outputs",
     "find_example_root",
     "locked_digest",
@@ -126,7 +127,7 @@ class _Builder:
             return None
         covered: DocumentErrors | None = None
         try:
-            doc = load_yaml_file(path, file)
+            doc = load_yaml_file(path, file, root=self.resolved_root)
         except DocumentErrors as err:
             # The file parsed: what was read of it is validated too, so that one build
             # names all its problems (the build fails all the same).
@@ -177,7 +178,7 @@ class _Builder:
 
     def text(self, name: str) -> str | None:
         try:
-            return read_text_file(self.root / name, name)
+            return read_text_file(self.root / name, name, root=self.resolved_root)
         except SpecErrors as err:
             self.add(err.errors)
             return None
@@ -195,28 +196,41 @@ class _Builder:
         if source is None:
             return None
         try:
-            if runtime:
-                return compile_template(
-                    name,
-                    source,
-                    TURN_VARIABLES,
-                    CONVERSATION_VARIABLES | declared,
-                    "conversation-level",
-                    template_kind="runtime",
-                )
-            return compile_template(
-                name,
-                source,
-                # ``update``: None for the whole context, else what an update replaces.
-                CONVERSATION_VARIABLES | declared | {"update"},
-                TURN_VARIABLES,
-                "turn-level",
-                template_kind="request-context",
-                sections=CONVERSATION_VARIABLES | declared if sections else None,
+            return compile_spec_template(
+                name, source, runtime=runtime, declared=declared, sections=sections
             )
         except SpecErrors as err:
             self.add(err.errors)
             return None
+
+
+def compile_spec_template(
+    name: str, source: str, *, runtime: bool, declared: frozenset[str], sections: bool
+) -> CompiledTemplate:
+    """Compile a runtime template (turn-level variables only) or the request-context
+    template (conversation-level ones and ``declared`` context fields; with
+    ``sections``, its section blocks checked too), as the build does and as a built
+    bundle is loaded again (:mod:`prefixlock.spec.load`): one set of arguments, so the
+    two can never compile a template differently."""
+    if runtime:
+        return compile_template(
+            name,
+            source,
+            TURN_VARIABLES,
+            CONVERSATION_VARIABLES | declared,
+            "conversation-level",
+            template_kind="runtime",
+        )
+    return compile_template(
+        name,
+        source,
+        # ``update``: None for the whole context, else what an update replaces.
+        CONVERSATION_VARIABLES | declared | {"update"},
+        TURN_VARIABLES,
+        "turn-level",
+        template_kind="request-context",
+        sections=CONVERSATION_VARIABLES | declared if sections else None,
+    )
 
 
 _ABSENT = "absent"
@@ -383,7 +397,7 @@ def build_warnings(root: Path | str) -> list[str]:
     not load (the build reports that)."""
     path = Path(root) / "rules" / "providers.yaml"
     try:
-        doc = load_yaml_file(path)
+        doc = load_yaml_file(path, root=Path(root).resolve())
     except (SpecErrors, OSError):
         return []
     providers_value = doc.value.get("providers") if isinstance(doc.value, dict) else None

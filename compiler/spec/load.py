@@ -29,11 +29,9 @@ from typing import Any
 from ..core import canonical
 from ..core.errors import BundleError, CanonicalJSONError, SpecErrors
 from ..core.model import ProviderSettings, ToolSpec
-from .build import _assemble  # the build's own layout: a loaded bundle is laid out again
+from .build import _assemble, compile_spec_template  # a loaded bundle is built again
 from .bundle import Bundle, Mode
 from .outputs import LOCK_FILE, MANIFEST
-from .templates import CompiledTemplate, compile_template
-from .variables import CONVERSATION_VARIABLES, TURN_VARIABLES
 
 __all__ = ["load_bundle"]
 
@@ -183,30 +181,6 @@ def _json(parts: Mapping[str, bytes], name: str) -> Any:
     return canonical.loads(parts[name])
 
 
-def _template(
-    name: str, source: str, *, runtime: bool, declared: frozenset[str], sections: bool
-) -> CompiledTemplate:
-    """Compiled and checked as the build compiles it (:mod:`prefixlock.spec.build`)."""
-    if runtime:
-        return compile_template(
-            name,
-            source,
-            TURN_VARIABLES,
-            CONVERSATION_VARIABLES | declared,
-            "conversation-level",
-            template_kind="runtime",
-        )
-    return compile_template(
-        name,
-        source,
-        CONVERSATION_VARIABLES | declared | {"update"},
-        TURN_VARIABLES,
-        "turn-level",
-        template_kind="request-context",
-        sections=CONVERSATION_VARIABLES | declared if sections else None,
-    )
-
-
 def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
     """The bundle the parts were laid out from."""
     unknown = sorted(n for n in parts if n not in _KNOWN and not n.startswith(_TEMPLATES))
@@ -220,7 +194,7 @@ def _rebuild(agent: str, parts: Mapping[str, bytes]) -> Bundle:
     if len(context_parts) != 1:
         raise ValueError(f"expected one request-context template part, found {context_parts}")
     templates = {
-        name: _template(
+        name: compile_spec_template(
             name[len(_TEMPLATES) :],
             parts[name].decode("utf-8"),
             runtime=name in runtime_parts,

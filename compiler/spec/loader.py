@@ -39,8 +39,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from ..core.canonical import MAX_INT
-from ..core.errors import Location, SpecError, SpecErrors
+from ..core.errors import InputError, Location, SpecError, SpecErrors
+from ..core.files import read_regular_file, read_review_file
 from ..core.jsonpath import json_path, parent_path
+from ..core.limits import MAX_SPEC_FILE_BYTES
 
 __all__ = [
     "ALIAS_NODE_BUDGET",
@@ -251,20 +253,26 @@ def load_yaml_bytes(data: bytes, file: str) -> LoadedDocument:
     return load_yaml_text(_decode(data, file), file)
 
 
-def load_yaml_file(path: Path, file: str | None = None) -> LoadedDocument:
-    """Read and load a YAML file; ``file`` is its display name (default: the path)."""
+def load_yaml_file(
+    path: Path, file: str | None = None, *, root: Path | None = None
+) -> LoadedDocument:
+    """Read and load a YAML file; ``file`` is its display name (default: the path).
+    The file is read as :func:`read_text_file` reads one."""
     name = path.as_posix() if file is None else file
-    return load_yaml_bytes(_read_bytes(path, name), name)
+    return load_yaml_bytes(_read_bytes(path, name, root), name)
 
 
-def read_text_file(path: Path, file: str | None = None) -> str:
+def read_text_file(path: Path, file: str | None = None, *, root: Path | None = None) -> str:
     """Read a template or instruction file byte for byte.
 
-    It must be UTF-8 without a BOM and use ``\\n`` line endings; otherwise raises
-    :class:`SpecErrors` naming the line and column of each kind of problem.
+    It must be a regular file of at most :data:`~prefixlock.core.limits.MAX_SPEC_FILE_BYTES`
+    (a FIFO is refused without waiting for a writer), inside ``root`` when one is given
+    (a symbolic link that resolves outside it is refused), UTF-8 without a BOM, with
+    ``\\n`` line endings; otherwise raises :class:`SpecErrors` naming the file, and the
+    line and column of each kind of problem in its text.
     """
     name = path.as_posix() if file is None else file
-    text = _decode(_read_bytes(path, name), name)
+    text = _decode(_read_bytes(path, name, root), name)
     first_cr = text.find("\r")
     if first_cr >= 0:
         line, column = _line_col(text, first_cr)
@@ -280,12 +288,25 @@ def read_text_file(path: Path, file: str | None = None) -> str:
 # --------------------------------------------------------------------------- bytes and text
 
 
-def _read_bytes(path: Path, file: str) -> bytes:
+def _read_bytes(path: Path, file: str, root: Path | None) -> bytes:
+    """The bytes of a spec file: regular, bounded, inside ``root`` if given (the one
+    read of :mod:`prefixlock.core.files`), else a :class:`SpecErrors` located at it."""
     try:
-        return path.read_bytes()
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise SpecErrors([SpecError(Location(file), "", f"cannot read file: {reason}")]) from None
+        if root is None:
+            return read_regular_file(path, limit=MAX_SPEC_FILE_BYTES, what=_SPEC_FILE, name=file)
+        return read_review_file(
+            path, root=root, limit=MAX_SPEC_FILE_BYTES, what=_SPEC_FILE, name=file
+        )
+    except InputError as err:
+        # the location names the file: the message says the rest
+        message = str(err)
+        if message.startswith(f"cannot read {file}: "):
+            message = "cannot read file: " + message.removeprefix(f"cannot read {file}: ")
+        message = message.removeprefix(f"{file}: ").removeprefix(f"{path}: ")
+        raise SpecErrors([SpecError(Location(file), "", message)]) from None
+
+
+_SPEC_FILE = "a spec file"
 
 
 def _bom_error(file: str) -> SpecError:
@@ -468,6 +489,7 @@ class _Loader(
         _CoreResolver.__init__(self)
         self.file = file
         self.depth = 0  # collections being composed
+        self.block_depth = 0  # the block collections among them
         self.errors: list[SpecError] = []
         #: ``id`` of every collection node with an anchor: an alias builds it again.
         self.anchored: set[int] = set()
@@ -498,12 +520,16 @@ class _Loader(
         reaches the composer, which skips what is too deep and reports it beside every
         other error of the file; past that limit the file is refused at once with that
         error alone. Either way the error names the same collection, the one that opens
-        level ``MAX_DEPTH + 1`` counting the enclosing block collections (one per open
-        block indentation).
+        level ``MAX_DEPTH + 1`` counting the enclosing block collections (those the
+        composer has entered, an indentless sequence too).
         """
         if self.flow_level >= _SCANNER_FLOW_LIMIT:
             marks = [*self.flow_marks, self.get_mark()]
-            at = marks[max(0, MAX_DEPTH - len(self.indents))]
+            # The block collections around it are the ones being composed (the
+            # composer has entered every one: it waits in or before the outermost open
+            # flow collection). The scanner's own indentation stack would miss an
+            # indentless sequence (``a:\n- [[[``): it opens no indentation level.
+            at = marks[max(0, MAX_DEPTH - self.block_depth)]
             raise _TooDeep(f"nesting deeper than {MAX_DEPTH} levels", at)
         self.flow_marks.append(self.get_mark())
         super().fetch_flow_collection_start(token_class)
@@ -554,7 +580,9 @@ class _Loader(
                 )
             )
             return self.skip()
+        block = not event.flow_style
         self.depth += 1
+        self.block_depth += block
         self.part = self.part_of(parent, index)
         try:
             node: Node
@@ -564,6 +592,7 @@ class _Loader(
                 node = self.compose_mapping_node(anchor)
         finally:
             self.depth -= 1
+            self.block_depth -= block
         if anchor is not None:
             self.anchored.add(id(node))
         return node

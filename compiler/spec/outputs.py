@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core import canonical
 from ..core.atomic import replace_file, staged_file, staging_dir, swap_in
 from ..core.errors import BuildError, CanonicalJSONError
+from ..core.files import read_review_file
 from .bundle import Bundle
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "check_outputs",
     "diff_outputs",
     "locked_digest",
+    "read_lock",
     "write_lock",
     "write_outputs",
 ]
@@ -96,12 +98,25 @@ def write_lock(bundle: Bundle, root: Path) -> None:
     replace_file(Path(root) / LOCK_FILE, bundle.manifest_bytes())
 
 
+def read_lock(root: Path) -> bytes | None:
+    """The bytes of ``<root>/prefixlock.lock``, None if there is none. Read as the review
+    tools read a repository file (:func:`prefixlock.core.files.read_review_file`): a lock
+    committed as a symbolic link out of the repository (to a credentials file, whose
+    text a stale lock's message or ``build --check --diff`` would print), a FIFO or a
+    file over the limit is an :class:`~prefixlock.core.errors.InputError`."""
+    path = Path(root) / LOCK_FILE
+    if not os.path.lexists(path):
+        return None
+    return read_review_file(path)
+
+
 def locked_digest(root: Path) -> str | None:
-    """The bundle digest ``<root>/prefixlock.lock`` records; None without a readable lock
-    (``build --check`` says why)."""
+    """The bundle digest ``<root>/prefixlock.lock`` records; None without a lock or with
+    one that is no JSON object (``build --check`` says why); see :func:`read_lock`."""
+    data = read_lock(root)
     try:
-        lock = canonical.loads((Path(root) / LOCK_FILE).read_bytes())
-    except (OSError, ValueError, CanonicalJSONError):
+        lock = canonical.loads(data) if data is not None else None
+    except (ValueError, CanonicalJSONError):
         return None
     digest = lock.get("digest") if isinstance(lock, dict) else None
     return digest if isinstance(digest, str) else None
@@ -149,11 +164,11 @@ def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
     ``build/ is missing``.
     """
     problems: list[str] = []
-    lock = Path(root) / LOCK_FILE
-    if not lock.is_file():
+    lock = read_lock(root)
+    if lock is None:
         problems.append(f"{LOCK_FILE} is missing")
-    elif lock.read_bytes() != bundle.manifest_bytes():
-        problems.append(f"{LOCK_FILE} differs: {_lock_changes(lock.read_bytes(), bundle)}")
+    elif lock != bundle.manifest_bytes():
+        problems.append(f"{LOCK_FILE} differs: {_lock_changes(lock, bundle)}")
     if out is None:
         return problems
     out = Path(out)
@@ -171,7 +186,7 @@ def check_outputs(bundle: Bundle, root: Path, out: Path | None) -> list[str]:
             problems.append(f"{name} is missing")
         elif name not in expected:
             problems.append(f"{name} is not part of the bundle")
-        elif (out / name).read_bytes() != expected[name]:
+        elif read_review_file(out / name) != expected[name]:
             problems.append(f"{name} differs")
     return problems
 
@@ -206,7 +221,7 @@ def diff_outputs(bundle: Bundle, root: Path, out: Path | None) -> str:
     root = Path(root)
     chunks: list[str] = []
     lock = root / LOCK_FILE
-    old_lock = lock.read_bytes() if lock.is_file() else None
+    old_lock = read_lock(root)
     if old_lock != bundle.manifest_bytes():
         chunks += _unified(LOCK_FILE, old_lock, bundle.manifest_bytes(), str(lock))
     folder = Path(out) if out is not None else root / "build"
@@ -219,7 +234,7 @@ def diff_outputs(bundle: Bundle, root: Path, out: Path | None) -> str:
         if path.is_file() and not path.is_symlink()
     }
     for name in sorted((expected.keys() | present) - {MANIFEST}):  # the manifest: the lock
-        old = (folder / name).read_bytes() if name in present else None
+        old = read_review_file(folder / name) if name in present else None
         new = expected.get(name)
         if old != new:
             chunks += _unified(name, old, new, str(folder / name))

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..core.atomic import staging_dir
+from ..core.atomic import check_replaceable, replace_file, staging_dir
 from ..core.errors import UsageError
 from ..core.resources import example_dir
 from .build import build_bundle, find_example_root, write_lock
@@ -84,14 +84,17 @@ def _starter_scenarios() -> list[Path]:
 
 def write_schemas(out: Path, names: Sequence[str] | None = None) -> list[Path]:
     """Write every schema (or those ``names``) into ``out``, side by side: their relative
-    ``$ref``s resolve there."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in sorted(SCHEMA_NAMES if names is None else names):
-        path = out / f"{name}.schema.json"
-        path.write_bytes(schema_text(name).encode("utf-8"))
-        written.append(path)
-    return written
+    ``$ref``s resolve there. Each file is written only over a regular file or at a new
+    path (:mod:`prefixlock.core.atomic`), and every path is checked before any file is
+    written: a symbolic link, a FIFO or a folder at one of them is an
+    :class:`~prefixlock.core.errors.InputError` and nothing is written."""
+    chosen = sorted(SCHEMA_NAMES if names is None else names)
+    paths = [out / f"{name}.schema.json" for name in chosen]
+    for path in paths:
+        check_replaceable(path)
+    for name, path in zip(chosen, paths, strict=True):
+        replace_file(path, schema_text(name).encode("utf-8"))
+    return paths
 
 
 #: Written by ``init`` (and shipped in prefixlock's own repository): prefixlock pins

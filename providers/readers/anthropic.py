@@ -12,7 +12,8 @@ Block mapping (docs.anthropic.com/en/api/messages, "content"), in model order:
                                of ``input``)
 ``thinking``, ``redacted_thinking``, :class:`OpaquePart` ``anthropic``: the block as received,
 server tool blocks             sent back verbatim (checked against the request schema:
-                               a thinking block needs its signature)
+                               a thinking block needs its signature; a server tool
+                               block is held to its SDK param type, member by member)
 anything else                  refused (:class:`ResponseError`): a type this reader does
                                not know is never kept nor dropped
 =============================  =======================================================
@@ -35,6 +36,7 @@ from ...core import canonical
 from ...core.errors import CanonicalJSONError, ResponseError
 from ...core.messages import Part
 from ...core.output import ModelOutput, Usage
+from .anthropic_server_blocks import BLOCKS, SHAPES
 from .base import (
     RETRY_STATUSES,
     Reader,
@@ -118,20 +120,81 @@ CITATIONS: Mapping[str, Mapping[str, tuple[type[Any], ...]]] = {
     },
 }
 
-#: Server tool blocks (``server_tool_use`` and the results of Anthropic-run tools), kept
-#: whole and sent back: checked for their type and the id that ties them together only
-#: (their content is the service's own).
-SERVER_BLOCKS: Mapping[str, str] = {
-    "server_tool_use": "id",
-    "mcp_tool_use": "id",
-    "web_search_tool_result": "tool_use_id",
-    "web_fetch_tool_result": "tool_use_id",
-    "code_execution_tool_result": "tool_use_id",
-    "bash_code_execution_tool_result": "tool_use_id",
-    "text_editor_code_execution_tool_result": "tool_use_id",
-    "tool_search_tool_result": "tool_use_id",
-    "mcp_tool_result": "tool_use_id",
+# Server tool blocks (``server_tool_use`` and the results of Anthropic-run tools) are
+# kept whole and sent back: each is held to the request schema of its type (generated
+# from the SDK's param types: ``anthropic_server_blocks.BLOCKS``), so a block the next
+# request could not carry is a ResponseError, never recorded.
+
+#: What a schema leaf takes (``bool`` is no number), and its name in an error.
+_LEAVES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "int": (lambda v: type(v) is int, "an integer"),
+    "number": (lambda v: type(v) in (int, float), "a number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "null": (lambda v: v is None, "null"),
+    "any": (lambda v: True, "any value"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+    "never": (lambda v: False, "no JSON value (a file upload)"),
 }
+
+
+def _conform(value: Any, spec: Any, where: str) -> None:
+    """Raise :class:`ResponseError` naming the first member of ``value`` (at ``where``)
+    that the schema value ``spec`` (see :mod:`.anthropic_server_blocks`) refuses."""
+    if isinstance(spec, str):
+        test, words = _LEAVES[spec]
+        if not test(value):
+            raise ResponseError(f"{where}: expected {words}", retry_safe=False)
+        return
+    kind, *args = spec
+    if kind == "literal":
+        if isinstance(value, bool) or value not in args:
+            shown = " or ".join(repr(a) for a in args)
+            raise ResponseError(f"{where}: expected {shown}", retry_safe=False)
+    elif kind == "list":
+        if not isinstance(value, list):
+            raise ResponseError(f"{where}: expected a list", retry_safe=False)
+        for i, item in enumerate(value):
+            _conform(item, args[0], f"{where}[{i}]")
+    elif kind == "shape":
+        if not isinstance(value, dict):
+            raise ResponseError(f"{where}: expected an object", retry_safe=False)
+        members = SHAPES[args[0]]
+        only(value, frozenset(members), where)
+        for key, (required, member_spec) in members.items():
+            if key in value:
+                _conform(value[key], member_spec, f"{where}.{key}")
+            elif required:
+                raise ResponseError(f"{where}: {key!r} is missing", retry_safe=False)
+    else:  # a union: the form its ``type`` names, else the first that takes it
+        problems: list[ResponseError] = []
+        for option in args:
+            try:
+                _conform(value, option, where)
+            except ResponseError as err:
+                problems.append(err)
+                continue
+            return
+        # the form the value is meant as: the one list form for a list, the shape whose
+        # ``type`` it names for an object; its error is the one worth reading
+        meant = [p for o, p in zip(args, problems, strict=True) if _meant(o, value)]
+        if len(meant) == 1:
+            raise meant[0]
+        raise ResponseError(
+            f"{where}: matches none of the forms the request schema allows", retry_safe=False
+        )
+
+
+def _meant(spec: Any, value: Any) -> bool:
+    """Whether ``value`` is meant as ``spec``: a list as a list form, an object as the
+    shape whose ``type`` literal is the object's ``type``."""
+    if isinstance(spec, list) and spec[0] == "list":
+        return isinstance(value, list)
+    if not (isinstance(spec, list) and spec[0] == "shape" and isinstance(value, dict)):
+        return False
+    kind = SHAPES[spec[1]].get("type")
+    return kind is not None and isinstance(kind[1], list) and value.get("type") in kind[1][1:]
+
 
 _TEXT_KEYS = frozenset({"type", "text", "citations"})
 
@@ -188,13 +251,13 @@ def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> P
             raise ResponseError(f"{where}: the data is empty", retry_safe=False)
         only(block, frozenset({"type", "data"}), where)
         return opaque(NAME, block)
-    key = SERVER_BLOCKS.get(kind)
-    if key is None:
+    server = BLOCKS.get(kind)
+    if server is None:
         # A type this reader does not know could be anything, a mangled tool_use among
         # them: dropping it would lose a call, keeping it would send the service a block
         # it may refuse.
         raise ResponseError(f"{where}: unknown content block type", retry_safe=False)
-    member(block, key, str, where)
+    _conform(block, ["shape", server[1]], where)
     return opaque(NAME, block)
 
 

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from ...core.errors import GitError
+from ...core.files import MAX_REVIEW_FILE
 from .. import processes
-from ..files import MAX_REVIEW_FILE
 
 __all__ = ["GitError", "extract", "relative_to_repo", "resolve", "toplevel"]
 

@@ -24,9 +24,9 @@ from typing import Any
 import attrs
 
 from ...core.errors import InputError, UsageError
+from ...core.files import read_review_file
 from ...spec.build import LOCK_FILE, locked_digest
 from ..compare import PROVIDERS
-from ..files import read_review_file
 from ..golden import CALLS_MD, stale_bundle
 from ..render import recorded_bundle
 from ..scenario import scenario_bundle_root

@@ -1,4 +1,5 @@
-"""Every file the review tools read or write in a repository: inside it, regular, bounded.
+"""Every file the review tools read or write in a repository: inside it, regular, bounded
+(and the files of a spec tree: regular, bounded, see :mod:`prefixlock.spec.loader`).
 
 ``golden --check`` used to print a golden file that a pull request had committed as a
 symbolic link to ``/proc/self/environ`` (the CI job's whole environment, tokens
@@ -13,6 +14,11 @@ content:
 * a file over :data:`MAX_REVIEW_FILE` bytes (read at most one byte past the limit, so a
   file that grows while it is read is refused too).
 
+Every file they read goes through it: golden files and pages, scenarios, the lock (the
+gate's and ``build --check``'s reads too), usage files, and the spec files a ``diff``
+attributes a change to. :func:`read_regular_file` is the same read without the
+repository rule, for a caller that holds the path inside its own tree (the spec build).
+
 :func:`check_inside` holds a folder the tools write into (``golden --update``) to the
 same rule, so an update never writes through a case folder linked elsewhere.
 """
@@ -23,9 +29,15 @@ import os
 import stat
 from pathlib import Path
 
-from ..core.errors import InputError
+from .errors import InputError
 
-__all__ = ["MAX_REVIEW_FILE", "check_inside", "read_review_file", "repository_root"]
+__all__ = [
+    "MAX_REVIEW_FILE",
+    "check_inside",
+    "read_regular_file",
+    "read_review_file",
+    "repository_root",
+]
 
 #: The largest file a review tool reads (a golden body is kilobytes; a whole
 #: conversation's page, a few megabytes).
@@ -67,23 +79,42 @@ def check_inside(path: Path, root: Path | None = None) -> Path:
 
 
 def read_review_file(
-    path: Path, *, root: Path | None = None, limit: int = MAX_REVIEW_FILE
+    path: Path,
+    *,
+    root: Path | None = None,
+    limit: int = MAX_REVIEW_FILE,
+    what: str = "a review file",
+    name: str | None = None,
 ) -> bytes:
-    """The bytes of the regular file ``path`` inside the repository, at most ``limit``
-    of them; an :class:`InputError` naming ``path`` otherwise (see the module)."""
+    """The bytes of the regular file ``path`` inside the repository (``root``, default
+    :func:`repository_root`), at most ``limit`` of them; an :class:`InputError` naming
+    ``path`` (or ``name``) otherwise (see the module)."""
     resolved = check_inside(path, root)
+    # the resolved path, not followed again: nothing can be swapped in on the way
+    return _read(resolved, os.O_NOFOLLOW, limit, what, str(path) if name is None else name)
+
+
+def read_regular_file(path: Path, *, limit: int, what: str, name: str | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (a link
+    is followed: the caller holds it inside its tree); an :class:`InputError` starting
+    with ``name`` (default: the path) otherwise. ``what`` names the kind of file in the
+    limit's message (``a review file``, ``a spec file``)."""
+    return _read(path, 0, limit, what, str(path) if name is None else name)
+
+
+def _read(path: Path, flags: int, limit: int, what: str, shown: str) -> bytes:
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
     except OSError as err:
-        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+        raise InputError(f"cannot read {shown}: {err.strerror or err}") from None
     with os.fdopen(fd, "rb") as stream:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise InputError(f"{path}: refused: not a regular file ({_kind(mode)})")
+            raise InputError(f"{shown}: refused: not a regular file ({_kind(mode)})")
         data = stream.read(limit + 1)
     if len(data) > limit:
-        raise InputError(f"{path}: refused: over the limit of {limit} bytes for a review file")
+        raise InputError(f"{shown}: refused: over the limit of {limit} bytes for {what}")
     return data
 
 

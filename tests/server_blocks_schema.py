@@ -1,0 +1,140 @@
+"""Generates ``providers/readers/anthropic_server_blocks.py`` from the Anthropic SDK's
+request param types (test-only: the readers import no SDK).
+
+The server tool blocks of a Messages response (``server_tool_use``, the results of the
+tools Anthropic runs) are sent back in the next request as received, so the reader
+holds each to the request schema of its type: the SDK's ``*BlockParam`` TypedDicts,
+walked here into a table of plain values (:func:`table`). ``test_anthropic_server_blocks``
+regenerates it from the installed SDK and compares, so the table follows the SDK.
+
+``python tests/server_blocks_schema.py`` rewrites the module.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import os
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import anthropic.types as sdk
+import anthropic.types.beta as beta
+import typing_extensions
+
+MODULE = Path(__file__).parent.parent / "providers" / "readers" / "anthropic_server_blocks.py"
+
+#: Block type -> its request param type, and the member that ties it to its call.
+BLOCKS: dict[str, tuple[Any, str]] = {
+    "server_tool_use": (sdk.ServerToolUseBlockParam, "id"),
+    "mcp_tool_use": (beta.BetaMCPToolUseBlockParam, "id"),
+    "web_search_tool_result": (sdk.WebSearchToolResultBlockParam, "tool_use_id"),
+    "web_fetch_tool_result": (sdk.WebFetchToolResultBlockParam, "tool_use_id"),
+    "code_execution_tool_result": (sdk.CodeExecutionToolResultBlockParam, "tool_use_id"),
+    "bash_code_execution_tool_result": (sdk.BashCodeExecutionToolResultBlockParam, "tool_use_id"),
+    "text_editor_code_execution_tool_result": (
+        sdk.TextEditorCodeExecutionToolResultBlockParam,
+        "tool_use_id",
+    ),
+    "tool_search_tool_result": (sdk.ToolSearchToolResultBlockParam, "tool_use_id"),
+    "mcp_tool_result": (beta.BetaRequestMCPToolResultBlockParam, "tool_use_id"),
+}
+
+#: Never kept from a response: a cache breakpoint is prefixlock's to place (at most four
+#: per request; one carried in a block would be a fifth).
+SKIPPED_MEMBERS = frozenset({"cache_control"})
+
+
+def _spec(hint: Any, shapes: dict[str, Any]) -> Any:
+    """The table's value for one annotation (see the generated module's docstring)."""
+    origin = typing_extensions.get_origin(hint)
+    if hint is str:
+        return "str"
+    if hint is int:
+        return "int"
+    if hint is float:
+        return "number"
+    if hint is bool:
+        return "bool"
+    if hint is type(None):
+        return "null"
+    if hint is object:
+        return "any"
+    if origin is typing_extensions.Annotated:
+        return _spec(hint.__origin__, shapes)
+    if hint is bytes or origin is typing.IO or hint is os.PathLike or origin is os.PathLike:
+        return "never"  # a file upload the SDK encodes: no JSON value is one
+    if origin in (typing_extensions.Required, typing_extensions.NotRequired):
+        return _spec(typing_extensions.get_args(hint)[0], shapes)
+    if origin is typing_extensions.Literal:
+        return ["literal", *sorted(typing_extensions.get_args(hint))]
+    if origin in (typing.Union, types.UnionType):
+        options = [_spec(a, shapes) for a in typing_extensions.get_args(hint)]
+        return ["union", *sorted(options, key=repr)]
+    if origin in (list, collections.abc.Iterable, collections.abc.Sequence):
+        return ["list", _spec(typing_extensions.get_args(hint)[0], shapes)]
+    if origin in (dict, collections.abc.Mapping):
+        return "object"
+    if typing_extensions.is_typeddict(hint):
+        name = hint.__name__
+        if name not in shapes:
+            shapes[name] = None  # a cycle refers to it by name
+            hints = typing_extensions.get_type_hints(hint, include_extras=True)
+            shapes[name] = {
+                key: [_required(value, hint.__total__), _spec(value, shapes)]
+                for key, value in sorted(hints.items())
+                if key not in SKIPPED_MEMBERS
+            }
+        return ["shape", name]
+    raise TypeError(f"no table value for {hint!r}")
+
+
+def _required(hint: Any, total: bool) -> bool:
+    """Whether a TypedDict member is required: read from its annotation (the class's
+    ``__required_keys__`` misses ``Required[...]`` in string annotations)."""
+    origin = typing_extensions.get_origin(hint)
+    if origin is typing_extensions.Annotated:
+        return _required(hint.__origin__, total)
+    if origin is typing_extensions.Required:
+        return True
+    if origin is typing_extensions.NotRequired:
+        return False
+    return total
+
+
+def table() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(block type -> [tying member, its shape's name], shape name -> members)."""
+    shapes: dict[str, Any] = {}
+    blocks = {kind: [key, _spec(param, shapes)[1]] for kind, (param, key) in BLOCKS.items()}
+    return blocks, dict(sorted(shapes.items()))
+
+
+def source() -> str:
+    blocks, shapes = table()
+    return f'''"""The request schema of Anthropic's server tool blocks (generated: do not edit).
+
+Generated by ``tests/server_blocks_schema.py`` from the request param types of the
+Anthropic SDK (``anthropic.types.*BlockParam``; the MCP ones from ``anthropic.types.beta``):
+a server tool block of a response is sent back as received, so the reader holds it to the
+schema the next request is judged by (``cache_control`` left out: a breakpoint is
+prefixlock's to place). Values: ``"str"``, ``"int"``, ``"number"``, ``"bool"``,
+``"null"``, ``"any"``, ``"object"`` (any JSON object), ``"never"`` (no JSON value: a
+file upload), ``["literal", ...]``, ``["union", ...]``, ``["list", item]``,
+``["shape", name]`` (a member table of :data:`SHAPES`: member -> [required, value]).
+"""
+
+from typing import Any
+
+#: Block type -> [the member that ties it to its call, its shape in SHAPES].
+BLOCKS: dict[str, Any] = {blocks!r}
+
+#: Shape name -> {{member: [required, value]}}.
+SHAPES: dict[str, Any] = {shapes!r}
+'''
+
+
+if __name__ == "__main__":
+    MODULE.write_text(source(), encoding="utf-8")
+    sys.stdout.write(f"wrote {MODULE}\n")
