@@ -34,6 +34,7 @@ from ..core.errors import (
     ConflictError,
     HistoryError,
     LimitError,
+    SerializationError,
     UnknownCallError,
     UnknownNameError,
     UsageError,
@@ -56,6 +57,7 @@ from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import seconds as _seconds
 from ..core.timestamps import stamp_problem
+from ..core.wire import assemble, derive
 from ..providers import NAMES as PROVIDER_NAMES
 from ..providers import Provider
 from ..providers import get as get_provider
@@ -113,6 +115,10 @@ class Conversation:
         self.return_model: ReturnModel = DEFAULT_RETURN_MODEL
         #: (provider, history seq) -> keep-alives handed out after that call (in memory).
         self._keepalives_sent: dict[tuple[str, int], int] = {}
+        #: Whether each record stores its messages' wire templates for the root's
+        #: providers (:mod:`prefixlock.core.wire`): a worker that opens this
+        #: conversation cold then serializes it from stored bytes.
+        self.store_wire = True
 
     # -- opening -------------------------------------------------------------------
 
@@ -850,10 +856,41 @@ class Conversation:
         return self.history.project(info)
 
     def _append(self, record: Record) -> None:
+        if self.store_wire:
+            record = self._with_wire(record)
         data = record.encode(self.id, self.history.head)
         head = self.store.append(self.id, record.seq, record.event_id, data)
         self.history.apply(record, head.digest)
         self._last_appended = record.event_id
+
+    def _with_wire(self, record: Record) -> Record:
+        """``record`` with its messages' wire templates for every provider of the root
+        (:mod:`prefixlock.core.wire`): each message's fragment as a later request of
+        this history holds it, cut into the runs its parts bytes already hold and the
+        rest. A provider that cannot express the history (another provider's opaque
+        parts) stores none; so does a template that would not give the fragment back."""
+        if not record.messages:
+            return record
+        request, first = self.history.project_with(record)
+        stored: dict[str, list[Any]] = {}
+        for settings in self.history.root.settings:
+            name = settings.provider
+            provider = self._wires.get(name)
+            if provider is None:
+                provider = self._wires[name] = get_provider(name)
+            try:
+                basis, made = provider.settled_fragments(request, first)
+            except SerializationError:
+                continue
+            entry: list[Any] = [basis]
+            for message, (role, fragment) in zip(record.messages, made, strict=True):
+                parts = message.canonical_parts()
+                template = derive(role, fragment, parts)
+                if assemble(template, parts, 0, len(parts)) != fragment:
+                    template = [role, fragment.decode("utf-8")]
+                entry.append(template)
+            stored[name] = entry
+        return attrs.evolve(record, wire=stored) if stored else record
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.

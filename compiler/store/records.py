@@ -21,6 +21,11 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   that message carries, in order, each ``{"digest", "name"}`` (the digest of the
   section's text, or null for a section it states as cleared). Hydration rebuilds from
   it what is in force per section; the message itself stays one text.
+* a record whose writer stored its messages' provider fragments has format
+  :data:`FORMAT_WIRE` and one more member, last, ``"wire"``: per provider of the root,
+  ``[basis, template per message]`` (:mod:`prefixlock.core.wire`). Hydration hands the
+  templates to the serializers (a cold serialize joins stored bytes); a record without
+  them (every record written before) is serialized the slow way, to the same bytes.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -47,6 +52,7 @@ from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.output import Usage
 from ..core.timestamps import stamp_problem, timestamp_problem
+from ..core.wire import StoredWire, well_formed
 
 FORMAT = 1
 #: The format of a record that carries usage (the root and other records stay at 1).
@@ -55,8 +61,11 @@ FORMAT_USAGE = 2
 FORMAT_TIMESTAMP = 3
 #: The format of a record that carries the sections of its request-context message.
 FORMAT_SECTIONS = 4
+#: The format of a record that carries its messages' stored wire templates (with or
+#: without usage, a timestamp or sections).
+FORMAT_WIRE = 5
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS)
+RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS, FORMAT_WIRE)
 
 
 class RecordType(StrEnum):
@@ -189,10 +198,15 @@ class Record:
     timestamp: str | None = attrs.field(default=None, validator=_check_timestamp)
     #: the sections its request-context message carries (``context_updates: sections``)
     sections: tuple[ContextSection, ...] | None = None
+    #: per provider, ``[basis, template per message]`` (:mod:`prefixlock.core.wire`);
+    #: None: none stored. Not part of equality: a cache of what the messages give.
+    wire: dict[str, list[Any]] | None = attrs.field(default=None, eq=False)
 
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if self.wire is not None:
+            return FORMAT_WIRE  # with or without the members below
         if self.sections is not None:
             return FORMAT_SECTIONS  # with or without a timestamp
         if self.timestamp is not None:
@@ -273,6 +287,7 @@ class Record:
             + ',"type":'
             + text(str(self.type))
             + usage
+            + ("" if self.wire is None else ',"wire":' + canonical.dumps(self.wire))
             + "}"
         )
         try:
@@ -301,6 +316,8 @@ class Record:
             value["timestamp"] = self.timestamp
         if self.sections is not None:
             value["sections"] = [section.to_json() for section in self.sections]
+        if self.wire is not None:
+            value["wire"] = self.wire
         return value
 
 
@@ -495,6 +512,9 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         problem = stamp_problem(stamp)
         if problem is not None:
             raise CheckpointError(f"{where}: timestamp: {problem}")
+    wire = obj.get("wire")
+    if "wire" in obj and not well_formed(wire, len(obj.get("messages") or ())):
+        raise CheckpointError(f"{where}: malformed wire templates")
     try:
         record = Record(
             seq=seq,
@@ -506,6 +526,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             usage=Usage.from_json(obj["usage"]) if "usage" in obj else None,
             timestamp=stamp,
             sections=_sections_from_json(obj["sections"]) if "sections" in obj else None,
+            wire=wire,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
@@ -513,6 +534,10 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         raise CheckpointError(f"{where}: {err}") from None
     if record.encode(conversation_id, prev) != data:
         raise CheckpointError(f"{where}: not in canonical form (corrupted?)")
+    if wire is not None:
+        for index, message in enumerate(record.messages):
+            parts = message.canonical_parts()
+            message.attach_wire(StoredWire(wire, index, parts, 0, len(parts)))
     return record
 
 
@@ -607,7 +632,7 @@ _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
     _PLAIN
-    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}),'
+    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}|{FORMAT_WIRE}),'
     + '"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
@@ -625,6 +650,7 @@ _RECORD_TAIL = re.compile(
 _USAGE_FORMAT = str(FORMAT_USAGE)
 _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
 _SECTIONS_FORMAT = str(FORMAT_SECTIONS)
+_WIRE_FORMAT = str(FORMAT_WIRE)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -642,7 +668,7 @@ _USAGE_HEAD = re.compile(
     + _PLAIN
     + '),"raw":'
 )
-_USAGE_TAIL = re.compile(r',"reasoning_tokens":' + _COUNT + r"\}\}")
+_USAGE_TAIL = re.compile(r',"reasoning_tokens":' + _COUNT + r"\}")
 
 
 def _count(text: str) -> int | None:
@@ -703,6 +729,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     event_id, record_format = match.groups()
     pos = match.end()
     messages: list[CanonicalMessage] = []
+    spans: list[tuple[int, int]] = []  # each message's parts, in the text
     end = "," if text.startswith("{", pos) else "]"
     if end == "]":
         pos += 1
@@ -712,7 +739,9 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             raise _NotFast
         digest, message_id, kind = match.groups()
         start = match.end(2) + 2  # content: "{" + text[start:stop], from "kind" to "}"
-        raw_parts, pos = _scan_value(text, match.end())
+        parts_at = match.end()
+        raw_parts, pos = _scan_value(text, parts_at)
+        spans.append((parts_at, pos))
         match = _MESSAGE_TAIL.match(text, pos)
         if match is None:
             raise _NotFast
@@ -738,7 +767,17 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     request_digest, reset, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
     sections = None
-    if record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
+    wired = record_format == _WIRE_FORMAT
+    if wired:  # then, and only then, wire templates last; any of the members below
+        if stamp is not None and timestamp_problem(stamp) is not None:
+            raise _NotFast
+        if sections_text is not None:
+            sections = tuple(
+                ContextSection(name, None if digest == "null" else digest[1:-1])
+                for digest, name in _SECTION_ITEM.findall(sections_text)
+            )
+        with_usage = text.startswith(',"usage":', pos)
+    elif record_format == _SECTIONS_FORMAT:  # then, and only then, sections; maybe a stamp
         if sections_text is None or (stamp is not None and timestamp_problem(stamp)):
             raise _NotFast
         sections = tuple(
@@ -757,10 +796,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     else:
         with_usage = record_format == _USAGE_FORMAT
     usage = None
-    if not with_usage:
-        if pos != len(text) - 1 or text[pos] != "}":
-            raise _NotFast
-    else:  # then, and only then, a usage member comes last
+    if with_usage:  # then, and only then, a usage member comes (last but the wire)
         match = _USAGE_HEAD.match(text, pos)
         if match is None:
             raise _NotFast
@@ -772,8 +808,9 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         if not chained and canonical.dumps(raw) != raw_text:
             raise _NotFast
         tail_match = _USAGE_TAIL.match(text, pos)
-        if tail_match is None or tail_match.end() != len(text):
+        if tail_match is None:
             raise _NotFast
+        pos = tail_match.end()
         cache_read, cache_write, input_tokens, output_tokens, provider = match.groups()
         usage = Usage(
             _count(input_tokens),
@@ -784,6 +821,20 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             raw_text,
             provider,
         )
+    wire = None
+    if wired:
+        if not text.startswith(_WIRE_KEY, pos):
+            raise _NotFast
+        start = pos + len(_WIRE_KEY)
+        wire, pos = _scan_value(text, start)
+        if type(wire) is not dict:
+            raise _NotFast
+        # As for usage: alone, nothing vouches for these bytes but their canonical form.
+        if not chained and canonical.dumps(wire) != text[start:pos]:
+            raise _NotFast
+        _attach_wire(data, text, view is not None, messages, spans, wire)
+    if pos != len(text) - 1 or text[pos] != "}":
+        raise _NotFast
     return Record(
         seq,
         _TYPES[record_type],
@@ -794,4 +845,28 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         usage,
         stamp,
         sections,
+        wire,
     )
+
+
+_WIRE_KEY = ',"wire":'
+
+
+def _attach_wire(
+    data: bytes,
+    text: str,
+    ascii_text: bool,
+    messages: Sequence[CanonicalMessage],
+    spans: Sequence[tuple[int, int]],
+    wire: dict[str, Any],
+) -> None:
+    """Leave on each message its record's templates and where its parts bytes lie in
+    ``data`` (the record's bytes, kept: no copy per message). For a record that is not
+    ASCII, text positions are turned into byte positions."""
+    for index, (message, (start, stop)) in enumerate(zip(messages, spans, strict=True)):
+        if ascii_text:
+            offset, length = start, stop - start
+        else:
+            offset = len(text[:start].encode("utf-8"))
+            length = len(text[start:stop].encode("utf-8"))
+        message.attach_wire(StoredWire(wire, index, data, offset, length))
