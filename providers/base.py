@@ -726,7 +726,10 @@ class Provider(Transport):
 
     def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
         """The message variant of a frame with these cache positions. Default:
-        :meth:`message_variant`."""
+        :meth:`message_variant`. What it adds to :meth:`message_variant` may change only
+        the bytes of messages that carry a cache marker: a stored wire template
+        (:mod:`prefixlock.core.wire`), made for an unmarked message, is used under any
+        frame variant of the same message variant."""
         return self.message_variant(options)
 
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
@@ -1043,14 +1046,16 @@ class Provider(Transport):
             trail[key] = top_level[key]
         frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
         # What an unmarked message's bytes depend on besides itself and its place: the
-        # code, the settings, the variant (a value of tuples, strings, numbers and None,
-        # whose repr is the same in every process; another kind of value only makes
-        # the stored templates unusable, never wrong) and the preamble.
+        # code, the settings, the message variant (not the frame's: what frame_variant
+        # adds only reaches messages with a cache marker, which are never taken from a
+        # template; a value of tuples, strings, numbers and None, whose repr is the same
+        # in every process: another kind of value only makes the stored templates
+        # unusable, never wrong) and the preamble.
         stored_basis = wire.basis(
             code_fingerprint(),
             self.name,
             canonical.dumps(settings.to_json()),
-            repr(variant),
+            repr(self.message_variant(options)),
             "preamble" if frame.has_preamble else "",
         )
         return attrs.evolve(frame, variant=variant, basis=stored_basis)

@@ -33,9 +33,8 @@ from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
-    FORMAT_SECTIONS,
-    FORMAT_WIRE,
     FORMAT_USAGE,
+    FORMAT_WIRE,
     Record,
     RecordType,
     Root,
