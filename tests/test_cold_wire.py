@@ -353,3 +353,34 @@ def test_derive_cuts_the_runs_the_parts_hold_and_assembles_back() -> None:
     assert parts[template[2] : template[3]] == text and template[4] == "}"
     assert assemble(template, parts, 0, len(parts)) == fragment
     assert assemble(["", "x", 0, len(parts) + 1, ""], parts, 0, len(parts)) is None
+
+
+# -- the bench ---------------------------------------------------------------------------
+
+
+def test_bench_cold_reports_cold_and_warm_per_provider_with_and_without_templates() -> None:
+    from prefixlock.bench.cold import cold_bench, format_cold
+
+    names = ["anthropic", "openai-chat"]
+    report = cold_bench((8, 12), names, bundle=lambda _: _bundle(), repeats=1)
+    assert report["bench"] == "prefixlock-cold"
+    assert [run["messages"] for run in report["runs"]] == [8, 12]
+    for run in report["runs"]:
+        assert run["live_messages"] >= run["messages"]
+        for kind in ("stored", "plain"):
+            assert sorted(run[kind]["cold_ms"]) == names == sorted(run[kind]["warm_ms"])
+            assert run[kind]["hydrated_retained_bytes"] > 0
+        assert run["stored"]["stored_bytes"] > run["plain"]["stored_bytes"]
+    assert report["target"]["value"] is None  # no 1,000-message run
+    table = format_cold(report)
+    assert "cold / warm serialize, ms (median)" in table and "  openai-chat " in table
+    assert "without templates (format <= 4): cold, ms" in table
+
+
+def test_bench_cold_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from prefixlock.cli.commands import main
+
+    assert main(["bench", "--cold", "4", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["format"] == "prefixlock.bench-cold/1"
+    assert sorted(report["runs"][0]["stored"]["cold_ms"]) == sorted(providers.NAMES)

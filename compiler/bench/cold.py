@@ -73,10 +73,12 @@ def _write(store: Store, bundle: Bundle, cid: str, messages: int, seed: int, wir
     return len(conv.request().messages)
 
 
-def _measure(store: Store, bundle: Bundle, cid: str, names: Sequence[str]) -> dict[str, Any]:
+def _measure(
+    store: Store, bundle: Bundle, cid: str, names: Sequence[str], most: int
+) -> dict[str, Any]:
     stored = store.load(cid)
     assert stored is not None
-    repeats = LONG_REPEATS if len(stored.records) >= LONG else REPEATS
+    repeats = min(most, LONG_REPEATS if len(stored.records) >= LONG else REPEATS)
     stored_bytes = sum(map(len, stored.records))
     del stored
     cold: dict[str, list[int]] = {name: [] for name in names}
@@ -127,12 +129,14 @@ def cold_bench(
     *,
     bundle: Callable[[Path], Bundle],
     store_url: str | None = None,
+    repeats: int = REPEATS,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """The report (a JSON value): per length, the conversation written with stored
     templates (``stored``) and without (``plain``), each measured as above.
     ``bundle(folder)``: the example bundle for ``names``; ``store_url``: the store to
-    write into (default: an SQLite file in a temporary folder)."""
+    write into (default: an SQLite file in a temporary folder); ``repeats``: at most
+    this many timed repeats per length."""
     folder = Path(tempfile.mkdtemp(prefix="prefixlock-cold-"))
     runs: list[dict[str, Any]] = []
     try:
@@ -149,7 +153,7 @@ def cold_bench(
                     progress(f"cold: {count} messages, {kind}: writing")
                     run["live_messages"] = _write(store, built, cid, count, seed, wire)
                     progress(f"cold: {count} messages, {kind}: measuring")
-                    run[kind] = _measure(store, built, cid, names)
+                    run[kind] = _measure(store, built, cid, names, repeats)
                 runs.append(run)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

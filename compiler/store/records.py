@@ -600,6 +600,11 @@ def decode_chain(
 #   by ``context_updates: sections``) holds a ``sections`` member between ``reset`` and
 #   ``seq``, each item matched exactly (a digest or null, a name without escapes), and
 #   may hold a timestamp as above.
+# * a record of :data:`FORMAT_WIRE` (the writer stored its messages' wire templates)
+#   may hold any of the members above and ends with its ``wire`` member, parsed by the C
+#   scanner (inside a chain the record's SHA-256 vouches for it; alone, it must be its
+#   own canonical encoding); each message keeps its record's bytes and where its parts
+#   lie in them (:class:`~prefixlock.core.wire.StoredWire`, no copy).
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
 # an id, a digest mismatch, an unknown kind -- returns None, and
