@@ -384,3 +384,19 @@ def test_bench_cold_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> N
     report = json.loads(capsys.readouterr().out)
     assert report["format"] == "prefixlock.bench-cold/1"
     assert sorted(report["runs"][0]["stored"]["cold_ms"]) == sorted(providers.NAMES)
+
+
+def test_store_wire_names_the_providers_whose_templates_are_stored() -> None:
+    store = MemoryStore()
+    conv = Conversation.open(store, _bundle(), "c")
+    conv.store_wire = frozenset({"gemini"})
+    _play(conv)
+    stored = store.load("c")
+    assert stored is not None
+    assert {tuple(canonical.loads(r)["wire"]) for r in stored.records} == {("gemini",)}
+    request = Conversation.open(store, _bundle(), "c").request()
+    for name, expect_stored in (("gemini", True), ("anthropic", False)):
+        provider = providers.get(name)
+        seen = _mapped(provider)
+        provider.serialize(request)
+        assert (len(seen) < len(request.messages)) is expect_stored, name

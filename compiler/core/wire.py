@@ -38,10 +38,19 @@ the chain (the chain is unkeyed).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MIN_RUN", "StoredWire", "assemble", "basis", "derive", "well_formed"]
+__all__ = [
+    "MIN_RUN",
+    "StoredWire",
+    "assemble",
+    "basis",
+    "derive",
+    "quoted_runs",
+    "well_formed",
+]
 
 #: Runs of the parts bytes shorter than this stay in a template's texts: a span costs
 #: about as many bytes in the record as a short run, and a join piece of its own.
@@ -61,38 +70,29 @@ def basis(fingerprint: str, provider: str, *facts: str) -> str:
     return hasher.hexdigest()[:16]
 
 
-def _quoted_runs(parts_json: bytes) -> list[tuple[int, int]]:
+#: A JSON string of canonical JSON: a ``"``, then anything but a quote or a backslash, or
+#: a backslash and the character it escapes, then a ``"``.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def quoted_runs(parts_json: bytes) -> list[tuple[int, int]]:
     """The spans of the JSON strings of ``parts_json`` at least :data:`MIN_RUN` bytes
-    long, quotes included (canonical JSON: a ``"`` inside a string is escaped, so an
-    unescaped quote opens or closes one)."""
-    runs: list[tuple[int, int]] = []
-    find = parts_json.find
-    at = find(b'"')
-    while at >= 0:
-        end = at + 1
-        while True:
-            end = find(b'"', end)
-            if end < 0:
-                return runs
-            slashes = 0
-            while parts_json[end - 1 - slashes] == 0x5C:  # backslash
-                slashes += 1
-            if slashes % 2 == 0:
-                break
-            end += 1
-        end += 1
-        if end - at >= MIN_RUN:
-            runs.append((at, end))
-        at = find(b'"', end)
+    long, quotes included, longest first."""
+    runs = [m.span() for m in _STRING.finditer(parts_json) if m.end() - m.start() >= MIN_RUN]
+    runs.sort(key=lambda run: run[0] - run[1])
     return runs
 
 
-def derive(role: str, fragment: bytes, parts_json: bytes) -> list[Any]:
+def derive(
+    role: str, fragment: bytes, parts_json: bytes, runs: Sequence[tuple[int, int]] | None = None
+) -> list[Any]:
     """The template of ``fragment`` over ``parts_json`` (see the module docstring): each
     long string of the parts bytes found in the fragment becomes a span, left to right,
-    never overlapping. ``assemble(derive(r, f, p), p) == f`` always (the caller checks
-    it all the same)."""
-    runs = sorted(_quoted_runs(parts_json), key=lambda run: run[0] - run[1])  # longest first
+    never overlapping. ``runs``: :func:`quoted_runs` of ``parts_json``, when the caller
+    has them (one message, every provider). ``assemble(derive(r, f, p), p) == f`` always
+    (the caller checks it all the same)."""
+    if runs is None:
+        runs = quoted_runs(parts_json)
     found: list[tuple[int, int, int]] = []  # (at in fragment, start in parts, end in parts)
     taken: list[tuple[int, int]] = []
     for start, end in runs:

@@ -57,7 +57,7 @@ from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import seconds as _seconds
 from ..core.timestamps import stamp_problem
-from ..core.wire import assemble, derive
+from ..core.wire import assemble, derive, quoted_runs
 from ..providers import NAMES as PROVIDER_NAMES
 from ..providers import Provider
 from ..providers import get as get_provider
@@ -115,10 +115,13 @@ class Conversation:
         self.return_model: ReturnModel = DEFAULT_RETURN_MODEL
         #: (provider, history seq) -> keep-alives handed out after that call (in memory).
         self._keepalives_sent: dict[tuple[str, int], int] = {}
-        #: Whether each record stores its messages' wire templates for the root's
-        #: providers (:mod:`prefixlock.core.wire`): a worker that opens this
-        #: conversation cold then serializes it from stored bytes.
-        self.store_wire = True
+        #: Which of the root's providers each record stores its messages' wire templates
+        #: for (:mod:`prefixlock.core.wire`): a worker that opens this conversation cold
+        #: then serializes it for them from stored bytes. True: every one; False: none
+        #: (the records of format 4 and before); a set of names: those. Each costs the
+        #: writer one mapping and encoding of every new message, and the record the
+        #: provider's structure bytes of it.
+        self.store_wire: bool | frozenset[str] = True
 
     # -- opening -------------------------------------------------------------------
 
@@ -856,7 +859,7 @@ class Conversation:
         return self.history.project(info)
 
     def _append(self, record: Record) -> None:
-        if self.store_wire:
+        if self.store_wire:  # True or a non-empty set of names
             record = self._with_wire(record)
         data = record.encode(self.id, self.history.head)
         head = self.store.append(self.id, record.seq, record.event_id, data)
@@ -872,9 +875,14 @@ class Conversation:
         if not record.messages:
             return record
         request, first = self.history.project_with(record)
+        parts = [message.canonical_parts() for message in record.messages]
+        runs = [quoted_runs(p) for p in parts]  # one scan per message for every provider
         stored: dict[str, list[Any]] = {}
+        wanted = self.store_wire
         for settings in self.history.root.settings:
             name = settings.provider
+            if not isinstance(wanted, bool) and name not in wanted:
+                continue
             provider = self._wires.get(name)
             if provider is None:
                 provider = self._wires[name] = get_provider(name)
@@ -883,10 +891,10 @@ class Conversation:
             except SerializationError:
                 continue
             entry: list[Any] = [basis]
-            for message, (role, fragment) in zip(record.messages, made, strict=True):
-                parts = message.canonical_parts()
-                template = derive(role, fragment, parts)
-                if assemble(template, parts, 0, len(parts)) != fragment:
+            for index, (role, fragment) in enumerate(made):
+                data = parts[index]
+                template = derive(role, fragment, data, runs[index])
+                if assemble(template, data, 0, len(data)) != fragment:
                     template = [role, fragment.decode("utf-8")]
                 entry.append(template)
             stored[name] = entry

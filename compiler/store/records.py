@@ -287,7 +287,7 @@ class Record:
             + ',"type":'
             + text(str(self.type))
             + usage
-            + ("" if self.wire is None else ',"wire":' + canonical.dumps(self.wire))
+            + ("" if self.wire is None else ',"wire":' + _wire_text(self.wire))
             + "}"
         )
         try:
@@ -390,6 +390,13 @@ def _usage_text(usage: Usage) -> str | None:
         f'"input_tokens":{given},"output_tokens":{output},"provider":{name},'
         f'"raw":{raw},"reasoning_tokens":{reasoning}}}'
     )
+
+
+def _wire_text(wire: Mapping[str, Any]) -> str:
+    """The ``"wire"`` member's value as the encoder writes it: keys sorted, compact. Its
+    lists hold only texts (decoded from UTF-8, so no lone surrogate) and integers, which
+    the C encoder writes exactly as :func:`canonical.dumps` does, without its walk."""
+    return _SORTED_COMPACT(wire)
 
 
 def _json_string(value: str) -> bytes:
