@@ -400,3 +400,26 @@ def test_store_wire_names_the_providers_whose_templates_are_stored() -> None:
         seen = _mapped(provider)
         provider.serialize(request)
         assert (len(seen) < len(request.messages)) is expect_stored, name
+
+
+def test_the_integrity_command_names_a_forged_template(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefixlock.cli.commands import main
+
+    store, records = _wired_store()
+    stored = store.load("c")
+    assert stored is not None
+    index = next(i for i, r in enumerate(records) if b'"assistant"' in r and b'"wire"' in r)
+    records[index] = _forge(records[index], "gemini")
+    forged = _rechained(stored.root, records).load("c")
+    assert forged is not None
+    db = tmp_path / "forged.db"
+    with SQLiteStore(db) as target:
+        target.create_root("c", forged.root)
+        for seq, data in enumerate(forged.records, start=1):
+            target.append("c", seq, canonical.loads(data)["event_id"], data)
+    assert main(["integrity", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "the gemini wire template does not give the provider's bytes" in err
+    assert err.endswith(f"prefixlock integrity: 1 problem(s) in {db}\n")
