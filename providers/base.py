@@ -43,16 +43,19 @@ call may add blocks to the last wire message, never change or drop an earlier bl
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import itertools
 import re
 import threading
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import attrs
 
-from ..core import canonical
+from ..core import canonical, wire
 from ..core.canonical import Ordered
 from ..core.errors import CanonicalJSONError, SerializationError
 from ..core.limits import settings_problems
@@ -260,6 +263,25 @@ def _arguments_value(text: str) -> Any:
         return canonical.loads(text)
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """The SHA-256 of the source of every module that decides a fragment's bytes: the
+    provider modules (this package) and the core modules they encode with. It joins each
+    stored template's basis, so a template written by another prefixlock (another
+    mapping, another encoder) is never used: those messages are encoded afresh."""
+    here = Path(__file__).parent  # not resolved: compiler/providers may be a link
+    core = Path(canonical.__file__).parent
+    files = sorted(here.rglob("*.py")) + [
+        core / name for name in ("canonical.py", "messages.py", "model.py", "wire.py")
+    ]
+    hasher = hashlib.sha256()
+    for path in files:
+        data = path.read_bytes()
+        hasher.update(b"%d:" % len(data))
+        hasher.update(data)
+    return hasher.hexdigest()
+
+
 class Provider(Transport):
     """One wire format. Subclasses set the flags below and define handlers.
 
@@ -335,6 +357,8 @@ class Provider(Transport):
         #: :meth:`check_message`'s own scan: admission checks each new message after
         #: the history, so its keys extend the previous check's (no rescan per call).
         self._check_scan = KeyScan()
+        #: The history list of the request being serialized (:meth:`MessageView.lineage`).
+        self._lineage: int | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -366,6 +390,8 @@ class Provider(Transport):
         messages = request.messages
         count = len(messages)
         view = messages if isinstance(messages, MessageView) else None
+        # Stored templates serve only the list and place they were written for.
+        self._lineage = view.lineage() if view is not None else None
         chain = self._chains.get(view.lineage()) if view is not None else None
         shared = 0
         keys: list[Hashable] | None = None
@@ -497,6 +523,11 @@ class Provider(Transport):
         separator = b"," if index or frame.has_preamble else b""
         key = (message.id, message.digest, markers, extra, frame.variant, separator)
         cached = self._fragments.get(key)
+        if cached is None and not markers and message.wire is not None:
+            stored = message.wire.fragment(self.name, frame.basis, self._lineage, index)
+            if stored is not None:
+                cached = stored[1]
+                self._fragments[key] = cached
         if cached is None:
             items = self._message_items(message, index, markers, extra, frame.variant)
             cached = separator + b",".join(self._encode_item(message, item) for item in items)
@@ -695,7 +726,10 @@ class Provider(Transport):
 
     def frame_variant(self, options: Mapping[str, Any], markers: Markers) -> Hashable:
         """The message variant of a frame with these cache positions. Default:
-        :meth:`message_variant`."""
+        :meth:`message_variant`. What it adds to :meth:`message_variant` may change only
+        the bytes of messages that carry a cache marker: a stored wire template
+        (:mod:`prefixlock.core.wire`), made for an unmarked message, is used under any
+        frame variant of the same message variant."""
         return self.message_variant(options)
 
     def message_variant(self, options: Mapping[str, Any]) -> Hashable:
@@ -860,6 +894,10 @@ class Provider(Transport):
         lead: Hashable = last_role if index else frame.has_preamble
         key = (message.id, message.digest, markers, extra, frame.variant, lead)
         cached = cache.get(key)
+        if cached is None and not markers and message.wire is not None:
+            cached = message.wire.fragment(self.name, frame.basis, self._lineage, index)
+            if cached is not None:
+                cache[key] = cached
         if cached is None:
             items = self._message_items(message, index, markers, extra, frame.variant)
             at = MessageAt(self.name, message, index, markers, extra, frame.variant)
@@ -1007,7 +1045,59 @@ class Provider(Transport):
         for key in sorted(top_level):
             trail[key] = top_level[key]
         frame = Frame.encode(self.name, self.MESSAGES_KEY, head, preamble, trail)
-        return attrs.evolve(frame, variant=variant)
+        # What an unmarked message's bytes depend on besides itself and its place: the
+        # code, the settings, the message variant (not the frame's: what frame_variant
+        # adds only reaches messages with a cache marker, which are never taken from a
+        # template; a value of tuples, strings, numbers and None, whose repr is the same
+        # in every process: another kind of value only makes the stored templates
+        # unusable, never wrong) and the preamble.
+        stored_basis = wire.basis(
+            code_fingerprint(),
+            self.name,
+            canonical.dumps(settings.to_json()),
+            repr(self.message_variant(options)),
+            "preamble" if frame.has_preamble else "",
+        )
+        return attrs.evolve(frame, variant=variant, basis=stored_basis)
+
+    def settled_fragments(
+        self, request: ModelRequest, first: int
+    ) -> tuple[str, list[tuple[str, bytes]]]:
+        """The basis of ``request``'s frame and, for each message from index ``first``
+        on, its wire role (``""`` unless roles merge) and fragment as a later request of
+        the same history holds it once no cache marker sits on it: what the writer
+        stores (:mod:`prefixlock.core.wire`). Raises :class:`SerializationError` where
+        :meth:`serialize` would."""
+        with self._lock:
+            self._lineage = None  # nothing stored is read here
+            frame, _ = self._frame_and_markers(request)
+            messages = request.messages
+            keys: Sequence[Hashable] | None = None
+            if self._keyed:
+                self._scan, keys = self._scan.keys_for(messages, self.fragment_key)
+            merge = self.MERGE_SAME_ROLE
+            last_role: str | None = None
+            if merge and first:
+                before = first - 1
+                items = self._message_items(
+                    messages[before],
+                    before,
+                    _NO_MARKERS,
+                    () if keys is None else keys[before],
+                    frame.variant,
+                )
+                at = MessageAt(self.name, messages[before], before, _NO_MARKERS)
+                last_role = self._role_blocks(items, at)[0]
+            fragment_at = self._merged_fragment if merge else self._plain_fragment
+            out: list[tuple[str, bytes]] = []
+            for index in range(first, len(messages)):
+                extra = () if keys is None else keys[index]
+                role, piece = fragment_at(
+                    messages[index], index, _NO_MARKERS, extra, frame, last_role
+                )
+                out.append((role if merge else "", piece))
+                last_role = role
+            return frame.basis, out
 
 
 def signature_only(part: Part) -> bool:

@@ -40,6 +40,9 @@ class Frame:
     #: What every message's bytes depend on from the settings
     #: (:meth:`~prefixlock.providers.base.Provider.message_variant`; ``()`` by default).
     variant: Any = ()
+    #: What a stored template of this frame's messages must have been written under
+    #: (:func:`prefixlock.core.wire.basis`; empty: none is used).
+    basis: str = ""
 
     @classmethod
     def encode(

@@ -35,6 +35,7 @@ from prefixlock.store.records import (
     FORMAT,
     FORMAT_RESPONSE,
     FORMAT_USAGE,
+    FORMAT_WIRE,
     Record,
     RecordType,
     Root,
@@ -126,9 +127,9 @@ def test_wrong_format_version() -> None:
     _, _, root_bytes, record_bytes = rich_chain()
     with pytest.raises(CheckpointError, match="root has format 2; this prefixlock reads format 1"):
         Root.decode(reencode(root_bytes, format=FORMAT + 1))
-    bad = reencode(record_bytes[0], format=FORMAT_RESPONSE + 1)
+    bad = reencode(record_bytes[0], format=FORMAT_WIRE + 1)
     with pytest.raises(
-        CheckpointError, match="record has format 6; this prefixlock reads format 1, 2, 3, 4 and 5"
+        CheckpointError, match="record has format 7; this prefixlock reads format 1, 2, 3, 4, 5 and 6"
     ):
         decode_chain(root_bytes, [bad])
     # format 2 is the format of a record with usage: without usage it is not canonical

@@ -306,6 +306,7 @@ def test_reopen_from_postgres_between_turns_gives_the_same_bytes(postgres_url: s
 def test_a_record_with_sections_round_trips_and_whole_records_carry_none() -> None:
     store = MemoryStore()
     c = conv(store)
+    c.store_wire = False  # pins the formats without wire templates
     c.handle(user("u1"))
     c.assistant("ok")
     c.handle(user("u2", context=context_b()))
@@ -319,6 +320,7 @@ def test_a_record_with_sections_round_trips_and_whole_records_carry_none() -> No
     assert record.sections == (ContextSection("git", c.history.sections["git"]),)
     whole_store = MemoryStore()
     w = Conversation.open(whole_store, mode_bundle("whole"), "conv-1")
+    w.store_wire = False  # pins the formats without wire templates
     w.handle(user("u1"))
     whole = whole_store.load("conv-1")
     assert whole is not None and b'"sections"' not in whole.records[0]
@@ -566,6 +568,7 @@ def test_a_sectioned_record_decodes_on_the_fast_path_as_on_the_checked_one() -> 
 
     store = MemoryStore()
     c = conv(store)
+    c.store_wire = False  # pins the formats without wire templates
     c.handle(user("u1", timestamp="2026-12-02T10:00:00Z"))
     c.assistant("ok")
     ctx = copy.deepcopy(CONTEXT_A)

@@ -57,6 +57,7 @@ def _records(db: Path) -> list[bytes]:
 def test_record_keeps_model_order_and_stores_usage_beside_the_record(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     conv = Conversation.open(SQLiteStore(db), example_bundle(), "conv-1")
+    conv.store_wire = False  # pins the formats without wire templates
     conv.handle(user("u1"))
     message = conv.record(OUTPUT)
     assert [type(p).__name__ for p in message.parts] == [
@@ -141,6 +142,7 @@ USAGES = [
 def _usage_chain(usage: Usage) -> tuple[bytes, list[bytes]]:
     store = MemoryStore()
     conv = Conversation.open(store, example_bundle(), "conv-1")
+    conv.store_wire = False  # pins the formats without wire templates
     conv.handle(user("u1"))
     conv.record(attrs.evolve(OUTPUT, usage=usage))
     stored = store.load("conv-1")

@@ -325,6 +325,7 @@ def test_timestamped_records_and_inspect_cache_on_postgres(
     used = Usage(20_000, 0, 20_000, 30, None, "{}")
     with PostgresStore(postgres_url) as store:
         conv = Conversation.open(store, example_bundle(), "fleet")
+        conv.store_wire = False  # pins the formats without wire templates
         conv.handle(user("u1", conversation="fleet", timestamp="2026-12-02T10:00:00Z"))
         conv.record(ModelOutput("anthropic", (TextPart("a"),), "end_turn", used))
         conv.handle(user("u2", conversation="fleet", timestamp="2026-12-02T10:20:00Z"))

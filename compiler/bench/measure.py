@@ -35,7 +35,9 @@ and measures, over the last ``window`` calls of each:
 * **cold serialization** (issue 47): the first ``Provider.serialize`` of a conversation
   just hydrated from its store, by a serializer that has served nothing (a worker of a
   fleet without sticky routing, which has not served this conversation), against the
-  second serialize of the same request (warm), per provider;
+  second serialize of the same request (warm), per provider: it joins the wire templates
+  the records store (:mod:`prefixlock.core.wire`; ``prefixlock bench --cold`` measures
+  it at lengths in messages, next to records without them);
 * **memory**: the process's peak RSS after the run (``resource.getrusage``: the
   high-water mark of this run and the ones before), and :mod:`tracemalloc` around one
   extra, untimed hydration: the peak and the retained bytes of one hydrated conversation.

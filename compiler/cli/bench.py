@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import providers
+from ..bench.cold import COLD_MESSAGES, cold_bench, format_cold
 from ..bench.fleet import (
     DEFAULT_SOAK,
     STORE_CALLS,
@@ -17,7 +18,7 @@ from ..bench.fleet import (
 )
 from ..bench.realtime import LENGTHS as REAL_TIMING_LENGTHS
 from ..bench.report import format_report
-from ..bench.run import DEFAULT_CALLS, bench
+from ..bench.run import DEFAULT_CALLS, bench, example_bundle
 from ..bench.verifyscale import BASELINE, DEFAULT_LENGTHS
 from ..core.errors import UsageError
 from ..review import processes
@@ -121,6 +122,18 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="sessions per length and context share on real timing (default: 1)",
     )
     parser.add_argument("--json", action="store_true", help="print every figure as canonical JSON")
+    parser.add_argument(
+        "--cold",
+        type=_calls,
+        nargs="?",
+        const=list(COLD_MESSAGES),
+        metavar="N,N,...",
+        help="measure only a cold worker's first serialize of a just-opened conversation at "
+        "these history lengths in messages, per provider, next to the warm serialize and "
+        "to the same conversation stored without wire templates; with the stored bytes, "
+        "Conversation.open and the memory of one hydrated conversation (default: "
+        f"{','.join(map(str, COLD_MESSAGES))}; with --store: written to that store)",
+    )
     fleet = parser.add_argument_group("fleet soak (--soak)")
     fleet.add_argument(
         "--soak",
@@ -173,11 +186,28 @@ def _run_soak(args: argparse.Namespace) -> int:
 
 def _run_bench(args: argparse.Namespace) -> int:
     """Print the report; exit 0 whether or not the targets are met (they are figures)."""
-    if (args.soak or args.store is not None) and args.provider != "all":
+    if args.cold is not None and args.soak:
+        raise UsageError("--cold and --soak are separate benches: give one")
+    if (args.soak or args.store is not None) and args.provider != "all" and args.cold is None:
         raise UsageError(
             f"--provider {args.provider} times the handling bench alone; --store and --soak"
             " run the example configured for all its providers (leave --provider out)"
         )
+    if args.cold is not None:
+        names = _provider_names(args.provider)
+        cold_report = cold_bench(
+            args.cold,
+            names,
+            args.seed,
+            bundle=lambda folder: example_bundle(names, folder),
+            store_url=args.store,
+            progress=lambda text: err(text),
+        )
+        if args.json:
+            out_json("bench-cold", cold_report, pretty=True)
+        else:
+            out(format_cold(cold_report))
+        return OK
     if args.soak:
         return _run_soak(args)
     if args.store is not None:

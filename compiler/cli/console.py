@@ -53,6 +53,7 @@ FORMATS = {
     "bench": "prefixlock.bench/1",
     "bench-store": "prefixlock.bench-store/1",
     "bench-soak": "prefixlock.bench-soak/1",
+    "bench-cold": "prefixlock.bench-cold/1",
 }
 #: The ``format`` of what any ``--json`` command prints instead when its input is bad
 #: (exit 2): ``{"format", "command", "errors": [{message, file, line, column, path}]}``.

@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.errors import InputError, UsageError
+from ..core.errors import CheckpointError, InputError, UsageError
 from ..review.cacheuse import DEFAULT_SLACK, CacheUse, cache_use, summary_rows, sweep
 from ..review.inspection import inspect_json, inspect_text
 from ..review.tables import align
+from ..runtime.wirecheck import wire_problems
 from ..store.contract import DurableStore, Head, head_problems
 from ..store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from ..store.urls import is_postgres_url, open_store, redact_url, sqlite_path
@@ -156,6 +157,13 @@ def _run_integrity(args: argparse.Namespace) -> int:
         problems = store.integrity_check()
         names = store.conversations()
         count = len(names)
+        for name in names:  # the stored wire templates give the providers' bytes
+            try:
+                stored = store.load(name)
+            except CheckpointError:
+                continue  # the store's own check above reports it
+            if stored is not None:
+                problems += wire_problems(stored)
         if args.expect_head is not None:
             conversation = args.conversation
             if conversation is None and count > 1:

@@ -30,6 +30,7 @@ import attrs
 
 from . import canonical
 from .errors import CanonicalJSONError, CheckpointError
+from .wire import StoredWire
 
 
 class MessageKind(StrEnum):
@@ -290,6 +291,9 @@ class CanonicalMessage:
     #: The canonical encoding of ``parts`` when :meth:`create` made this message (None
     #: otherwise): checkpoint records splice it instead of encoding the parts again.
     parts_json: bytes | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    #: What hydration found stored for this message's provider fragments (None: nothing;
+    #: :mod:`prefixlock.core.wire`). Equality and hash do not read it.
+    wire: StoredWire | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     @classmethod
     def create(
@@ -326,6 +330,16 @@ class CanonicalMessage:
                 f"computed {msg.digest})"
             )
         return msg
+
+    def canonical_parts(self) -> bytes:
+        """The canonical encoding of :attr:`parts` (:attr:`parts_json`, or encoded now)."""
+        if self.parts_json is not None:
+            return self.parts_json
+        return _parts_json(self.parts)
+
+    def attach_wire(self, wire: StoredWire) -> None:
+        """Set :attr:`wire` (hydration does, once per stored message)."""
+        object.__setattr__(self, "wire", wire)
 
     def drop_parts_json(self) -> None:
         """Forget :attr:`parts_json`, a cache that only saves encoding work (records

@@ -17,7 +17,7 @@ from . import canonical
 from .messages import CanonicalMessage
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # a frame key hashes the tools on every call
 class ToolSpec:
     """A built-in tool of the stable prefix. ``parameters`` is canonical JSON-Schema text."""
 
@@ -37,7 +37,7 @@ class ToolSpec:
         }
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ProviderSettings:
     """Stable per-provider options from the bundle: identical on every call.
 

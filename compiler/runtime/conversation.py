@@ -34,6 +34,7 @@ from ..core.errors import (
     ConflictError,
     HistoryError,
     LimitError,
+    SerializationError,
     UnknownCallError,
     UnknownNameError,
     UsageError,
@@ -56,6 +57,7 @@ from ..core.names import hint
 from ..core.output import ModelOutput, Usage
 from ..core.timestamps import seconds as _seconds
 from ..core.timestamps import stamp_problem
+from ..core.wire import assemble, derive, quoted_runs
 from ..providers import NAMES as PROVIDER_NAMES
 from ..providers import Provider
 from ..providers import get as get_provider
@@ -113,6 +115,13 @@ class Conversation:
         self.return_model: ReturnModel = DEFAULT_RETURN_MODEL
         #: (provider, history seq) -> keep-alives handed out after that call (in memory).
         self._keepalives_sent: dict[tuple[str, int], int] = {}
+        #: Which of the root's providers each record stores its messages' wire templates
+        #: for (:mod:`prefixlock.core.wire`): a worker that opens this conversation cold
+        #: then serializes it for them from stored bytes. True: every one; False: none
+        #: (the records of format 4 and before); a set of names: those. Each costs the
+        #: writer one mapping and encoding of every new message, and the record the
+        #: provider's structure bytes of it.
+        self.store_wire: bool | frozenset[str] = True
 
     # -- opening -------------------------------------------------------------------
 
@@ -901,10 +910,46 @@ class Conversation:
         return self.history.project(info)
 
     def _append(self, record: Record) -> None:
+        if self.store_wire:  # True or a non-empty set of names
+            record = self._with_wire(record)
         data = record.encode(self.id, self.history.head)
         head = self.store.append(self.id, record.seq, record.event_id, data)
         self.history.apply(record, head.digest)
         self._last_appended = record.event_id
+
+    def _with_wire(self, record: Record) -> Record:
+        """``record`` with its messages' wire templates for every provider of the root
+        (:mod:`prefixlock.core.wire`): each message's fragment as a later request of
+        this history holds it, cut into the runs its parts bytes already hold and the
+        rest. A provider that cannot express the history (another provider's opaque
+        parts) stores none; so does a template that would not give the fragment back."""
+        if not record.messages:
+            return record
+        request, first = self.history.project_with(record)
+        parts = [message.canonical_parts() for message in record.messages]
+        runs = [quoted_runs(p) for p in parts]  # one scan per message for every provider
+        stored: dict[str, list[Any]] = {}
+        wanted = self.store_wire
+        for settings in self.history.root.settings:
+            name = settings.provider
+            if not isinstance(wanted, bool) and name not in wanted:
+                continue
+            provider = self._wires.get(name)
+            if provider is None:
+                provider = self._wires[name] = get_provider(name)
+            try:
+                basis, made = provider.settled_fragments(request, first)
+            except SerializationError:
+                continue
+            entry: list[Any] = [basis]
+            for index, (role, fragment) in enumerate(made):
+                data = parts[index]
+                template = derive(role, fragment, data, runs[index])
+                if assemble(template, data, 0, len(data)) != fragment:
+                    template = [role, fragment.decode("utf-8")]
+                entry.append(template)
+            stored[name] = entry
+        return attrs.evolve(record, wire=stored) if stored else record
 
     def catch_up(self) -> int:
         """Apply the records other writers appended since our head; returns how many.

@@ -122,7 +122,10 @@ class History:
             self.sections = None
             self.pending_calls.clear()
         current = self.epochs[-1]
+        lineage = id(current)  # MessageView.lineage() of this epoch's views
         for message in record.messages:
+            if message.wire is not None:  # stored templates: for this place only
+                message.wire.bind(lineage, len(current))
             if message.kind is MessageKind.REQUEST_CONTEXT:
                 self.context_index = len(current)
                 if record.sections is None:  # a whole context: nothing known per section
@@ -165,6 +168,34 @@ class History:
             self.last_call = None
         self.seq = record.seq
         self.head = record_digest
+
+    def project_with(self, record: Record) -> tuple[ModelRequest, int]:
+        """The request :meth:`project` would give once ``record`` is applied (its
+        messages after the epoch's, or alone when it resets), and the index of its
+        first message: what the writer stores wire templates for."""
+        reset = record.reset
+        earlier = () if reset else tuple(self.epochs[-1])
+        context_index = None if reset else self.context_index
+        for offset, message in enumerate(record.messages):
+            if message.kind is MessageKind.REQUEST_CONTEXT:
+                context_index = len(earlier) + offset
+        messages = (*earlier, *record.messages)
+        hints = list(FRAME_HINTS)
+        if context_index is not None:
+            hints.append(CacheHint(CachePosition.CONTEXT, context_index))
+        if messages:
+            hints.append(CacheHint(CachePosition.TAIL, len(messages) - 1))
+        request = ModelRequest(
+            conversation_id=self.root.conversation_id,
+            instructions=self.root.instructions,
+            tools=self.root.tools,
+            settings=self.root.settings,
+            messages=messages,
+            cache_hints=tuple(hints),
+            cache_key=self._cache_key,
+            epoch=self.epoch + 1 if reset else self.epoch,
+        )
+        return request, len(earlier)
 
     def project(self, info: EventInfo | None = None) -> ModelRequest:
         """The provider-independent request for the current state (or an earlier event)."""

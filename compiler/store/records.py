@@ -25,6 +25,11 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   OpenAI ``chatcmpl-...`` / ``resp_...``, Gemini ``responseId``) has format
   :data:`FORMAT_RESPONSE` and one more member, ``"response_id"``, as the provider sent
   it: :meth:`Conversation.record` is idempotent by it, after a restart too.
+* a record whose writer stored its messages' provider fragments has format
+  :data:`FORMAT_WIRE` and one more member, last, ``"wire"``: per provider of the root,
+  ``[basis, template per message]`` (:mod:`prefixlock.core.wire`). Hydration hands the
+  templates to the serializers (a cold serialize joins stored bytes); a record without
+  them (every record written before) is serialized the slow way, to the same bytes.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -51,6 +56,7 @@ from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.output import Usage
 from ..core.timestamps import stamp_problem, timestamp_problem
+from ..core.wire import StoredWire, well_formed
 
 FORMAT = 1
 #: The format of a record that carries usage (the root and other records stay at 1).
@@ -62,8 +68,18 @@ FORMAT_SECTIONS = 4
 #: The format of a record that carries the provider's response id (with or without the
 #: members of the formats before it).
 FORMAT_RESPONSE = 5
+#: The format of a record that carries its messages' stored wire templates (with or
+#: without a response id, usage, a timestamp or sections).
+FORMAT_WIRE = 6
 #: Every record format this prefixlock reads.
-RECORD_FORMATS = (FORMAT, FORMAT_USAGE, FORMAT_TIMESTAMP, FORMAT_SECTIONS, FORMAT_RESPONSE)
+RECORD_FORMATS = (
+    FORMAT,
+    FORMAT_USAGE,
+    FORMAT_TIMESTAMP,
+    FORMAT_SECTIONS,
+    FORMAT_RESPONSE,
+    FORMAT_WIRE,
+)
 
 
 class RecordType(StrEnum):
@@ -204,10 +220,15 @@ class Record:
     #: the provider's id of the response this record holds (assistant only; a non-empty
     #: string), None where the provider gave none or the output was not read from one
     response_id: str | None = attrs.field(default=None, validator=_check_response_id)
+    #: per provider, ``[basis, template per message]`` (:mod:`prefixlock.core.wire`);
+    #: None: none stored. Not part of equality: a cache of what the messages give.
+    wire: dict[str, list[Any]] | None = attrs.field(default=None, eq=False)
 
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if self.wire is not None:
+            return FORMAT_WIRE  # with or without any of the members below
         if self.response_id is not None:
             return FORMAT_RESPONSE  # with or without the members below
         if self.sections is not None:
@@ -294,6 +315,7 @@ class Record:
             + ',"type":'
             + text(str(self.type))
             + usage
+            + ("" if self.wire is None else ',"wire":' + _wire_text(self.wire))
             + "}"
         )
         try:
@@ -324,6 +346,8 @@ class Record:
             value["sections"] = [section.to_json() for section in self.sections]
         if self.response_id is not None:
             value["response_id"] = self.response_id
+        if self.wire is not None:
+            value["wire"] = self.wire
         return value
 
 
@@ -396,6 +420,13 @@ def _usage_text(usage: Usage) -> str | None:
         f'"input_tokens":{given},"output_tokens":{output},"provider":{name},'
         f'"raw":{raw},"reasoning_tokens":{reasoning}}}'
     )
+
+
+def _wire_text(wire: Mapping[str, Any]) -> str:
+    """The ``"wire"`` member's value as the encoder writes it: keys sorted, compact. Its
+    lists hold only texts (decoded from UTF-8, so no lone surrogate) and integers, which
+    the C encoder writes exactly as :func:`canonical.dumps` does, without its walk."""
+    return _SORTED_COMPACT(wire)
 
 
 def _json_string(value: str) -> bytes:
@@ -518,6 +549,9 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         problem = stamp_problem(stamp)
         if problem is not None:
             raise CheckpointError(f"{where}: timestamp: {problem}")
+    wire = obj.get("wire")
+    if "wire" in obj and not well_formed(wire, len(obj.get("messages") or ())):
+        raise CheckpointError(f"{where}: malformed wire templates")
     try:
         record = Record(
             seq=seq,
@@ -530,6 +564,7 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
             timestamp=stamp,
             sections=_sections_from_json(obj["sections"]) if "sections" in obj else None,
             response_id=obj.get("response_id"),
+            wire=wire,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{where}: malformed: {err!r}") from None
@@ -537,6 +572,10 @@ def _decode_record_checked(data: bytes, conversation_id: str, seq: int, prev: st
         raise CheckpointError(f"{where}: {err}") from None
     if record.encode(conversation_id, prev) != data:
         raise CheckpointError(f"{where}: not in canonical form (corrupted?)")
+    if wire is not None:
+        for index, message in enumerate(record.messages):
+            parts = message.canonical_parts()
+            message.attach_wire(StoredWire(wire, index, parts, 0, len(parts)))
     return record
 
 
@@ -599,6 +638,11 @@ def decode_chain(
 #   by ``context_updates: sections``) holds a ``sections`` member between ``reset`` and
 #   ``seq``, each item matched exactly (a digest or null, a name without escapes), and
 #   may hold a timestamp as above.
+# * a record of :data:`FORMAT_WIRE` (the writer stored its messages' wire templates)
+#   may hold any of the members above and ends with its ``wire`` member, parsed by the C
+#   scanner (inside a chain the record's SHA-256 vouches for it; alone, it must be its
+#   own canonical encoding); each message keeps its record's bytes and where its parts
+#   lie in them (:class:`~prefixlock.core.wire.StoredWire`, no copy).
 #
 # Anything unexpected -- invalid UTF-8 or JSON, another key order, spacing, an escape in
 # an id, a digest mismatch, an unknown kind -- returns None, and
@@ -631,7 +675,9 @@ _PLAIN = r'"([^"\\\x00-\x1f]*)"'
 _DIGEST = r'"(sha256:[0-9a-f]{64})"'
 _EVENT_ID = re.compile(
     _PLAIN
-    + f',"format":({FORMAT}|{FORMAT_USAGE}|{FORMAT_TIMESTAMP}|{FORMAT_SECTIONS}|{FORMAT_RESPONSE}),'
+    + ',"format":('
+    + "|".join(map(str, RECORD_FORMATS))
+    + "),"
     + '"kind":"record","messages":\\['
 )
 _MESSAGE_HEAD = re.compile(
@@ -651,6 +697,7 @@ _USAGE_FORMAT = str(FORMAT_USAGE)
 _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
 _SECTIONS_FORMAT = str(FORMAT_SECTIONS)
 _RESPONSE_FORMAT = str(FORMAT_RESPONSE)
+_WIRE_FORMAT = str(FORMAT_WIRE)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -668,7 +715,7 @@ _USAGE_HEAD = re.compile(
     + _PLAIN
     + '),"raw":'
 )
-_USAGE_TAIL = re.compile(r',"reasoning_tokens":' + _COUNT + r"\}\}")
+_USAGE_TAIL = re.compile(r',"reasoning_tokens":' + _COUNT + r"\}")
 
 
 def _count(text: str) -> int | None:
@@ -736,6 +783,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     event_id, record_format = match.groups()
     pos = match.end()
     messages: list[CanonicalMessage] = []
+    spans: list[tuple[int, int]] = []  # each message's parts, in the text
     end = "," if text.startswith("{", pos) else "]"
     if end == "]":
         pos += 1
@@ -745,7 +793,9 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             raise _NotFast
         digest, message_id, kind = match.groups()
         start = match.end(2) + 2  # content: "{" + text[start:stop], from "kind" to "}"
-        raw_parts, pos = _scan_value(text, match.end())
+        parts_at = match.end()
+        raw_parts, pos = _scan_value(text, parts_at)
+        spans.append((parts_at, pos))
         match = _MESSAGE_TAIL.match(text, pos)
         if match is None:
             raise _NotFast
@@ -771,7 +821,14 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     request_digest, reset, response_id, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
     sections = None
-    if record_format == _RESPONSE_FORMAT:  # then, and only then, a response id; maybe more
+    wired = record_format == _WIRE_FORMAT
+    if wired:  # then, and only then, wire templates last; any of the members below
+        if response_id == "" or (stamp is not None and timestamp_problem(stamp) is not None):
+            raise _NotFast
+        if sections_text is not None:
+            sections = _scanned_sections(sections_text)
+        with_usage = text.startswith(',"usage":', pos)
+    elif record_format == _RESPONSE_FORMAT:  # then, and only then, a response id; maybe more
         if not response_id or (stamp is not None and timestamp_problem(stamp)):
             raise _NotFast
         if sections_text is not None:
@@ -795,10 +852,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     else:
         with_usage = record_format == _USAGE_FORMAT
     usage = None
-    if not with_usage:
-        if pos != len(text) - 1 or text[pos] != "}":
-            raise _NotFast
-    else:  # then, and only then, a usage member comes last
+    if with_usage:  # then, and only then, a usage member comes (last but the wire)
         match = _USAGE_HEAD.match(text, pos)
         if match is None:
             raise _NotFast
@@ -810,8 +864,9 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         if not chained and canonical.dumps(raw) != raw_text:
             raise _NotFast
         tail_match = _USAGE_TAIL.match(text, pos)
-        if tail_match is None or tail_match.end() != len(text):
+        if tail_match is None:
             raise _NotFast
+        pos = tail_match.end()
         cache_read, cache_write, input_tokens, output_tokens, provider = match.groups()
         usage = Usage(
             _count(input_tokens),
@@ -822,6 +877,20 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             raw_text,
             provider,
         )
+    wire = None
+    if wired:
+        if not text.startswith(_WIRE_KEY, pos):
+            raise _NotFast
+        start = pos + len(_WIRE_KEY)
+        wire, pos = _scan_value(text, start)
+        if type(wire) is not dict:
+            raise _NotFast
+        # As for usage: alone, nothing vouches for these bytes but their canonical form.
+        if not chained and canonical.dumps(wire) != text[start:pos]:
+            raise _NotFast
+        _attach_wire(data, text, view is not None, messages, spans, wire)
+    if pos != len(text) - 1 or text[pos] != "}":
+        raise _NotFast
     return Record(
         seq,
         _TYPES[record_type],
@@ -833,4 +902,28 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
         stamp,
         sections,
         response_id,
+        wire,
     )
+
+
+_WIRE_KEY = ',"wire":'
+
+
+def _attach_wire(
+    data: bytes,
+    text: str,
+    ascii_text: bool,
+    messages: Sequence[CanonicalMessage],
+    spans: Sequence[tuple[int, int]],
+    wire: dict[str, Any],
+) -> None:
+    """Leave on each message its record's templates and where its parts bytes lie in
+    ``data`` (the record's bytes, kept: no copy per message). For a record that is not
+    ASCII, text positions are turned into byte positions."""
+    for index, (message, (start, stop)) in enumerate(zip(messages, spans, strict=True)):
+        if ascii_text:
+            offset, length = start, stop - start
+        else:
+            offset = len(text[:start].encode("utf-8"))
+            length = len(text[start:stop].encode("utf-8"))
+        message.attach_wire(StoredWire(wire, index, data, offset, length))
