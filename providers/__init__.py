@@ -23,6 +23,7 @@ __all__ = ["MODULES", "NAMES", "Provider", "get"]
 #: Provider name -> ``"module:Class"``, imported on first use.
 MODULES: dict[str, str] = {
     "anthropic": ".anthropic:Anthropic",
+    "bedrock-anthropic": ".bedrock_anthropic:BedrockAnthropic",
     "bedrock-converse": ".bedrock_converse:BedrockConverse",
     "gemini": ".gemini:Gemini",
     "openai-chat": ".openai_chat:OpenAIChat",
@@ -31,6 +32,7 @@ MODULES: dict[str, str] = {
 
 NAMES: tuple[str, ...] = (
     "anthropic",
+    "bedrock-anthropic",
     "bedrock-converse",
     "gemini",
     "openai-chat",

@@ -220,7 +220,7 @@ class Anthropic(TurnMarkers, Provider):
                 seen_other = True
             elif seen_other:
                 at.part(i).fail(
-                    "anthropic needs tool_result blocks first in their user message; "
+                    f"{self.name} needs tool_result blocks first in their user message; "
                     "this one follows other content (prefixlock never reorders parts)"
                 )
         return self.user_message(message, at)
@@ -238,16 +238,16 @@ class Anthropic(TurnMarkers, Provider):
     def text_part(self, part: TextPart, at: PartAt) -> Any:
         if not part.text.strip():
             at.fail(
-                f"anthropic rejects empty or whitespace-only text blocks (text is {part.text!r})"
+                f"{self.name} rejects empty or whitespace-only text blocks (text is {part.text!r})"
             )
         return Ordered(type="text", text=part.text)
 
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role == "assistant":
-            at.fail("anthropic accepts images only in user content, not in assistant messages")
+            at.fail(f"{self.name} accepts images only in user content, not in assistant messages")
         if part.media_type not in self.IMAGE_TYPES:
             at.fail(
-                f"anthropic accepts image media types {sorted(self.IMAGE_TYPES)}, "
+                f"{self.name} accepts image media types {sorted(self.IMAGE_TYPES)}, "
                 f"not {part.media_type!r}"
             )
         return Ordered(
@@ -277,10 +277,12 @@ class Anthropic(TurnMarkers, Provider):
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
         if at.message.role != "assistant":
-            at.fail(f"anthropic opaque blocks belong to assistant messages, not {at.message.kind}")
+            at.fail(
+                f"{self.name} opaque blocks belong to assistant messages, not {at.message.kind}"
+            )
         value = self.own_opaque(part, at)
         if not isinstance(value, dict):
-            at.fail("anthropic opaque data must be a content block object")
+            at.fail(f"{self.name} opaque data must be a content block object")
         return _Verbatim(value)
 
 

@@ -14,7 +14,8 @@ and ``"stream": true`` (docs.anthropic.com/en/api/messages, /en/api/streaming); 
 ``POST /v1/responses`` (platform.openai.com/docs/api-reference); Gemini
 ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
 (ai.google.dev/api/generate-content); Bedrock ``POST /model/{modelId}/converse`` and
-``/converse-stream`` (docs.aws.amazon.com/bedrock/latest/APIReference).
+``/converse-stream``, ``/model/{modelId}/invoke`` and ``/invoke-with-response-stream``
+(docs.aws.amazon.com/bedrock/latest/APIReference).
 """
 
 from __future__ import annotations
@@ -110,6 +111,17 @@ ROUTES: Mapping[str, Route] = {
     "bedrock-converse": Route(
         "/model/{model}/converse",
         "/model/{model}/converse-stream",
+        _JSON,
+        (("accept", "application/vnd.amazon.eventstream"),),
+        request_id_header="x-amzn-requestid",
+        error_type_header="x-amzn-errortype",
+    ),
+    # InvokeModel / InvokeModelWithResponseStream (botocore bedrock-runtime: "requestUri":
+    # "/model/{modelId}/invoke" and "/model/{modelId}/invoke-with-response-stream"); the
+    # stream is event-stream framed, its errors are Converse's (CommonErrors.html).
+    "bedrock-anthropic": Route(
+        "/model/{model}/invoke",
+        "/model/{model}/invoke-with-response-stream",
         _JSON,
         (("accept", "application/vnd.amazon.eventstream"),),
         request_id_header="x-amzn-requestid",

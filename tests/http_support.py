@@ -5,6 +5,7 @@ documented error bodies and mid-stream errors) and clients that never wait."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from prefixlock import providers
 from prefixlock.core.output import ModelOutput
 from prefixlock.http import AsyncClient, Client, Retry, Timeouts
 from prefixlock.providers.readers.eventstream import encode_frame
+from prefixlock.providers.readers.sse import SSEDecoder
 from prefixlock.providers.transport import HttpRequest
 from stub_server import Reply
 
@@ -29,6 +31,7 @@ REGION = "us-east-1"
 #: provider -> the fixtures of one tool loop (tool calls first, the final answer last)
 TURNS: dict[str, list[str]] = {
     "anthropic": ["turn1", "turn2"],
+    "bedrock-anthropic": ["turn1", "turn2"],
     "gemini": ["turn1", "turn2"],
     "openai-chat": ["tool_calls", "final"],
     "openai-responses": ["tool_calls", "final"],
@@ -65,6 +68,7 @@ RATE_LIMITED: dict[str, tuple[bytes, tuple[tuple[str, str], ...]]] = {
         ),
     ),
 }
+RATE_LIMITED["bedrock-anthropic"] = RATE_LIMITED["bedrock-converse"]
 
 #: provider -> (status 400 body, headers): a refused request (not retry-safe)
 REFUSED: dict[str, tuple[bytes, tuple[tuple[str, str], ...]]] = {
@@ -92,6 +96,13 @@ REFUSED: dict[str, tuple[bytes, tuple[tuple[str, str], ...]]] = {
         ),
     ),
 }
+REFUSED["bedrock-anthropic"] = REFUSED["bedrock-converse"]
+
+#: The fixtures folder of each provider (Bedrock's Claude Messages answers as Anthropic's).
+FOLDERS = {name: name for name in PROVIDERS} | {"bedrock-anthropic": "anthropic"}
+#: The Bedrock wires: SigV4 (or a Bedrock API key), a region, event-stream responses.
+BEDROCK = frozenset({"bedrock-anthropic", "bedrock-converse"})
+EVENTSTREAM = "application/vnd.amazon.eventstream"
 
 
 def frames(events: Sequence[dict[str, Any]]) -> bytes:
@@ -108,11 +119,30 @@ def frames(events: Sequence[dict[str, Any]]) -> bytes:
     )
 
 
+def chunk_frame(data: bytes, pad: str = "abcdefghij") -> bytes:
+    """One InvokeModelWithResponseStream ``chunk`` frame carrying an Anthropic event
+    (``data``, its JSON) as ``{"bytes": base64, "p": padding}``."""
+    payload = {"bytes": base64.b64encode(data).decode("ascii"), "p": pad}
+    return encode_frame(
+        {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(payload).encode(),
+    )
+
+
+def chunk_frames(sse: bytes) -> bytes:
+    """An Anthropic SSE stream as InvokeModelWithResponseStream sends the same events."""
+    decoder = SSEDecoder()
+    events = decoder.feed(sse) + decoder.close()
+    return b"".join(chunk_frame(event.data.encode("utf-8")) for event in events)
+
+
 def stream_bytes(provider: str, name: str) -> tuple[bytes, str]:
-    folder = DATA / provider
+    folder = DATA / FOLDERS[provider]
     if provider == "bedrock-converse":
         events = json.loads((folder / f"{name}.stream.json").read_text(encoding="utf-8"))
-        return frames(events), "application/vnd.amazon.eventstream"
+        return frames(events), EVENTSTREAM
+    if provider == "bedrock-anthropic":
+        return chunk_frames((folder / f"{name}.sse").read_bytes()), EVENTSTREAM
     return (folder / f"{name}.sse").read_bytes(), "text/event-stream"
 
 
@@ -125,19 +155,24 @@ def success(provider: str, name: str, stream: bool) -> Reply:
     if stream:
         data, kind = stream_bytes(provider, name)
         return Reply(200, pieces(data), kind)
-    return Reply(200, (DATA / provider / f"{name}.json").read_bytes())
+    return Reply(200, (DATA / FOLDERS[provider] / f"{name}.json").read_bytes())
 
 
 def expected(provider: str, name: str) -> ModelOutput:
-    return providers.get(provider).parse_response((DATA / provider / f"{name}.json").read_bytes())
+    body = (DATA / FOLDERS[provider] / f"{name}.json").read_bytes()
+    return providers.get(provider).parse_response(body)
 
 
 def overloaded_midstream(provider: str) -> Reply:
     """HTTP 200, a few events, then the provider's overloaded error in the stream."""
     folder = DATA / provider
-    if provider == "bedrock-converse":
-        kind = "application/vnd.amazon.eventstream"
-        head = frames([{"event": "messageStart", "payload": {"role": "assistant"}}])
+    if provider in BEDROCK:
+        kind = EVENTSTREAM
+        if provider == "bedrock-converse":
+            head = frames([{"event": "messageStart", "payload": {"role": "assistant"}}])
+        else:
+            start = (DATA / "anthropic" / "turn1.sse").read_bytes().split(b"\n\n")[0]
+            head = chunk_frames(start + b"\n\n")
         error = encode_frame(
             {
                 ":exception-type": "serviceUnavailableException",
@@ -178,7 +213,7 @@ def bad_crc(reply: Reply) -> Reply:
 
 
 def credentials(provider: str) -> dict[str, Any]:
-    if provider == "bedrock-converse":
+    if provider in BEDROCK:
         return {
             "region": REGION,
             "aws_access_key_id": AWS_KEY_ID,

@@ -66,6 +66,7 @@ TOOLS = (READ_FILE, GREP)
 
 SETTINGS = (
     ProviderSettings("anthropic", "claude-sonnet-4-5", 4096),
+    ProviderSettings("bedrock-anthropic", "anthropic.claude-sonnet-4-5-v1:0", 4096),
     ProviderSettings("bedrock-converse", "anthropic.claude-sonnet-4-5-v1:0", 4096),
     ProviderSettings("gemini", "gemini-2.5-pro", 4096),
     ProviderSettings("openai-chat", "gpt-4.1", 4096),
@@ -105,6 +106,7 @@ BEDROCK_REDACTED = canonical.dumps({"reasoningContent": {"redactedContent": "ZW5
 #: ``OpaquePart`` in an assistant message.
 OWN_OPAQUE = {
     "anthropic": ANTHROPIC_THINKING,
+    "bedrock-anthropic": ANTHROPIC_THINKING,
     "bedrock-converse": BEDROCK_REASONING,
     "gemini": GEMINI_THOUGHT,
     "openai-responses": RESPONSES_REASONING,
@@ -327,7 +329,7 @@ def assert_wire(body: dict[str, Any], expected: dict[str, Any]) -> None:
 #: Texts the random histories draw from (unicode, NUL, whitespace, empty, long).
 TEXTS = ("ok", "", "  spaced\n", UNICODE_TEXT, "漢字かな", "שלום", "🧪👩‍💻", "nul \x00", "x" * 5000)
 #: Providers whose API rejects blank text blocks: their random histories never hold one.
-REFUSE_BLANK_TEXT = frozenset({"anthropic", "bedrock-converse"})
+REFUSE_BLANK_TEXT = frozenset({"anthropic", "bedrock-anthropic", "bedrock-converse"})
 
 
 def random_history(seed: int, length: int, provider: str) -> list[CanonicalMessage]:

@@ -51,6 +51,17 @@ Per provider, the source of truth:
       ``inlineData``, ``functionCall``, ``functionResponse``, ``fileData``,
       ``executableCode``, ``codeExecutionResult``, ``toolCall``, ``toolResponse``),
       as the REST reference defines ``Part``.
+``bedrock-anthropic``
+    Two SDKs, as an InvokeModel call meets them. botocore's ``ParamValidator`` (and the
+    pattern / length checks above) on the ``InvokeModel`` input shape with ``modelId``
+    (a URI member, which the provider's ``body()`` puts first) and the JSON as the
+    ``body`` blob; then the JSON as the anthropic SDK's Bedrock client
+    (``anthropic.lib.bedrock``) takes it: ``MessageCreateParamsNonStreaming`` with
+    ``model`` put back (the client pops it into the path) and without the members the
+    client itself adds, ``anthropic_version`` (which must be ``bedrock-2023-05-31``)
+    and ``anthropic_beta`` (a list of strings: the client moves the ``anthropic-beta``
+    header there). A ``model`` or ``stream`` member in the JSON is an error: the
+    client never sends one (the path carries both).
 ``bedrock-converse``
     botocore's own ``ParamValidator`` on the ``Converse`` operation's input shape (from
     the installed ``bedrock-runtime`` service model), plus the checks it lacks: ``bool``
@@ -80,7 +91,14 @@ from service_rules import assert_accepted
 
 __all__ = ["PROVIDERS", "assert_valid", "judge"]
 
-PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse")
+PROVIDERS = (
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "bedrock-converse",
+    "bedrock-anthropic",
+)
 
 _MISSING = object()
 _CLOSEST = " (closest: "
@@ -645,6 +663,54 @@ def _judge_bedrock(body: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+@functools.cache
+def _invoke_shape() -> Any:
+    import botocore.session  # type: ignore[import-untyped]
+
+    service = botocore.session.get_session().get_service_model("bedrock-runtime")
+    return service.operation_model("InvokeModel").input_shape
+
+
+#: The ``anthropic_version`` an InvokeModel body for Claude must carry (AWS, "Anthropic
+#: Claude Messages API": "The value must be bedrock-2023-05-31").
+BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
+
+
+def _judge_bedrock_anthropic(body: Mapping[str, Any]) -> list[str]:
+    from botocore.validate import ParamValidator  # type: ignore[import-untyped]
+    from prefixlock.core import canonical
+
+    problems: list[str] = []
+    wire = {k: v for k, v in body.items() if k != "modelId"}
+    params: dict[str, Any] = {"body": canonical.dumpb(wire), "contentType": "application/json"}
+    if "modelId" in body:
+        params["modelId"] = body["modelId"]
+    shape = _invoke_shape()
+    _bedrock_prepare({"modelId": params.get("modelId")}, shape, "$", problems)
+    report = ParamValidator().validate(params, shape)
+    for error in report._errors:
+        problems.append(f"${error[1] or ''}: {report._format_error(error)}")
+    version = wire.pop("anthropic_version", _MISSING)
+    if version is _MISSING:
+        problems.append("$: missing required key 'anthropic_version'")
+    elif version != BEDROCK_ANTHROPIC_VERSION:
+        problems.append(
+            f"$.anthropic_version: expected {BEDROCK_ANTHROPIC_VERSION!r}, got {_show(version)}"
+        )
+    betas = wire.pop("anthropic_beta", [])
+    if not (isinstance(betas, list) and all(isinstance(b, str) for b in betas)):
+        problems.append(f"$.anthropic_beta: expected an array of strings, got {_show(betas)}")
+    for key in ("model", "stream"):
+        if key in wire:
+            problems.append(f"$.{key}: not a body member on Bedrock (the path carries it)")
+            wire.pop(key)
+    if isinstance(body.get("modelId"), str):
+        wire["model"] = body["modelId"]
+    walker = _Walker(_typeddict_only, bytes_b64=False)
+    problems += walker.check(wire, _root("anthropic"), "$")
+    return problems
+
+
 # ------------------------------------------------------------------------------- API
 
 
@@ -652,6 +718,8 @@ def judge(provider: str, body: Mapping[str, Any]) -> list[str]:
     """All problems of ``body`` as the request of ``provider``; ``[]`` when it is valid."""
     if provider == "bedrock-converse":
         return _judge_bedrock(body)
+    if provider == "bedrock-anthropic":
+        return _judge_bedrock_anthropic(body)
     if provider == "gemini":
         walker = _Walker(_gemini_schema_for, bytes_b64=True)
         return walker._object(body, _gemini_root(), "$")

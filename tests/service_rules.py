@@ -374,6 +374,32 @@ def bedrock_tool_blocks_need_tool_config(body: Mapping[str, Any]) -> list[str]:
     return ["$.toolConfig: must be defined when using toolUse and toolResult content blocks"]
 
 
+#: The one ``anthropic_version`` InvokeModel takes for Claude: "anthropic_version -
+#: (Required) The anthropic version. The value must be bedrock-2023-05-31."
+#: (docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html;
+#: "Inference using Anthropic Messages API": "bedrock-runtime: Set "anthropic_version":
+#: "bedrock-2023-05-31" in the request body").
+BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
+
+
+def bedrock_anthropic_version(body: Mapping[str, Any]) -> list[str]:
+    version = body.get("anthropic_version")
+    if version == BEDROCK_ANTHROPIC_VERSION:
+        return []
+    return [f"$.anthropic_version: must be {BEDROCK_ANTHROPIC_VERSION!r}, not {version!r}"]
+
+
+def bedrock_anthropic_no_model_or_stream(body: Mapping[str, Any]) -> list[str]:
+    # The model id and streaming are the path (/model/{modelId}/invoke[-with-response-
+    # stream]); the anthropic SDK's Bedrock client pops both from the JSON
+    # (anthropic-sdk-python lib/bedrock/_client.py, _prepare_options).
+    return [
+        f"$.{key}: not a body member on Bedrock InvokeModel (the path carries it)"
+        for key in ("model", "stream")
+        if key in body
+    ]
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "openai-chat": (chat_tool_call_ids_at_most_40,),
     "openai-responses": (responses_stateless_items_carry_no_ids, responses_call_ids_at_most_64),
@@ -384,6 +410,16 @@ RULES: dict[str, tuple[Rule, ...]] = {
         anthropic_no_blank_text,
         anthropic_at_most_four_breakpoints,
         anthropic_tool_blocks_need_tools,
+    ),
+    "bedrock-anthropic": (
+        anthropic_roles,
+        anthropic_tool_use_ids,
+        anthropic_tool_results_first,
+        anthropic_no_blank_text,
+        anthropic_at_most_four_breakpoints,
+        anthropic_tool_blocks_need_tools,
+        bedrock_anthropic_version,
+        bedrock_anthropic_no_model_or_stream,
     ),
     "gemini": (gemini_request_fields_at_top_level, gemini_cached_content_excludes_the_root),
     "bedrock-converse": (

@@ -451,7 +451,7 @@ def test_a_lone_surrogate_in_a_message_not_made_by_create_is_still_refused(name:
         (
             ModelOutput("gemini", (TextPart("ok"),), usage=Usage(10, provider="vertex")),
             "assistant output usage: unknown provider 'vertex' (providers: anthropic, "
-            "bedrock-converse, gemini, openai-chat, openai-responses)",
+            "bedrock-anthropic, bedrock-converse, gemini, openai-chat, openai-responses)",
         ),
     ],
 )

@@ -193,6 +193,8 @@ def _responder(provider: str) -> Callable[[Seen], Reply]:
         suffix = f"x{conv.decode()}n{n}"
         if provider == "bedrock-converse" and stream:
             return _bedrock_stream(names[n % len(names)], suffix)
+        if provider == "bedrock-anthropic" and stream:  # ids inside base64 chunks
+            return _bedrock_anthropic_stream(names[n % len(names)], suffix)
         return _unique(reply, suffix)
 
     return respond
@@ -206,6 +208,14 @@ def _bedrock_stream(name: str, suffix: str) -> Reply:
         lambda m: b'"' + m.group(1) + suffix.encode() + b'"', json.dumps(events).encode()
     )
     return Reply(200, [frames(json.loads(text))], "application/vnd.amazon.eventstream")
+
+
+def _bedrock_anthropic_stream(name: str, suffix: str) -> Reply:
+    from http_support import DATA, chunk_frames
+
+    sse = (DATA / "anthropic" / f"{name}.sse").read_bytes()
+    sse = _ID.sub(lambda m: b'"' + m.group(1) + suffix.encode() + b'"', sse)
+    return Reply(200, [chunk_frames(sse)], "application/vnd.amazon.eventstream")
 
 
 def _conversation(cid: str) -> Conversation:

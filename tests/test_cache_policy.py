@@ -27,7 +27,11 @@ from sdk_judge import assert_valid
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "golden" / "changed-context" / "scenario.yaml"
 DATA = Path(__file__).resolve().parent / "data" / "cache_policy"
-WIRES = [("anthropic", "cache_control"), ("bedrock-converse", "cachePoint")]
+WIRES = [
+    ("anthropic", "cache_control"),
+    ("bedrock-converse", "cachePoint"),
+    ("bedrock-anthropic", "cache_control"),
+]
 POLICIES = ("5m", "1h", "auto")
 #: A Bedrock model that takes one-hour entries (prefixlock.core.limits).
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -99,7 +103,7 @@ def test_golden_bodies_per_policy(provider: str, key: str, policy: str) -> None:
             assert set(ttls) == {"5m"}
         if policy == "1h":
             assert set(ttls) == {"1h"}
-        if provider == "bedrock-converse":  # modelId travels in the URI, not the body
+        if provider.startswith("bedrock-"):  # modelId travels in the URI, not the body
             value = {"modelId": MODEL, **value}
         assert_valid(provider, value)
 
@@ -163,6 +167,10 @@ EXPECTED_AUTO = {
         ],
     ],
 }
+
+
+# Claude Messages on Bedrock: the Anthropic body's markers, at the same places
+EXPECTED_AUTO["bedrock-anthropic"] = EXPECTED_AUTO["anthropic"]
 
 
 @pytest.mark.parametrize(("provider", "key"), WIRES)

@@ -146,7 +146,8 @@ def test_a_provider_that_is_not_configured_is_named() -> None:
         conv.request(model="claude-opus-4-1")
     assert str(usage.value) == (
         "request(model='claude-opus-4-1'): name the provider too, this conversation is "
-        "configured for anthropic, bedrock-converse, gemini, openai-chat, openai-responses"
+        "configured for anthropic, bedrock-anthropic, bedrock-converse, gemini, openai-chat, "
+        "openai-responses"
     )
 
 

@@ -111,7 +111,7 @@ def _five_minute(requests: Iterable[ModelRequest]) -> Iterator[ModelRequest]:
     encodes its body afresh once (the system block's bytes change); what these tests
     pin is the reuse between calls of one marker policy."""
     for request in requests:
-        for name in ("anthropic", "bedrock-converse"):
+        for name in ("anthropic", "bedrock-anthropic", "bedrock-converse"):
             request = with_policy(request, name, "5m")
         yield request
 

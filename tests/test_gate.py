@@ -140,7 +140,14 @@ def test_golden_check_prints_one_bounded_finding_per_stale_file(
     bodies = [m for m in findings if m is not None]
     assert [m["file"] for m in bodies] == [
         f"identical-context/{name}/{call:04d}.json"
-        for name in ("anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses")
+        for name in (
+            "anthropic",
+            "bedrock-anthropic",
+            "bedrock-converse",
+            "gemini",
+            "openai-chat",
+            "openai-responses",
+        )
         for call in (1, 2, 3)
     ]
     first = lines.index(bodies[0][0])
@@ -154,7 +161,7 @@ def test_golden_check_prints_one_bounded_finding_per_stale_file(
     assert all(FINDING.fullmatch(line) or WINDOW.fullmatch(line) for line in lines[2:-4])
     assert lines[-4].startswith("identical-context/calls.md: differs at line 7, byte 193 ")
     assert lines[-1] == (
-        "prefixlock golden: 1 case(s) built from another bundle, 16 stale golden file(s);"
+        "prefixlock golden: 1 case(s) built from another bundle, 19 stale golden file(s);"
         " review the change and run `prefixlock update`"
     )
     # with --full: the whole bodies, as before
@@ -200,7 +207,7 @@ CLEAN_TABLE = [
     "step                       result  summary",
     "prefixlock build --check   ok      prefixlock.lock records the bundle the specs build",
     "prefixlock golden --check  ok      1 case: every golden file matches a fresh replay",
-    "prefixlock verify          ok      1 scenario x 5 providers: every invariant holds",
+    "prefixlock verify          ok      1 scenario x 6 providers: every invariant holds",
 ]
 
 
@@ -236,9 +243,9 @@ def test_check_then_update_then_check(
         "",
         "step                       result   summary",
         f"prefixlock build --check   finding  {LOCK} is out of date",
-        "prefixlock golden --check  finding  1 case: 16 stale golden files, 1 built from"
+        "prefixlock golden --check  finding  1 case: 19 stale golden files, 1 built from"
         " another bundle",
-        "prefixlock verify          ok       1 scenario x 5 providers: every invariant holds",
+        "prefixlock verify          ok       1 scenario x 6 providers: every invariant holds",
     ]
     assert err == (
         "prefixlock check: build --check, golden --check found something; review it and, if"
@@ -252,8 +259,8 @@ def test_check_then_update_then_check(
     assert out.splitlines()[1].startswith("  changed parts: ")
     assert out.splitlines()[2:] == [
         "wrote build/ (the parts and manifest.json)",
-        f"updated {CASE}/: anthropic {calls}, bedrock-converse {calls}, gemini {calls},"
-        f" openai-chat {calls}, openai-responses {calls}, calls.md",
+        f"updated {CASE}/: anthropic {calls}, bedrock-anthropic {calls}, bedrock-converse"
+        f" {calls}, gemini {calls}, openai-chat {calls}, openai-responses {calls}, calls.md",
         "1 golden case, 1 updated",
     ]
     assert _digest(project) == new
@@ -293,13 +300,13 @@ def test_update_after_golden_update_alone_rewrites_only_the_lock(
     assert out.splitlines()[-3:] == [
         stale,
         "",
-        "1 scenario(s) x 5 provider(s): every invariant holds, but the lock is stale",
+        "1 scenario(s) x 6 provider(s): every invariant holds, but the lock is stale",
     ]
     code, out, _ = _run(capsys, "check", "--no-hash-seed")
     assert code == 1 and out.splitlines()[0] == f"build --check: {stale}"
     assert out.splitlines()[-2:] == [
         "prefixlock golden --check  ok       1 case: every golden file matches a fresh replay",
-        "prefixlock verify          ok       1 scenario x 5 providers: every invariant holds",
+        "prefixlock verify          ok       1 scenario x 6 providers: every invariant holds",
     ]
     code, out, _ = _run(capsys, "update")
     assert out.splitlines()[-2:] == [

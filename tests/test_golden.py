@@ -109,7 +109,7 @@ def test_golden_bodies_pass_the_sdk_judge(case: str, provider: str) -> None:
         path = folder / f"{number:04d}.json"
         data = path.read_bytes() if path.is_file() else r.bodies[provider][number - 1]
         body = canonical.loads(data)
-        if provider == "bedrock-converse":  # modelId travels in the URI, not the body
+        if provider.startswith("bedrock-"):  # modelId travels in the URI, not the body
             body = {"modelId": call.request.settings_for(provider).model, **body}
         assert_valid(provider, body)
 

@@ -17,6 +17,7 @@ from http_support import (
     API_KEY,
     AWS_KEY_ID,
     AWS_SECRET,
+    BEDROCK,
     PROVIDERS,
     RATE_LIMITED,
     REFUSED,
@@ -211,8 +212,8 @@ def test_a_server_slower_than_the_read_timeout_is_retried(
 
 
 @KIND
-def test_a_bedrock_frame_with_a_bad_crc_is_retried(kind: str) -> None:
-    provider = "bedrock-converse"
+@pytest.mark.parametrize("provider", sorted(BEDROCK))
+def test_a_bedrock_frame_with_a_bad_crc_is_retried(kind: str, provider: str) -> None:
     call = http_call(provider, True)
     ok = success(provider, TURNS[provider][0], True)
     with stub_server() as stub:
@@ -228,6 +229,9 @@ def test_a_bedrock_frame_with_a_bad_crc_is_retried(kind: str) -> None:
 REFUSED_MESSAGES = {
     "anthropic": "anthropic POST /v1/messages: HTTP 400 invalid_request_error: max_tokens: bad "
     "(request id req_011CBad) [1 try] (do not retry as is)",
+    "bedrock-anthropic": "bedrock-anthropic POST /model/anthropic.claude-sonnet-5-5/"
+    "invoke: HTTP 400 ValidationException: Malformed input request (request id 0f4c-bad) "
+    "[1 try] (do not retry as is)",
     "bedrock-converse": "bedrock-converse POST /model/anthropic.claude-sonnet-5-5/"
     "converse: HTTP 400 ValidationException: Malformed input request (request id 0f4c-bad) "
     "[1 try] (do not retry as is)",
@@ -259,6 +263,7 @@ def test_a_refused_request_is_not_retried_and_says_what_the_provider_said(
 #: provider -> (error type, request id) of its rate-limit error
 RATE_FIELDS = {
     "anthropic": ("rate_limit_error", "req_011CRate"),
+    "bedrock-anthropic": ("ThrottlingException", "0f4c-rate"),
     "bedrock-converse": ("ThrottlingException", "0f4c-rate"),
     "gemini": ("RESOURCE_EXHAUSTED", None),
     "openai-chat": ("rate_limit_exceeded", "req_chat429"),
@@ -281,7 +286,7 @@ def test_the_retry_budget_ends_with_the_last_error_and_its_tries(
     assert (error.status, error.tries, error.retry_safe) == (429, 3, True)
     assert (error.error_type, error.request_id) == RATE_FIELDS[provider]
     message = "Too many requests, please wait before trying again."
-    assert error.provider_message == (message if provider == "bedrock-converse" else "slow down")
+    assert error.provider_message == (message if provider in BEDROCK else "slow down")
     assert str(error).endswith(" [3 tries] (a retry with the same event id is safe)")
     assert waits == backoffs(2)
     same_bytes(stub, call, 3)
@@ -305,6 +310,7 @@ def test_a_retry_after_past_the_wait_budget_ends_the_call(kind: str) -> None:
 #: provider -> the error type of its overloaded event mid-stream
 MIDSTREAM_TYPES = {
     "anthropic": "overloaded_error",
+    "bedrock-anthropic": "serviceUnavailableException",
     "bedrock-converse": "serviceUnavailableException",
     "gemini": "UNAVAILABLE",
     "openai-chat": "server_error",
@@ -419,14 +425,14 @@ def test_the_key_goes_in_the_providers_header(provider: str) -> None:
 
 
 @KIND
+@pytest.mark.parametrize("provider", sorted(BEDROCK))
 def test_bedrock_sigv4_is_the_signature_botocore_computes_for_the_bytes_received(
-    kind: str,
+    kind: str, provider: str
 ) -> None:
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
-    provider = "bedrock-converse"
     call = http_call(provider, True)
     with stub_server() as stub:
         stub.queue(success(provider, TURNS[provider][0], True))
@@ -455,7 +461,7 @@ def test_secrets_never_show_in_errors_reprs_or_logs(
     provider: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     call = http_call(provider, False)
-    secret = AWS_SECRET if provider == "bedrock-converse" else API_KEY
+    secret = AWS_SECRET if provider in BEDROCK else API_KEY
     echo = f'{{"error":{{"message":"Incorrect API key provided: {secret}"}},"message":"{secret}"}}'
     caplog.set_level(logging.DEBUG)
     waits = Waits()
@@ -646,6 +652,7 @@ def test_the_default_base_urls_are_the_public_apis() -> None:
     urls = {name: Client(name, api_key="k", region="eu-west-3").base_url for name in PROVIDERS}
     assert urls == {
         "anthropic": "https://api.anthropic.com",
+        "bedrock-anthropic": "https://bedrock-runtime.eu-west-3.amazonaws.com",
         "bedrock-converse": "https://bedrock-runtime.eu-west-3.amazonaws.com",
         "gemini": "https://generativelanguage.googleapis.com",
         "openai-chat": "https://api.openai.com",

@@ -138,15 +138,16 @@ def test_the_provider_must_be_named_when_several_are_configured() -> None:
     with pytest.raises(UsageError) as caught:
         conv.next_keepalive_at()
     assert str(caught.value) == (
-        "keep-alive: name the provider, one of ['anthropic', 'bedrock-converse', 'gemini', "
-        "'openai-chat', 'openai-responses'] (the conversation's root is configured for more "
-        "than one)"
+        "keep-alive: name the provider, one of ['anthropic', 'bedrock-anthropic', "
+        "'bedrock-converse', 'gemini', 'openai-chat', 'openai-responses'] (the "
+        "conversation's root is configured for more than one)"
     )
     with pytest.raises(UnknownNameError) as unknown:
         conv.keepalive(AT0, "mistral")
     assert str(unknown.value) == (
         "keep-alive: provider 'mistral' is not configured for this conversation "
-        "(configured: anthropic, bedrock-converse, gemini, openai-chat, openai-responses)"
+        "(configured: anthropic, bedrock-anthropic, bedrock-converse, gemini, openai-chat, "
+        "openai-responses)"
     )
 
 

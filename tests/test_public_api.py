@@ -77,6 +77,7 @@ def test_providers_are_a_subpackage_with_get() -> None:
     assert prefixlock.providers.get("anthropic").name == "anthropic"
     assert prefixlock.providers.NAMES == (
         "anthropic",
+        "bedrock-anthropic",
         "bedrock-converse",
         "gemini",
         "openai-chat",

@@ -72,9 +72,9 @@ def test_the_page_is_self_contained(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not parser.tags & {"script", "link", "img", "iframe", "object", "embed", "base"}
     assert "url(" not in text and "@import" not in text
     assert (
-        text.count("<rect class=bar ") == 5 * 8 * 3
+        text.count("<rect class=bar ") == 6 * 8 * 3
     )  # providers x calls x (read, write, uncached)
-    assert text.count("class=reset") == 5  # the compaction, once per provider
+    assert text.count("class=reset") == 6  # the compaction, once per provider
     assert "automatic-compaction — automatic compaction keeps only the latest context" in text
 
 
@@ -221,7 +221,7 @@ def test_the_charts_price_the_calls_as_the_table_does(tmp_path: Path, case: str)
         r'([0-9.]+%) of uncached">',
         section,
     )
-    assert len(rows) == 5
+    assert len(rows) == 6
     for provider, table_cost, lane_provider, lane_cost in rows:
         assert (lane_provider, lane_cost) == (provider, table_cost)
 
@@ -316,7 +316,7 @@ def test_the_summary_heads_the_page_with_the_sums_of_every_case(structure_page: 
     body = structure_page.split("<body>", 1)[1]
     assert body.startswith("\n<h1 id=top>prefixlock report</h1>\n<section id=summary>\n")
     assert (
-        '<p class="verdict ok">2 case(s) · 5 provider(s) · 39 model call(s) per provider · '
+        '<p class="verdict ok">2 case(s) · 6 provider(s) · 39 model call(s) per provider · '
         "every invariant holds</p>" in body
     )
     table = re.search(r"<table class=summary>(.*?)</table>", body, re.S)
@@ -328,8 +328,8 @@ def test_the_summary_heads_the_page_with_the_sums_of_every_case(structure_page: 
     ]  # fmt: skip
     found = {cells[0]: cells[1:] for cells in map(_cells, rows[1:])}
     assert list(found) == [
-        "anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses",
-        "all providers",
+        "anthropic", "bedrock-anthropic", "bedrock-converse", "gemini", "openai-chat",
+        "openai-responses", "all providers",
     ]  # fmt: skip
     assert found == _expected_summary()
 
@@ -409,7 +409,7 @@ def test_the_lanes_share_a_labelled_axis_with_the_idle_gaps(structure_page: str)
     section = _case(structure_page, "long-session")
     assert "<th class=chart>input tokens per call<br>(scale 0&ndash;11.5k)</th>" in section
     lanes = re.findall(r"<svg class=lane .*?</svg>", section)
-    assert len(lanes) == 5
+    assert len(lanes) == 6
     for lane in lanes:  # the token scale: its top and its zero
         ticks = re.findall(r"<text class=tick [^>]*>([^<]*)</text>", lane)
         assert ticks == ["11.5k", "0"]

@@ -90,6 +90,30 @@ GOOD: dict[str, Body] = {
         ],
         "cache_control": {"type": "ephemeral"},
     },
+    # InvokeModel params: modelId (the path), then the JSON body.
+    "bedrock-anthropic": {
+        "modelId": "us.anthropic.claude-sonnet-5-5",
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 100,
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "sig"},
+                    {"type": "tool_use", "id": "c1", "name": "grep", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "x"}],
+            },
+        ],
+        "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        "anthropic_beta": ["context-1m-2025-08-07"],
+    },
     "gemini": {
         "generationConfig": {"maxOutputTokens": 100, "temperature": 0.5},
         "systemInstruction": {"parts": [{"text": "Be brief."}]},
@@ -257,6 +281,28 @@ MISTAKES: dict[str, dict[str, tuple[Callable[[Body], None], tuple[str, ...]]]] =
             ("$.messages[2].content[0].content[0].text", "expected string"),
         ),
         "role_literal": (_set(("messages", 0, "role"), "robot"), ("$.messages[0].role",)),
+    },
+    "bedrock-anthropic": {
+        "unknown_top_key": (_set(("max_output_tokens",), 5), ("$.max_output_tokens", "unknown")),
+        "missing_required": (_delete(("anthropic_version",)), ("$", "'anthropic_version'")),
+        "missing_max_tokens": (_delete(("max_tokens",)), ("$", "'max_tokens'")),
+        "missing_model_id": (_delete(("modelId",)), ("modelId",)),
+        "model_id_pattern": (_set(("modelId",), "claude sonnet"), ("$.modelId", "pattern")),
+        "wrong_literal": (
+            _set(("anthropic_version",), "2023-06-01"),
+            ("$.anthropic_version", "'bedrock-2023-05-31'"),
+        ),
+        "model_in_body": (_set(("model",), "claude-sonnet-5-5"), ("$.model", "path")),
+        "stream_in_body": (_set(("stream",), True), ("$.stream", "path")),
+        "betas_are_strings": (_set(("anthropic_beta",), "x"), ("$.anthropic_beta", "array")),
+        "bad_nested_list_element": (
+            _set(("messages", 2, "content", 0, "content"), [{"type": "text", "text": None}]),
+            ("$.messages[2].content[0].content[0].text", "expected string"),
+        ),
+        "wrong_ttl": (
+            _set(("cache_control", "ttl"), "2h"),
+            ("$.cache_control.ttl", "'1h'"),
+        ),
     },
     "gemini": {
         "unknown_top_key": (_set(("model",), "gemini-2.5-pro"), ("$.model", "unknown")),

@@ -110,6 +110,35 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.tools: requests which include tool_use or tool_result blocks must define tools",
         ),
     },
+    # the Anthropic rules hold on Bedrock's Messages body too, plus its own two
+    "bedrock-anthropic": {
+        "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
+        "anthropic_tool_use_ids": (
+            _set(("messages", 2, "content", 1, "id"), "functions.read_file:0"),
+            "$.messages[2].content[1].id: 'functions.read_file:0' does not match",
+        ),
+        "anthropic_tool_results_first": (
+            _text_first_in_one_message,
+            "$.messages[3].content[1]: tool_result blocks must come first",
+        ),
+        "anthropic_no_blank_text": (
+            _set(("messages", 1, "content", 0, "text"), ""),
+            "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
+        ),
+        "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
+        "anthropic_tool_blocks_need_tools": (
+            lambda body: body.pop("tools"),
+            "$.tools: requests which include tool_use or tool_result blocks must define tools",
+        ),
+        "bedrock_anthropic_version": (
+            _set(("anthropic_version",), "2023-06-01"),
+            "$.anthropic_version: must be 'bedrock-2023-05-31', not '2023-06-01'",
+        ),
+        "bedrock_anthropic_no_model_or_stream": (
+            _set(("stream",), True),
+            "$.stream: not a body member on Bedrock InvokeModel (the path carries it)",
+        ),
+    },
     "openai-chat": {
         "chat_tool_call_ids_at_most_40": (
             _set(("messages", 4, "tool_call_id"), "call_" + "a" * 36),

@@ -107,6 +107,7 @@ def test_verify_passes_on_a_good_scenario(scenario_file: Path) -> None:
     assert {row.scenario for row in report.rows} == {scenario_file.parent.name}
     assert [row.provider for row in report.rows] == [
         "anthropic",
+        "bedrock-anthropic",
         "bedrock-converse",
         "gemini",
         "openai-chat",

@@ -73,6 +73,7 @@ CONTEXT_SHARES = (("none", 0.0), ("tenth", 0.1), ("most", 0.8))
 #: more than the rare expiry it saves).
 DEFAULT_POLICY = {
     "anthropic": "auto+keepalive",
+    "bedrock-anthropic": "auto+keepalive",
     "bedrock-converse": "auto+keepalive",
     "gemini": "keepalive",
     "openai-chat": "configured",

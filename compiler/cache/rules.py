@@ -581,11 +581,14 @@ def rules_for(provider: str, model: str) -> CacheRules:
     """The caching rules of ``provider`` for ``model`` (its family's, else the default).
     Bedrock takes its minimum from its own table, else from Anthropic's. Cached: the
     simulator asks for every call, and the rules are frozen."""
-    if provider == "anthropic" or provider == "bedrock-converse":
+    if provider in ("anthropic", "bedrock-converse", "bedrock-anthropic"):
+        # Bedrock's minimum-token table is per model, whichever API (Converse or
+        # InvokeModel with the Messages body) carries the markers.
+        on_bedrock = provider != "anthropic"
         name = _claude_name(model)
         family = _model_prefix(CLAUDE_MIN_TOKENS, name)
         minimum = CLAUDE_MIN_TOKENS[family]
-        bedrock = _bedrock_family(model) if provider == "bedrock-converse" else ""
+        bedrock = _bedrock_family(model) if on_bedrock else ""
         if bedrock:
             family, minimum = bedrock, BEDROCK_MIN_TOKENS[bedrock]
         return CacheRules(
@@ -595,12 +598,10 @@ def rules_for(provider: str, model: str) -> CacheRules:
             min_tokens=minimum,
             read_multiplier=CLAUDE_READ_PRICES[_model_prefix(CLAUDE_READ_PRICES, name)],
             write_multiplier=_CLAUDE_WRITE,
-            min_tokens_per_checkpoint=provider == "bedrock-converse",
+            min_tokens_per_checkpoint=on_bedrock,
             long_prompt=CLAUDE_LONG_PROMPT.get(_model_prefix(CLAUDE_LONG_PROMPT, name)),
             write_multiplier_1h=(
-                None
-                if provider == "bedrock-converse" and one_hour_ttl_refusal(model) is not None
-                else _CLAUDE_WRITE_1H
+                None if on_bedrock and one_hour_ttl_refusal(model) is not None else _CLAUDE_WRITE_1H
             ),
         )
     if provider in ("openai-chat", "openai-responses"):

@@ -95,7 +95,7 @@ from ..core import canonical
 from ..core.bodyscan import HistoryScanner, Scan
 from ..core.errors import CacheSimulationError, UnknownNameError, UsageError
 from ..core.fragments import Body, common_prefix
-from ..core.limits import one_hour_ttl_refusal
+from ..core.limits import BEDROCK_WIRES, one_hour_ttl_refusal
 from ..core.timestamps import seconds, stamp_problem
 from .rules import (
     DEFAULT_TTL,
@@ -321,6 +321,7 @@ def _gemini(body: Mapping[str, Any]) -> list[Block]:
 #: Provider name -> its body layout.
 _LAYOUTS: Mapping[str, Layout] = {
     "anthropic": Layout("messages", _anthropic_frame, _anthropic_item, top_marker=True),
+    "bedrock-anthropic": Layout("messages", _anthropic_frame, _anthropic_item, top_marker=True),
     "bedrock-converse": Layout("messages", _bedrock_frame, _bedrock_item),
     "gemini": Layout("contents", _gemini_frame, _gemini_item),
     "openai-chat": Layout("messages", _openai_chat_frame, _openai_chat_item),
@@ -1070,7 +1071,7 @@ class Simulation:
         # Only the explicit caches' markers have a TTL (rules.write_multiplier_1h).
         one_hour_price = rules.write_multiplier_1h
         timed = one_hour_price is not None
-        if prompt.one_hour and not timed and provider == "bedrock-converse":
+        if prompt.one_hour and not timed and provider in BEDROCK_WIRES:
             refusal = one_hour_ttl_refusal(model_name)  # an API error, as a fifth marker
             if refusal is not None:
                 raise CacheSimulationError(f"{provider} call {index}: {refusal}")

@@ -37,6 +37,7 @@ from typing import Any
 __all__ = [
     "ANTHROPIC_VERSIONS",
     "API_VERSION_OPTION",
+    "BEDROCK_WIRES",
     "CACHE_TTL_OPTION",
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_RESPONSE_BYTES",
@@ -96,6 +97,7 @@ CACHE_TTL_OPTION = "cache_ttl"
 #:   minimum).
 MIN_OUTPUT_TOKENS: Mapping[str, int] = {
     "anthropic": 1,
+    "bedrock-anthropic": 1,
     "bedrock-converse": 1,
     "openai-chat": 16,
     "openai-responses": 16,
@@ -110,12 +112,18 @@ def keepalive_output_limit(provider: str, options: Mapping[str, Any]) -> int:
     Anthropic's extended-thinking guide; NOT VERIFIED against a stored copy)."""
     least = MIN_OUTPUT_TOKENS.get(provider, 1)
     thinking = options.get("thinking")
-    if provider == "anthropic" and isinstance(thinking, Mapping):
+    if provider in ("anthropic", "bedrock-anthropic") and isinstance(thinking, Mapping):
         budget = thinking.get("budget_tokens")
         if isinstance(budget, int) and not isinstance(budget, bool):
             least = max(least, budget + 1)
     return least
 
+
+#: The wires Bedrock serves; its one-hour TTL rule (:func:`one_hour_ttl_refusal`) is the
+#: service's, for Converse's ``cachePoint`` and InvokeModel's ``cache_control`` alike
+#: (docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html lists the models
+#: taking a 1-hour TTL per model, not per API).
+BEDROCK_WIRES = ("bedrock-converse", "bedrock-anthropic")
 
 #: Its values that put one-hour markers into bodies.
 ONE_HOUR_POLICIES = ("1h", "auto", "turn")
@@ -214,7 +222,7 @@ def _ttl_problems(
     provider: str, model: str, options: Mapping[str, Any]
 ) -> list[tuple[tuple[str, ...], str]]:
     value = options.get(CACHE_TTL_OPTION)
-    if provider != "bedrock-converse" or value not in ONE_HOUR_POLICIES:
+    if provider not in BEDROCK_WIRES or value not in ONE_HOUR_POLICIES:
         return []
     refusal = one_hour_ttl_refusal(model)
     if refusal is None:

@@ -54,6 +54,7 @@ _CLAUDE_RETIRED = (
 CURRENT: Mapping[str, tuple[ModelRow, ...]] = {
     "anthropic": tuple(ModelRow(i, None, s) for i, s in _CLAUDE_CURRENT),
     "bedrock-converse": tuple(ModelRow("anthropic." + i, None, s) for i, s in _CLAUDE_CURRENT),
+    "bedrock-anthropic": tuple(ModelRow("anthropic." + i, None, s) for i, s in _CLAUDE_CURRENT),
     "gemini": (
         # The caching page's newest stored copy ("Last updated 2026-10-13 UTC"): "Gemini 4
         # Argon | 4,096 | Gemini 3.8 Flash | 4,096 | ..." (prefixlock.cache.rules).
@@ -77,6 +78,10 @@ CURRENT: Mapping[str, tuple[ModelRow, ...]] = {
 RETIRED: Mapping[str, tuple[ModelRow, ...]] = {
     "anthropic": tuple(ModelRow(i, d, s) for i, d, s in _CLAUDE_RETIRED),
     "bedrock-converse": tuple(
+        ModelRow("anthropic." + i, d, f"{s}; on Bedrock NOT VERIFIED")
+        for i, d, s in _CLAUDE_RETIRED
+    ),
+    "bedrock-anthropic": tuple(
         ModelRow("anthropic." + i, d, f"{s}; on Bedrock NOT VERIFIED")
         for i, d, s in _CLAUDE_RETIRED
     ),

@@ -57,6 +57,8 @@ class SigV4Signer:
         access_key: Secret | None = None,
         secret_key: Secret | None = None,
         session_token: Secret | None = None,
+        *,
+        provider: str = "bedrock-converse",
     ) -> None:
         self.region = region
         if access_key is not None and secret_key is not None:
@@ -69,7 +71,7 @@ class SigV4Signer:
             found = Session().get_credentials()
             if found is None:
                 raise UsageError(
-                    "bedrock-converse: no AWS credentials (give aws_access_key_id and "
+                    f"{provider}: no AWS credentials (give aws_access_key_id and "
                     "aws_secret_access_key, set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
                     "configure a profile, or set AWS_BEARER_TOKEN_BEDROCK)"
                 )

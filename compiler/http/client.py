@@ -38,7 +38,7 @@ from ..core.output import ModelOutput
 from ..providers.readers import Reader, reader
 from ..providers.readers.base import Listener, StreamReader
 from ..providers.transport import HttpRequest, error_details
-from .config import Retry, Secret, Timeouts, endpoint, join_url, retry_after
+from .config import BEDROCK_PROVIDERS, Retry, Secret, Timeouts, endpoint, join_url, retry_after
 
 __all__ = ["ERROR_BODY_LIMIT", "AsyncClient", "Client"]
 
@@ -121,10 +121,10 @@ class _Core:
             key = next((environ[v] for v in point.key_env if environ.get(v)), None)
         self._key = None if key is None else Secret(key)
         self._signer: Any = None
-        if provider == "bedrock-converse":
+        if provider in BEDROCK_PROVIDERS:
             region = region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
             if not region:
-                raise UsageError("bedrock-converse: no region (give region=, or set AWS_REGION)")
+                raise UsageError(f"{provider}: no region (give region=, or set AWS_REGION)")
             if self._key is None:
                 from .bedrock import SigV4Signer  # botocore: the optional extra
 
@@ -136,6 +136,7 @@ class _Core:
                     None if not access else Secret(access),
                     None if not secret else Secret(secret),
                     None if not token else Secret(token),
+                    provider=provider,
                 )
         elif self._key is None:
             names = " or ".join(point.key_env)

@@ -24,7 +24,15 @@ from ..core.errors import UsageError
 from ..core.names import hint
 from ..providers import NAMES
 
-__all__ = ["ENDPOINTS", "Endpoint", "Retry", "Secret", "Timeouts", "retry_after"]
+__all__ = [
+    "BEDROCK_PROVIDERS",
+    "ENDPOINTS",
+    "Endpoint",
+    "Retry",
+    "Secret",
+    "Timeouts",
+    "retry_after",
+]
 
 
 @attrs.frozen(repr=False)
@@ -53,6 +61,18 @@ class Endpoint:
     base_url_env: tuple[str, ...] = ()
 
 
+#: Bedrock runtime, both of its wires (Converse, InvokeModel with the Claude Messages
+#: body). AWS_BEARER_TOKEN_BEDROCK: a Bedrock API key (docs.aws.amazon.com/bedrock/latest/
+#: userguide/api-keys-use.html); without one the call is signed with SigV4.
+_BEDROCK = Endpoint(
+    "https://bedrock-runtime.{region}.amazonaws.com",
+    ("AWS_BEARER_TOKEN_BEDROCK",),
+    "authorization",
+    "Bearer ",
+)
+#: The providers Bedrock serves: a region, SigV4 or a Bedrock API key.
+BEDROCK_PROVIDERS = frozenset({"bedrock-anthropic", "bedrock-converse"})
+
 #: Provider name -> its endpoint.
 ENDPOINTS: Mapping[str, Endpoint] = {
     "anthropic": Endpoint(
@@ -62,14 +82,8 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "",
         ("ANTHROPIC_BASE_URL",),
     ),
-    # AWS_BEARER_TOKEN_BEDROCK: a Bedrock API key (docs.aws.amazon.com/bedrock/latest/
-    # userguide/api-keys-use.html); without one the call is signed with SigV4.
-    "bedrock-converse": Endpoint(
-        "https://bedrock-runtime.{region}.amazonaws.com",
-        ("AWS_BEARER_TOKEN_BEDROCK",),
-        "authorization",
-        "Bearer ",
-    ),
+    "bedrock-anthropic": _BEDROCK,
+    "bedrock-converse": _BEDROCK,
     # google-genai reads GOOGLE_API_KEY first when both are set ("GOOGLE_API_KEY takes
     # precedence", googleapis/python-genai README, "Create a client").
     "gemini": Endpoint(

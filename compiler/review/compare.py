@@ -274,6 +274,8 @@ def guess_provider(body: Mapping[str, Any], path: Path | None = None) -> str:
         return "gemini"
     if "input" in body:
         return "openai-responses"
+    if "anthropic_version" in body:  # Bedrock InvokeModel's Messages body
+        return "bedrock-anthropic"
     if "inferenceConfig" in body or "toolConfig" in body:
         return "bedrock-converse"
     if "max_completion_tokens" in body or "prompt_cache_key" in body:

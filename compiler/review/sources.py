@@ -45,6 +45,7 @@ __all__ = [
 #: Paths (``int`` = any index) where each wire format puts the instructions text.
 INSTRUCTIONS_PATHS: Mapping[str, tuple[Any, ...]] = {
     "anthropic": ("system", int, "text"),
+    "bedrock-anthropic": ("system", int, "text"),
     "bedrock-converse": ("system", int, "text"),
     "gemini": ("systemInstruction", "parts", int, "text"),
     "openai-chat": ("messages", 0, "content"),  # the developer message
@@ -53,6 +54,7 @@ INSTRUCTIONS_PATHS: Mapping[str, tuple[Any, ...]] = {
 #: Path of one tool definition, and where its name sits inside it.
 TOOL_PATHS: Mapping[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {
     "anthropic": (("tools", int), ("name",)),
+    "bedrock-anthropic": (("tools", int), ("name",)),
     "bedrock-converse": (("toolConfig", "tools", int), ("toolSpec", "name")),
     "gemini": (("tools", int, "functionDeclarations", int), ("name",)),
     "openai-chat": (("tools", int), ("function", "name")),

@@ -14,9 +14,10 @@ One rule per part kind, for a part that the target did not produce:
 1. **Text, tool calls, tool results, images** are provider-independent parts: kept. (A
    Gemini ``thought_signature`` on a text or call part is left out by every other wire
    already, by its fixed rule.)
-2. **Claude thinking with its signature** (an Anthropic ``thinking`` block, a Bedrock
-   Converse ``reasoningContent.reasoningText`` with a ``signature``) is kept, in the
-   target's own block shape, when the target is Claude: ``anthropic``, or
+2. **Claude thinking with its signature** (an Anthropic or ``bedrock-anthropic``
+   ``thinking`` block, a Bedrock Converse ``reasoningContent.reasoningText`` with a
+   ``signature``) is kept, in the target's own block shape, when the target is Claude:
+   ``anthropic``, ``bedrock-anthropic`` (InvokeModel with the Claude Messages body), or
    ``bedrock-converse`` with a Claude model id (``anthropic.claude-...``, with or without
    a cross-region prefix or an ARN). Source: Anthropic, *Building with extended
    thinking*, "signature values are compatible across platforms (Claude APIs, Amazon
@@ -63,12 +64,14 @@ from ..core.names import hint
 __all__ = ["is_claude", "opaque_providers", "retarget"]
 
 #: The wires whose opaque reasoning can carry a Claude thinking signature.
-_CLAUDE_WIRES = frozenset({"anthropic", "bedrock-converse"})
+_CLAUDE_WIRES = frozenset({"anthropic", "bedrock-anthropic", "bedrock-converse"})
+#: The Claude wires whose thinking blocks have the Messages API's shape.
+_MESSAGES_WIRES = frozenset({"anthropic", "bedrock-anthropic"})
 
 
 def is_claude(provider: str, model: str) -> bool:
     """Whether ``model`` on ``provider`` is a Claude model (rule 2's target)."""
-    if provider == "anthropic":
+    if provider in _MESSAGES_WIRES:  # bedrock-anthropic: InvokeModel's Claude body
         return True
     # Bedrock model ids: anthropic.claude-..., us.anthropic.claude-..., or an ARN ending
     # in one (https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html).
@@ -80,7 +83,7 @@ def _thinking(part: OpaquePart) -> tuple[str, str] | None:
     value = part.value
     if not isinstance(value, dict):
         return None
-    if part.provider == "anthropic" and value.get("type") == "thinking":
+    if part.provider in _MESSAGES_WIRES and value.get("type") == "thinking":
         text, signature = value.get("thinking"), value.get("signature")
     elif part.provider == "bedrock-converse":
         reasoning = value.get("reasoningContent")
@@ -100,7 +103,7 @@ def _carried(part: Part, target: str, model: str) -> Part | None:
     if not isinstance(part, OpaquePart) or part.provider == target:
         return part
     value = part.value
-    if part.provider == "anthropic" and isinstance(value, dict) and value.get("type") == "text":
+    if part.provider in _MESSAGES_WIRES and isinstance(value, dict) and value.get("type") == "text":
         text = value.get("text")
         return TextPart(text) if isinstance(text, str) and text.strip() else None
     thinking = _thinking(part) if part.provider in _CLAUDE_WIRES else None
@@ -108,7 +111,7 @@ def _carried(part: Part, target: str, model: str) -> Part | None:
         return None
     text, signature = thinking
     block: dict[str, object]
-    if target == "anthropic":
+    if target in _MESSAGES_WIRES:
         block = {"type": "thinking", "thinking": text, "signature": signature}
     else:
         block = {"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}

@@ -17,6 +17,7 @@ __all__ = ["MODULES", "Reader", "StreamReader", "reader"]
 #: Provider name -> ``"module:Class"`` of its reader, imported on first use.
 MODULES: dict[str, str] = {
     "anthropic": ".anthropic:AnthropicReader",
+    "bedrock-anthropic": ".bedrock_anthropic:BedrockAnthropicReader",
     "bedrock-converse": ".bedrock_converse:BedrockConverseReader",
     "gemini": ".gemini:GeminiReader",
     "openai-chat": ".openai_chat:OpenAIChatReader",

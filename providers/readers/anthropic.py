@@ -211,7 +211,9 @@ def _citation(value: Any, where: str) -> None:
         member(value, key, kinds, where)
 
 
-def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> Part:
+def _part(
+    block: Mapping[str, Any], where: str = "anthropic content block", provider: str = NAME
+) -> Part:
     """The part of one content block, its members checked against the wire schema (the
     request's, for a block sent back as received) first: a block the Messages API would
     refuse in the next request is a :class:`ResponseError`, never a part."""
@@ -229,7 +231,7 @@ def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> P
             raise ResponseError(f"{where}: a cited text is blank", retry_safe=False)
         for i, citation in enumerate(citations):
             _citation(citation, f"{where}.citations[{i}]")
-        return opaque(NAME, block)
+        return opaque(provider, block)
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, dict)):
@@ -245,12 +247,12 @@ def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> P
         if not member(block, "signature", str, where):
             raise ResponseError(f"{where}: the signature is empty", retry_safe=False)
         only(block, frozenset({"type", "thinking", "signature"}), where)
-        return opaque(NAME, block)
+        return opaque(provider, block)
     if kind == "redacted_thinking":
         if not member(block, "data", str, where):
             raise ResponseError(f"{where}: the data is empty", retry_safe=False)
         only(block, frozenset({"type", "data"}), where)
-        return opaque(NAME, block)
+        return opaque(provider, block)
     server = BLOCKS.get(kind)
     if server is None:
         # A type this reader does not know could be anything, a mangled tool_use among
@@ -258,7 +260,7 @@ def _part(block: Mapping[str, Any], where: str = "anthropic content block") -> P
         # it may refuse.
         raise ResponseError(f"{where}: unknown content block type", retry_safe=False)
     _conform(block, ["shape", server[1]], where)
-    return opaque(NAME, block)
+    return opaque(provider, block)
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:
@@ -284,21 +286,25 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     )
 
 
-def _block(block: Any, index: int) -> Part:
+def _block(block: Any, index: int, provider: str = NAME) -> Part:
     if not isinstance(block, dict):
         raise ResponseError(
             f"anthropic content block {index}: expected an object", retry_safe=False
         )
-    return _part(block, f"anthropic content block {index}")
+    return _part(block, f"anthropic content block {index}", provider)
 
 
-def _message(message: Mapping[str, Any], content: list[Any]) -> ModelOutput:
+def message_output(
+    message: Mapping[str, Any], content: list[Any], provider: str = NAME
+) -> ModelOutput:
+    """The output of a Messages API ``message`` (its ``content`` given apart: a stream
+    builds it) as ``provider``'s (its opaque parts carry that name)."""
     raw_usage = message.get("usage")
     stop = message.get("stop_reason")
     model = message.get("model")
     return output(
-        NAME,
-        [_block(block, i) for i, block in enumerate(content)],
+        provider,
+        [_block(block, i, provider) for i, block in enumerate(content)],
         stop if isinstance(stop, str) else None,
         _usage(raw_usage) if isinstance(raw_usage, dict) else None,
         model if isinstance(model, str) else None,
@@ -330,7 +336,7 @@ class AnthropicReader(Reader):
             raise ResponseError(
                 "anthropic response: expected a message with a content list", retry_safe=False
             )
-        return _message(message, content)
+        return message_output(message, content, self.name)
 
     def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
         one_output(self.name, candidate)
@@ -360,8 +366,10 @@ class AnthropicStream(SSEStreamReader):
     ``message_start`` comes once. A lost or repeated text delta inside a block cannot be
     told from the model's own text."""
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str = NAME) -> None:
         super().__init__()
+        #: the provider whose output this is (its opaque parts carry the name)
+        self.provider = provider
         self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         self.stopped: set[int] = set()
@@ -490,4 +498,5 @@ class AnthropicStream(SSEStreamReader):
 
     def output(self) -> ModelOutput:
         assert self.message is not None
-        return _message(self.message, [self.blocks[i] for i in sorted(self.blocks)])
+        blocks = [self.blocks[i] for i in sorted(self.blocks)]
+        return message_output(self.message, blocks, self.provider)

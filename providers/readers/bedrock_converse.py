@@ -230,6 +230,31 @@ class _Block:
     started: bool = False
 
 
+def frame_event(frame: Frame, provider: str, exceptions: Mapping[str, bool]) -> str:
+    """The ``:event-type`` of an ``event`` frame. An ``exception`` frame (the service's
+    modeled errors: ``:exception-type``, a JSON ``{"message"}`` payload) is a typed
+    :class:`ResponseError` (``error_type`` the exception's name, retry-safe as
+    ``exceptions`` says); an ``error`` frame (``:error-code``, ``:error-message``) and any
+    other message type are refused. (botocore's ``EventStream`` raises the same frames as
+    the operation's modeled errors; the Smithy event-stream spec, "Message types".)"""
+    kind = frame.headers.get(":message-type")
+    if kind == "exception":
+        name = frame.headers.get(":exception-type", "")
+        message = _exception_message(frame.payload)
+        raise ResponseError(
+            f"{provider} stream: {name}: {message}",
+            retry_safe=exceptions.get(name, False),
+            error_type=name or None,
+        )
+    if kind == "error":
+        code = frame.headers.get(":error-code", "")
+        message = frame.headers.get(":error-message", "")
+        raise ResponseError(f"{provider} stream: error {code}: {message}", retry_safe=False)
+    if kind != "event":
+        raise ResponseError(f"event stream: unknown message type {kind!r}", retry_safe=False)
+    return frame.headers.get(":event-type", "")
+
+
 class BedrockConverseStreamReader(EventStreamReader):
     """``ConverseStream`` frames -> the same :class:`ModelOutput` as ``Converse``."""
 
@@ -242,24 +267,7 @@ class BedrockConverseStreamReader(EventStreamReader):
         self._stopped = False
 
     def on_frame(self, frame: Frame) -> None:
-        kind = frame.headers.get(":message-type")
-        if kind == "exception":
-            name = frame.headers.get(":exception-type", "")
-            message = _exception_message(frame.payload)
-            raise ResponseError(
-                f"bedrock-converse stream: {name}: {message}",
-                retry_safe=STREAM_EXCEPTIONS.get(name, False),
-                error_type=name or None,
-            )
-        if kind == "error":
-            code = frame.headers.get(":error-code", "")
-            message = frame.headers.get(":error-message", "")
-            raise ResponseError(
-                f"bedrock-converse stream: error {code}: {message}", retry_safe=False
-            )
-        if kind != "event":
-            raise ResponseError(f"event stream: unknown message type {kind!r}", retry_safe=False)
-        event = frame.headers.get(":event-type", "")
+        event = frame_event(frame, PROVIDER, STREAM_EXCEPTIONS)
         if self.done:
             raise ResponseError(f"event {event!r} after the end", retry_safe=False)
         data = load_object(frame.payload, f"event {event!r}")
