@@ -124,7 +124,17 @@ CASES_HEAD = [
     " first difference | caused by |",
     "| --- | --- | ---: | ---: | ---: | --- |",
 ]
-PROVIDERS = ["anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses"]
+PROVIDERS = [
+    "anthropic",
+    "bedrock-anthropic",
+    "bedrock-converse",
+    "gemini",
+    "openai-chat",
+    "openai-responses",
+]
+#: every line after the cost table moves with the number of providers
+N = len(PROVIDERS)
+E = 8 + N
 
 
 def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_the_details(
@@ -142,33 +152,33 @@ def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_the_detail
         "",
         *COST_HEAD,
     ]
-    assert check_cost_rows(lines[8:13], "3 of 6") == PROVIDERS
-    assert lines[13:20] == [
+    assert check_cost_rows(lines[8:E], "3 of 6") == PROVIDERS
+    assert lines[E : E + 7] == [
         "",
-        "**Affected cases**: 1 of 2; 15 of 30 golden calls changed",
+        f"**Affected cases**: 1 of 2; {3 * N} of {6 * N} golden calls changed",
         "",
         *CASES_HEAD,
-        "| identical-context | template/context change | 15 of 15 | 5 | 5.6% |"
+        f"| identical-context | template/context change | {3 * N} of {3 * N} | {N} | 5.6% |"
         f" `HEAD~1:{TEMPLATE}:45` |",
         "",
     ]
     assert re.fullmatch(
         r"Old: golden/ at HEAD~2 \([0-9a-f]{12}\); new: golden/ at HEAD~1 \([0-9a-f]{12}\)\.",
-        lines[20],
+        lines[E + 7],
     )
-    assert lines[21:25] == [
+    assert lines[E + 8 : E + 12] == [
         "",
-        "<details><summary>Details: each changed call (15 calls)</summary>",
+        f"<details><summary>Details: each changed call ({3 * N} calls)</summary>",
         "",
         "```text",
     ]
     end = lines.index("```")
-    assert lines[25].startswith("identical-context/anthropic: 3 of 3 calls changed; cost ")
-    assert lines[26] == (
+    assert lines[E + 12].startswith("identical-context/anthropic: 3 of 3 calls changed; cost ")
+    assert lines[E + 13] == (
         "  0001-0003: differs at $.messages[1].content[0].text: old '…uted?\\n</user_query>"
         "\\n' new '…uted?\\n</user_query>\\nBe brief.\\n'"
     )
-    assert lines[27] == f"             caused by HEAD~1:{TEMPLATE}:45"
+    assert lines[E + 14] == f"             caused by HEAD~1:{TEMPLATE}:45"
     assert lines[end:] == [
         "```",
         "",
@@ -201,10 +211,15 @@ def test_markdown_of_an_instructions_edit_is_a_root_change_and_exits_1(
         "",
         *COST_HEAD,
     ]
-    assert check_cost_rows(lines[8:13], "6 of 6") == PROVIDERS
+    assert check_cost_rows(lines[8:E], "6 of 6") == PROVIDERS
     assert (
-        lines[13:17]
-        == ["", "**Affected cases**: 2 of 2; 30 of 30 golden calls changed", "", *CASES_HEAD][:4]
+        lines[E : E + 4]
+        == [
+            "",
+            f"**Affected cases**: 2 of 2; {6 * N} of {6 * N} golden calls changed",
+            "",
+            *CASES_HEAD,
+        ][:4]
     )
     assert "unchanged case" not in "\n".join(lines)
 
@@ -238,7 +253,7 @@ def test_github_annotations_at_the_spec_lines(
     assert lines == [
         "::error file=prompt/cursor/instructions.md,line=1,title=prefixlock%3A root change::"
         f"root change of the instructions: {ROOT_CONSEQUENCE}",
-        "::notice title=prefixlock diff::30 of 30 golden calls changed;"
+        f"::notice title=prefixlock diff::{6 * N} of {6 * N} golden calls changed;"
         " deployment impact: root change",
     ]
     code, lines = _diff(project, monkeypatch, capsys, "HEAD~2", "HEAD~1", "--format=github")
@@ -249,7 +264,7 @@ def test_github_annotations_at_the_spec_lines(
         f" {CONTENT_CONSEQUENCE}"
     )
     totals = (
-        "::notice title=prefixlock diff::15 of 30 golden calls changed;"
+        f"::notice title=prefixlock diff::{3 * N} of {6 * N} golden calls changed;"
         " deployment impact: template/context change"
     )
     assert lines == [f"::notice {content}", totals]
@@ -356,16 +371,16 @@ def test_markdown_counts_the_details_that_do_not_fit(
     monkeypatch.chdir(project)
     report = diff("HEAD~2", "HEAD~1")
     whole = markdown(report, limit=None)
-    details = whole.index("<details><summary>Details: each changed call (15 calls)</summary>")
+    details = whole.index(f"<details><summary>Details: each changed call ({3 * N} calls)</summary>")
     limit = sum(len(line) + 1 for line in whole) - 400  # room for all but one or two
     short = markdown(report, limit=limit, full_report="full.md")
     assert sum(len(line) + 1 for line in short) <= limit
     assert short[:details] == whole[:details]
     shown = [line.split(":")[0] for line in short if re.match(r"identical-context/\S+: ", line)]
-    assert shown == PROVIDERS_SHOWN[: len(shown)] and 0 < len(shown) < 5
+    assert shown == PROVIDERS_SHOWN[: len(shown)] and 0 < len(shown) < N
     end = short.index("</details>")
     assert short[end - 2 : end + 1] == [
-        f"… and {5 - len(shown)} more case/provider results, not shown here; the full report:"
+        f"… and {N - len(shown)} more case/provider results, not shown here; the full report:"
         " `full.md`",
         "",
         "</details>",
