@@ -441,3 +441,49 @@ def test_cache_ttl_refuses_a_retention_it_contradicts_and_a_model_without_24h(
         "but 'gpt-4o' has neither extended prompt_cache_retention (24h) nor "
         "prompt_cache_breakpoint (GPT-5.6 and later)"
     )
+
+
+# --- auto after a compaction (issue 45) ---------------------------------------------------
+
+
+def _compacted(provider: str) -> list[Any]:
+    """u1 and u2 each with a tool round, then u3 compacts automatically and runs one
+    tool round: the two requests after the compaction, under ``auto``."""
+    conv = open_conv()
+    for t in (1, 2):
+        conv.handle(user(f"u{t}", f"task {t}"))
+        conv.assistant(None, [ToolCall(f"c{t}", "read_file", {"path": f"f{t}.py"})])
+        conv.tool_results([ToolResult(f"c{t}", f"line {t}\n" * 50)])
+        conv.assistant("Done.")
+    first = conv.handle(user("u3", "task 3", compact={"summary": "We read f1 and f2."}))
+    conv.assistant(None, [ToolCall("c3", "read_file", {"path": "f3.py"})])
+    loop = conv.tool_results([ToolResult("c3", "line 3\n" * 50)])
+    wire = providers.get(provider)
+    return [json.loads(wire.serialize(with_policy(r, provider, "auto"))) for r in (first, loop)]
+
+
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_auto_places_one_hour_markers_after_a_compaction(provider: str, key: str) -> None:
+    """After a compaction the new history (the context, the summary, the turn's message)
+    is written again: auto marks it one-hour as from a second turn on (root, context,
+    the summary as the previous opening message, the turn), not as a first turn's
+    five-minute bodies, so a pause after it does not cost the whole compacted history
+    again (before: the long-session case's call 28 was cold)."""
+    first, loop = (_processing_order(_marks(body, key)) for body in _compacted(provider))
+    assert [ttl for _, ttl in first] == ["1h", "1h", "1h", "1h"], first
+    assert [ttl for _, ttl in loop] == ["1h", "1h", "1h", "5m"], loop
+    body = _compacted(provider)[0]
+    history = body["messages"]
+    if provider == "anthropic":  # context, summary, u3: the summary and u3 one-hour
+        assert [m["role"] for m in history] == ["user", "user", "user"]
+        assert [path for path, _ in first] == [
+            "$.system[0]",
+            "$.messages[0].content[0]",
+            "$.messages[1].content[0]",
+            "$.messages[2].content[0]",
+        ]
+        assert [path for path, _ in loop][:3] == [
+            "$.system[0]",
+            "$.messages[0].content[0]",
+            "$.messages[2].content[0]",
+        ]
