@@ -368,18 +368,30 @@ def test_openai_responses_has_no_root_breakpoint_its_context_holds_the_root() ->
     ]
 
 
+@pytest.mark.parametrize("model", ["gpt-5", "gpt-4.1", "gpt-5.5"])
 @pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
-def test_openai_models_before_5_6_get_no_breakpoint_and_the_same_bytes(
-    provider: str, history: str
+def test_openai_models_before_5_6_get_no_breakpoint_and_their_old_form(
+    provider: str, history: str, model: str
 ) -> None:
-    """The example's models before GPT-5.6 (gpt-5, gpt-4.1): no breakpoint, no content
-    rewritten into parts: the bodies are golden/'s (byte-identical to before)."""
+    """Before GPT-5.6 (the example's OpenAI models until issue 45): no breakpoint, no
+    prompt_cache_options, a single text still a string, whatever cache_ttl says."""
     scenario = load_scenario(SCENARIO)
     wire = providers.get(provider)
     for call in replay(scenario):
-        body = serialize_at(scenario, call, wire)
-        assert body == (SCENARIO.parent / provider / f"{call.index:04d}.json").read_bytes()
+        request = _on(call.request, provider, model)
+        settings = tuple(
+            attrs.evolve(s, options='{"prompt_cache_retention":"24h"}')
+            if s.provider == provider
+            else s
+            for s in request.settings
+        )
+        body = serialize_at(
+            scenario, attrs.evolve(call, request=attrs.evolve(request, settings=settings)), wire
+        )
         assert BREAKPOINT.encode() not in body and b"prompt_cache_options" not in body
+        value = json.loads(body)
+        users = [m for m in value[history] if m.get("role") == "user"]
+        assert users and all(isinstance(m["content"], str) for m in users)
 
 
 @pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
