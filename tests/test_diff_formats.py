@@ -148,7 +148,7 @@ def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_the_detail
         "**Affected cases**: 1 of 2; 15 of 30 golden calls changed",
         "",
         *CASES_HEAD,
-        "| identical-context | template/context change | 15 of 15 | 5 | 5.6% |"
+        "| identical-context | template/context change | 15 of 15 | 5 | 5.7% |"
         f" `HEAD~1:{TEMPLATE}:45` |",
         "",
     ]
