@@ -21,7 +21,8 @@ must come before shorter ones; the quotations are in :mod:`prefixlock.cache.rule
 * on a turn's first call, a one-hour marker on the previous turn's opening message as
   well (its entry is the one a pause leaves, and it lies beyond the 20-block lookback of
   the new turn's marker once a tool loop ran in between);
-* from the epoch's second user turn on (the first turn's write holds the whole root;
+* from the conversation's second user turn on, and on every turn after a compaction (the
+  first turn's write holds the whole root;
   a one-hour write of it costs 0.75x more for a conversation that never pauses five
   minutes, so the first turn's bodies are the five-minute ones), a one-hour marker at
   the end of the **latest user-role message** (the one that opens
@@ -74,6 +75,9 @@ ALIASES = {"turn": AUTO}
 
 Markers = frozenset[CachePosition]
 
+#: Message kinds before the latest user message that make it a later turn (``auto``): an
+#: earlier turn's runtime message, or the summary of a compaction.
+_EARLIER_TURN = frozenset({MessageKind.RUNTIME, MessageKind.SUMMARY})
 #: The message positions that carry a one-hour marker with ``cache_ttl: turn``.
 _TURN_LONG = frozenset({CachePosition.CONTEXT, CachePosition.TURN})
 
@@ -143,13 +147,14 @@ def place_turn_markers(
         return frame, per_message
     messages = request.messages
     turn = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    # The epoch's first user turn stays five-minute: its write holds the whole root and
-    # context, and a one-hour write of it costs 0.75x more on every conversation that
-    # never pauses for five minutes (most: the golden cases). From the second turn on, a
-    # turn's one-hour write is what the conversation added since the last hit.
-    if turn is None or not any(
-        messages[i].kind is MessageKind.RUNTIME for i in range(turn - 1, -1, -1)
-    ):
+    # The conversation's first user turn stays five-minute: its write holds the whole
+    # root and context, and a one-hour write of it costs 0.75x more on every conversation
+    # that never pauses for five minutes (most: the golden cases). From the second turn
+    # on, a turn's one-hour write is what the conversation added since the last hit. A
+    # compacted history (it holds a summary) is not a first turn: the conversation has
+    # run long enough to be compacted, and its new history is written again whole, so a
+    # pause after it would cost all of it (the long-session case's call 28 was cold).
+    if turn is None or not any(messages[i].kind in _EARLIER_TURN for i in range(turn - 1, -1, -1)):
         return frame, per_message
     frame = frame | {CachePosition.TURN}  # this body mixes TTLs (active_policy)
     if request.instructions and CachePosition.INSTRUCTIONS in frame:

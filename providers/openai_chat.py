@@ -36,6 +36,7 @@ a mapped one only if it was built to end in that id's digest).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered
@@ -47,8 +48,9 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ..core.model import ModelRequest, ProviderSettings, ToolSpec
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import ID_DIGEST_LENGTH, Markers, MessageAt, PartAt, Provider, id_digest
+from .openai_cache import BREAKPOINT_KEY, OFF, OpenAICache
 
 #: ``tool_calls[].id`` / ``tool_call_id``: "Expected a string with maximum length 40"
 #: (the API's 400; sources in the module docstring; the SDK type is a plain ``str``).
@@ -71,8 +73,11 @@ def wire_tool_call_id(call_id: str) -> str:
     return capped_id(call_id, TOOL_CALL_ID_MAX)
 
 
-class OpenAIChat(Provider):
+class OpenAIChat(OpenAICache, Provider):
     name: ClassVar[str] = "openai-chat"
+    #: Content parts that take a ``prompt_cache_breakpoint`` (openai-python 3.63.0:
+    #: ``ChatCompletionContentPartTextParam``, ``...ImageParam``).
+    BREAKPOINT_PARTS = frozenset({"text", "image_url"})
 
     MESSAGES_KEY = "messages"
     MAX_TOKENS_KEY = "max_completion_tokens"
@@ -91,6 +96,12 @@ class OpenAIChat(Provider):
     ) -> list[Any]:
         if not request.instructions:
             return []
+        if CachePosition.TAIL in markers:  # a body with breakpoints: content parts
+            part = Ordered(type="text", text=request.instructions)
+            marker = self.root_breakpoint(markers, self._options(settings))
+            if marker is not None:
+                part[BREAKPOINT_KEY] = marker
+            return [Ordered(role=self.INSTRUCTIONS_ROLE, content=[part])]
         return [Ordered(role=self.INSTRUCTIONS_ROLE, content=request.instructions)]
 
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
@@ -102,11 +113,24 @@ class OpenAIChat(Provider):
         )
 
     def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
-        return Ordered(prompt_cache_key=request.cache_key)
+        out = Ordered(prompt_cache_key=request.cache_key)
+        out.update(self.cache_trail(settings, self._options(settings)))
+        return out
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return {}, self.sent_options(options)
+
+    def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy without breakpoints (on any content part of ``messages``)."""
+        return self.strip_openai_markers(super().strip_cache_markers(body), self.MESSAGES_KEY)
 
     # --------------------------------------------------------------------- messages
 
     def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
+        variant = at.variant
+        if isinstance(variant, tuple) and variant and variant[-1] != OFF:
+            # a body with breakpoints: always parts, so a marker only adds a member
+            return [Ordered(role="user", content=self.mark_parts(self.parts(message, at), at))]
         return [Ordered(role="user", content=self._content(message, at))]
 
     def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:

@@ -75,6 +75,7 @@ from ..core.messages import (
 )
 from ..core.model import ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
+from .openai_cache import OFF, OpenAICache
 from .openai_chat import capped_id
 
 #: ``call_id``: "Expected a string with maximum length 64" (the API's 400
@@ -88,8 +89,13 @@ def wire_call_id(call_id: str) -> str:
     return capped_id(call_id, CALL_ID_MAX)
 
 
-class OpenAIResponses(Provider):
+class OpenAIResponses(OpenAICache, Provider):
     name: ClassVar[str] = "openai-responses"
+    #: Content parts that take a ``prompt_cache_breakpoint`` (openai-python 3.63.0:
+    #: ``ResponseInputTextParam``, ``ResponseInputImageParam``).
+    BREAKPOINT_PARTS = frozenset({"input_text", "input_image"})
+    #: ``prompt_cache_options.ttl`` takes ``12h`` here.
+    REQUEST_TTL = True
 
     MESSAGES_KEY = "input"
     MAX_TOKENS_KEY = "max_output_tokens"
@@ -134,7 +140,12 @@ class OpenAIResponses(Provider):
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         # ``store`` and ``include`` are written by the trail (the store policy).
-        return {}, {k: v for k, v in options.items() if k not in ("store", "include")}
+        sent = self.sent_options(options)
+        return {}, {k: v for k, v in sent.items() if k not in ("store", "include")}
+
+    def strip_cache_markers(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy without breakpoints and ``prompt_cache_options``."""
+        return self.strip_openai_markers(super().strip_cache_markers(body), self.MESSAGES_KEY)
 
     def trail(self, request: ModelRequest, settings: ProviderSettings, markers: Markers) -> Ordered:
         options = self._parsed_options(settings)
@@ -143,6 +154,7 @@ class OpenAIResponses(Provider):
         if not isinstance(include, list) or not all(isinstance(i, str) for i in include):
             raise SerializationError(f"{self.name}: settings option 'include' must be a list")
         out["include"] = sorted({*include, self.STATELESS_INCLUDE})
+        out.update(self.cache_trail(settings, options))
         return out
 
     def _parsed_options(self, settings: ProviderSettings) -> dict[str, Any]:
@@ -153,6 +165,11 @@ class OpenAIResponses(Provider):
 
     def user_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         parts = message.parts
+        variant = at.variant
+        if isinstance(variant, tuple) and variant and variant[-1] != OFF:
+            # a body with breakpoints: always parts, so a marker only adds a member
+            marked = self.mark_parts(self.parts(message, at), at)
+            return [Ordered(type="message", role="user", content=marked)]
         if len(parts) == 1 and isinstance(parts[0], TextPart):
             content: Any = parts[0].text
         else:

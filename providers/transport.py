@@ -9,6 +9,7 @@ in the path instead. Credentials are the caller's: no auth header is set here (B
 requests are signed with SigV4 by the caller's AWS client).
 
 Sources: Anthropic Messages ``POST /v1/messages`` with ``anthropic-version: 2023-06-01``
+(or the version the agent's ``anthropic_version`` option names, :attr:`Route.header_options`)
 and ``"stream": true`` (docs.anthropic.com/en/api/messages, /en/api/streaming); OpenAI
 ``POST /v1/chat/completions`` with ``stream_options.include_usage`` and
 ``POST /v1/responses`` (platform.openai.com/docs/api-reference); Gemini
@@ -29,6 +30,7 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, SerializationError
+from ..core.limits import API_VERSION_OPTION
 from ..core.model import ModelRequest, ProviderSettings
 from ..core.output import ModelOutput
 from .frame import BodyFragments
@@ -87,6 +89,9 @@ class Route:
     error_type_keys: tuple[str, ...] = ()
     #: a response header naming the error type (``Type:namespace``), where the body does not
     error_type_header: str = ""
+    #: (settings option, request header): an option a deployment sets that names the value
+    #: of a header (never a body key); the header keeps its place among ``headers``
+    header_options: tuple[tuple[str, str], ...] = ()
 
 
 _JSON = (("content-type", "application/json"),)
@@ -104,6 +109,9 @@ ROUTES: Mapping[str, Route] = {
         b'"stream":true',
         request_id_header="request-id",
         error_type_keys=("type",),
+        # rules/providers.yaml's anthropic_version (prefixlock.core.limits), e.g.
+        # 2026-10-21: "Anthropic's first new API version since 2023-06-01" (issue 45)
+        header_options=((API_VERSION_OPTION, "anthropic-version"),),
     ),
     # docs.aws.amazon.com/bedrock/latest/APIReference/CommonErrors.html: the type in the
     # x-amzn-ErrorType header ("ThrottlingException:http://..."), {"message"} in the body,
@@ -190,6 +198,12 @@ class Transport:
         template = route.stream_path if stream else route.path
         path = template.replace("{model}", urllib.parse.quote(settings.model, safe=""))
         headers = dict(route.headers)
+        if route.header_options:
+            options = settings.options_value
+            for option, header in route.header_options:
+                value = options.get(option)
+                if isinstance(value, str):
+                    headers[header] = value
         if stream:
             headers.update(route.stream_headers)
         return HttpRequest("POST", path, headers, body, self.name)

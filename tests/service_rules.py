@@ -400,9 +400,55 @@ def bedrock_anthropic_no_model_or_stream(body: Mapping[str, Any]) -> list[str]:
     ]
 
 
+#: OpenAI models that take ``prompt_cache_breakpoint`` / ``prompt_cache_options``.
+OPENAI_BREAKPOINT_MODELS = ("gpt-5.6", "gpt-6")
+
+
+def _breakpoints(body: Mapping[str, Any], history: str) -> list[tuple[str, str, Any]]:
+    """(path, the role of its message, the marker) of every content-part breakpoint."""
+    out = []
+    for i, item in enumerate(_list(body.get(history))):
+        role = item.get("role") if isinstance(item, Mapping) else None
+        for j, part in enumerate(_blocks(item)):
+            if isinstance(part, Mapping) and "prompt_cache_breakpoint" in part:
+                path = f"$.{history}[{i}].content[{j}].prompt_cache_breakpoint"
+                out.append((path, str(role), part["prompt_cache_breakpoint"]))
+    return out
+
+
+def _openai_breakpoint_rules(history: str) -> Rule:
+    def openai_breakpoints_gpt_5_6_user_developer_tool_only(body: Mapping[str, Any]) -> list[str]:
+        # openai-python 3.63.0, PromptCacheOptions: "Supported for `gpt-5.6` and later
+        # models"; on older ones "prompt_cache_options and breakpoints return a 400 on
+        # GPT-5.5 and older" (synthorai's GPT-5.6 prompting guide, dev.to, 2026). An
+        # assistant message takes none: "AiMessage cannot carry one, because assistant
+        # output blocks are not among the block types OpenAI accepts a breakpoint on"
+        # (langchain4j, OpenAiOfficialPromptCacheBreakpoint). prefixlock's own limit: at
+        # most four, the most one request writes ("Each request can write up to four
+        # breakpoints"), so every marker it sends is written.
+        marks = _breakpoints(body, history)
+        out = []
+        model = body.get("model")
+        supported = isinstance(model, str) and model.startswith(OPENAI_BREAKPOINT_MODELS)
+        if (marks or "prompt_cache_options" in body) and not supported:
+            out.append(f"$.model: {model!r} takes no prompt cache breakpoints (GPT-5.6 and later)")
+        out += [
+            f"{path}: on an assistant message" for path, role, _ in marks if role == "assistant"
+        ]
+        if len(marks) > 4:
+            out.append(f"$.{history}: {len(marks)} breakpoints; a request writes at most 4")
+        return out
+
+    return openai_breakpoints_gpt_5_6_user_developer_tool_only
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    "openai-chat": (chat_tool_call_ids_at_most_40,),
-    "openai-responses": (responses_stateless_items_carry_no_ids, responses_call_ids_at_most_64),
+    "openai-chat": (chat_tool_call_ids_at_most_40, _openai_breakpoint_rules("messages")),
+    "openai-responses": (
+        responses_stateless_items_carry_no_ids,
+        responses_call_ids_at_most_64,
+        _openai_breakpoint_rules("input"),
+    ),
     "anthropic": (
         anthropic_roles,
         anthropic_tool_use_ids,

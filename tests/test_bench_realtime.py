@@ -8,6 +8,7 @@ import itertools
 import math
 from typing import Any
 
+import attrs
 import pytest
 from conv_helpers import example_bundle
 from prefixlock import providers
@@ -71,8 +72,20 @@ def test_keepalives_follow_the_plan_of_each_gap(calls: list[rt.SessionCall]) -> 
 
 
 def test_an_implicit_cache_has_no_ttl_policies(calls: list[rt.SessionCall]) -> None:
-    figures = rt.price_session(calls, "openai-chat")
+    """gpt-4.1 (no breakpoints): configured and keep-alive only; the example's
+    gpt-5.6-sol has breakpoint TTLs to choose: every policy."""
+
+    def on(model: str, request: Any) -> Any:
+        settings = tuple(
+            attrs.evolve(s, model=model) if s.provider == "openai-chat" else s
+            for s in request.settings
+        )
+        return attrs.evolve(request, settings=settings)
+
+    old = [attrs.evolve(c, request=on("gpt-4.1", c.request)) for c in calls[:4]]
+    figures = rt.price_session(old, "openai-chat")
     assert list(figures["policies"]) == ["configured", "keepalive"]
+    assert list(rt.price_session(calls[:4], "openai-chat")["policies"]) == list(rt.POLICIES)
 
 
 def _figures(**values: float) -> dict[str, Any]:

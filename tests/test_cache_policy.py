@@ -5,6 +5,7 @@ service-rule checked (at most 4 breakpoints, every 1h marker before any 5m one).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from fractions import Fraction
@@ -261,3 +262,248 @@ def test_without_pauses_auto_costs_5m_plus_its_one_hour_premium(shape: list[list
         if provider == "anthropic":
             assert uncached == 0  # no per-checkpoint minimum: only the premium
         assert auto.cost <= five.cost + Fraction(3, 4) * one_hour + uncached, provider
+
+
+# --- OpenAI explicit breakpoints (GPT-5.6 and later; issue 45, item 3) --------------------
+
+#: The OpenAI wires, and their history member.
+OPENAI_WIRES = [("openai-chat", "messages"), ("openai-responses", "input")]
+#: A model that takes prompt_cache_breakpoint.
+GPT_56 = "gpt-5.6-sol"
+BREAKPOINT = "prompt_cache_breakpoint"
+
+
+def _on(request: Any, provider: str, model: str) -> Any:
+    settings = tuple(
+        attrs.evolve(s, model=model) if s.provider == provider else s for s in request.settings
+    )
+    return attrs.evolve(request, settings=settings)
+
+
+def _openai_bodies(provider: str, policy: str, model: str = GPT_56) -> list[bytes]:
+    scenario = load_scenario(SCENARIO)
+    wire = providers.get(provider)
+    out = []
+    for call in replay(scenario):
+        request = with_policy(_on(call.request, provider, model), provider, policy)
+        out.append(serialize_at(scenario, attrs.evolve(call, request=request), wire))
+    return out
+
+
+def _breakpoints(body: Any, history: str) -> list[tuple[str, str]]:
+    """(path, ttl) of every breakpoint ("30m": none, the request's default)."""
+    return [
+        (f"$.{history}[{i}].content[{j}]", part[BREAKPOINT].get("ttl", "30m"))
+        for i, item in enumerate(body[history])
+        for j, part in enumerate(
+            item.get("content") if isinstance(item.get("content"), list) else []
+        )
+        if isinstance(part, dict) and BREAKPOINT in part
+    ]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
+def test_openai_golden_bodies_per_policy(provider: str, history: str, policy: str) -> None:
+    bodies = _openai_bodies(provider, policy)
+    folder = DATA / provider / policy
+    if UPDATE:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.json"):
+            old.unlink()
+        for i, body in enumerate(bodies, 1):
+            (folder / f"{i:04d}.json").write_bytes(body)
+    files = sorted(folder.glob("*.json"))
+    assert [f.name for f in files] == [f"{i:04d}.json" for i in range(1, len(bodies) + 1)]
+    for file, body in zip(files, bodies, strict=True):
+        assert body == file.read_bytes(), f"{provider}/{policy}/{file.name} differs"
+        value = json.loads(body)
+        assert "cache_ttl" not in body.decode()
+        ttls = [ttl for _, ttl in _breakpoints(value, history)]
+        assert 1 <= len(ttls) <= 4
+        if policy == "5m":
+            assert set(ttls) == {"30m"} and "prompt_cache_options" not in value
+        if policy == "1h":
+            assert set(ttls) == {"12h"}
+            options = {"prompt_cache_options": {"ttl": "12h"}}
+            assert value.get("prompt_cache_options") == options.get(
+                "prompt_cache_options" if provider == "openai-responses" else ""
+            )
+        assert_valid(provider, value)
+
+
+def test_openai_auto_marks_root_context_and_turns_where_anthropic_does() -> None:
+    """Chat, the golden case's calls (u1, its loop, u2 with a new context, its loop):
+    the first turn marks the developer message (root) and the context, 30 minutes;
+    from u2 on the root, the new context and u2 are 12h, and u2's first call marks u1
+    too (four breakpoints, the most one request writes). The tail is OpenAI's implicit
+    breakpoint: no marker."""
+    marks = [_breakpoints(json.loads(b), "messages") for b in _openai_bodies("openai-chat", "auto")]
+    first = [("$.messages[0].content[0]", "30m"), ("$.messages[1].content[0]", "30m")]
+    later = [
+        ("$.messages[0].content[0]", "12h"),
+        ("$.messages[6].content[0]", "12h"),
+        ("$.messages[7].content[0]", "12h"),
+    ]
+    assert marks == [
+        first,
+        first,
+        [
+            ("$.messages[0].content[0]", "12h"),
+            ("$.messages[2].content[0]", "12h"),
+            ("$.messages[6].content[0]", "12h"),
+            ("$.messages[7].content[0]", "12h"),
+        ],
+        later,
+        later,
+    ]
+    body = json.loads(_openai_bodies("openai-chat", "auto")[2])
+    assert body["messages"][6]["role"] == "user"  # the new request context
+    assert body["messages"][0]["role"] == "developer"
+
+
+def test_openai_responses_has_no_root_breakpoint_its_context_holds_the_root() -> None:
+    """Responses' instructions are a top-level string (no content part to mark): the
+    first breakpoint is the context message's, which holds tools and instructions."""
+    body = json.loads(_openai_bodies("openai-responses", "5m")[0])
+    assert _breakpoints(body, "input") == [("$.input[0].content[0]", "30m")]
+    assert body["input"][0]["content"] == [
+        {
+            "type": "input_text",
+            "text": body["input"][0]["content"][0]["text"],
+            BREAKPOINT: {"mode": "explicit"},
+        }
+    ]
+
+
+@pytest.mark.parametrize("model", ["gpt-5", "gpt-4.1", "gpt-5.5"])
+@pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
+def test_openai_models_before_5_6_get_no_breakpoint_and_their_old_form(
+    provider: str, history: str, model: str
+) -> None:
+    """Before GPT-5.6 (the example's OpenAI models until issue 45): no breakpoint, no
+    prompt_cache_options, a single text still a string, whatever cache_ttl says."""
+    scenario = load_scenario(SCENARIO)
+    wire = providers.get(provider)
+    for call in replay(scenario):
+        request = _on(call.request, provider, model)
+        settings = tuple(
+            attrs.evolve(s, options='{"prompt_cache_retention":"24h"}')
+            if s.provider == provider
+            else s
+            for s in request.settings
+        )
+        body = serialize_at(
+            scenario, attrs.evolve(call, request=attrs.evolve(request, settings=settings)), wire
+        )
+        assert BREAKPOINT.encode() not in body and b"prompt_cache_options" not in body
+        value = json.loads(body)
+        users = [m for m in value[history] if m.get("role") == "user"]
+        assert users and all(isinstance(m["content"], str) for m in users)
+
+
+@pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
+def test_openai_breakpoints_are_stripped_for_the_prefix_check(provider: str, history: str) -> None:
+    """Moving a breakpoint changes no content: without markers, every body of the
+    conversation is a structural prefix of the next (append-only)."""
+    wire = providers.get(provider)
+    stripped = [wire.strip_cache_markers(json.loads(b)) for b in _openai_bodies(provider, "auto")]
+    for before, after in itertools.pairwise(stripped):
+        assert after[history][: len(before[history])] == before[history]
+        assert BREAKPOINT not in json.dumps(after)
+
+
+# --- cache_ttl as prompt_cache_retention before GPT-5.6 (issue 45, item 2) --------------
+
+
+@pytest.mark.parametrize(
+    ("model", "policy", "retention"),
+    [
+        ("gpt-4.1", "5m", "in_memory"),
+        ("gpt-4.1", "1h", "24h"),
+        ("gpt-5", "auto", "24h"),
+        ("gpt-5.5", "1h", "24h"),
+        ("gpt-5.5", "5m", None),  # 24h only: its default
+        ("gpt-4o", "5m", None),  # in memory only: its default
+    ],
+)
+@pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
+def test_cache_ttl_sends_the_retention_it_names_before_5_6(
+    provider: str, history: str, model: str, policy: str, retention: str | None
+) -> None:
+    request = _on(_request(), provider, model)
+    settings = tuple(
+        attrs.evolve(s, options="{}") if s.provider == provider else s for s in request.settings
+    )
+    request = with_policy(attrs.evolve(request, settings=settings), provider, policy)
+    body = json.loads(providers.get(provider).serialize(request))
+    assert body.get("prompt_cache_retention") == retention
+    assert "cache_ttl" not in body and BREAKPOINT not in json.dumps(body)
+
+
+@pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
+def test_cache_ttl_refuses_a_retention_it_contradicts_and_a_model_without_24h(
+    provider: str, history: str
+) -> None:
+    wire = providers.get(provider)
+    request = _on(_request(), provider, "gpt-4.1")  # the example's options: 24h
+    with pytest.raises(SerializationError) as caught:
+        wire.serialize(with_policy(request, provider, "5m"))
+    assert str(caught.value) == (
+        f"{provider}: settings options.prompt_cache_retention: '24h' contradicts cache_ttl "
+        "'5m', which sends prompt_cache_retention 'in_memory' on 'gpt-4.1': set one of them"
+    )
+    request = _on(_request(), provider, "gpt-4o")
+    with pytest.raises(SerializationError) as caught:
+        wire.serialize(with_policy(request, provider, "1h"))
+    assert str(caught.value) == (
+        f"{provider}: settings options.cache_ttl: '1h' asks for longer-lived cache entries, "
+        "but 'gpt-4o' has neither extended prompt_cache_retention (24h) nor "
+        "prompt_cache_breakpoint (GPT-5.6 and later)"
+    )
+
+
+# --- auto after a compaction (issue 45) ---------------------------------------------------
+
+
+def _compacted(provider: str) -> list[Any]:
+    """u1 and u2 each with a tool round, then u3 compacts automatically and runs one
+    tool round: the two requests after the compaction, under ``auto``."""
+    conv = open_conv()
+    for t in (1, 2):
+        conv.handle(user(f"u{t}", f"task {t}"))
+        conv.assistant(None, [ToolCall(f"c{t}", "read_file", {"path": f"f{t}.py"})])
+        conv.tool_results([ToolResult(f"c{t}", f"line {t}\n" * 50)])
+        conv.assistant("Done.")
+    first = conv.handle(user("u3", "task 3", compact={"summary": "We read f1 and f2."}))
+    conv.assistant(None, [ToolCall("c3", "read_file", {"path": "f3.py"})])
+    loop = conv.tool_results([ToolResult("c3", "line 3\n" * 50)])
+    wire = providers.get(provider)
+    return [json.loads(wire.serialize(with_policy(r, provider, "auto"))) for r in (first, loop)]
+
+
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_auto_places_one_hour_markers_after_a_compaction(provider: str, key: str) -> None:
+    """After a compaction the new history (the context, the summary, the turn's message)
+    is written again: auto marks it one-hour as from a second turn on (root, context,
+    the summary as the previous opening message, the turn), not as a first turn's
+    five-minute bodies, so a pause after it does not cost the whole compacted history
+    again (before: the long-session case's call 28 was cold)."""
+    first, loop = (_processing_order(_marks(body, key)) for body in _compacted(provider))
+    assert [ttl for _, ttl in first] == ["1h", "1h", "1h", "1h"], first
+    assert [ttl for _, ttl in loop] == ["1h", "1h", "1h", "5m"], loop
+    body = _compacted(provider)[0]
+    history = body["messages"]
+    if provider == "anthropic":  # context, summary, u3: the summary and u3 one-hour
+        assert [m["role"] for m in history] == ["user", "user", "user"]
+        assert [path for path, _ in first] == [
+            "$.system[0]",
+            "$.messages[0].content[0]",
+            "$.messages[1].content[0]",
+            "$.messages[2].content[0]",
+        ]
+        assert [path for path, _ in loop][:3] == [
+            "$.system[0]",
+            "$.messages[0].content[0]",
+            "$.messages[2].content[0]",
+        ]

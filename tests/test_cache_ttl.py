@@ -98,17 +98,17 @@ def test_the_simulator_prices_one_hour_writes_at_twice_the_input_price(provider:
     assert one.calls[0].cache_write_tokens == five.calls[0].cache_write_tokens
 
 
-def test_the_providers_schema_takes_cache_ttl_for_the_marker_wires_only() -> None:
+def test_the_providers_schema_takes_cache_ttl_for_the_marker_and_openai_wires_only() -> None:
     def problems(text: str) -> list[str]:
         return [str(e) for e in validate_document(load_yaml_text(text, "x.yaml"), "providers")]
 
-    for name in ("anthropic", "bedrock-converse"):
+    for name in ("anthropic", "bedrock-converse", "openai-chat", "openai-responses"):
         ok = f"providers:\n  {name}: {{model: m, max_tokens: 1, options: {{cache_ttl: 1h}}}}\n"
         assert problems(ok) == []
         assert problems(ok.replace("1h", "turn")) == []
         bad = ok.replace("1h", "2h")
         assert len(problems(bad)) == 1 and "cache_ttl" in problems(bad)[0]
-    for name in ("gemini", "openai-chat", "openai-responses"):
+    for name in ("gemini",):
         text = f"providers:\n  {name}: {{model: m, max_tokens: 1, options: {{cache_ttl: 1h}}}}\n"
         assert len(problems(text)) == 1
 

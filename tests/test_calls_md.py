@@ -45,10 +45,10 @@ def test_calls_md_starts_with_the_root_section() -> None:
         "- settings bedrock-converse: `anthropic.claude-sonnet-5-5`, max_tokens 8192, options "
         '`{"cache_ttl":"auto"}`',
         "- settings gemini: `gemini-4-argon`, max_tokens 8192",
-        '- settings openai-chat: `gpt-4.1`, max_tokens 8192, options `{"prompt_cache_retention":'
-        '"24h"}`',
-        '- settings openai-responses: `gpt-5`, max_tokens 8192, options `{"prompt_cache_retention":'
-        '"24h","reasoning":{"effort":"medium"}}`',
+        "- settings openai-chat: `gpt-5.6-sol`, max_tokens 8192, options "
+        '`{"cache_ttl":"auto","prompt_cache_retention":"24h"}`',
+        "- settings openai-responses: `gpt-5.6-sol`, max_tokens 8192, options "
+        '`{"cache_ttl":"auto","prompt_cache_retention":"24h","reasoning":{"effort":"medium"}}`',
     ]
     assert lines[14:17] == ["", "## Calls", ""]
     assert recorded_bundle(_page().encode("utf-8")) == bundle.digest

@@ -158,7 +158,7 @@ def test_markdown_of_a_template_edit_puts_the_verdict_first_and_folds_the_detail
         f"**Affected cases**: 1 of 2; {3 * N} of {6 * N} golden calls changed",
         "",
         *CASES_HEAD,
-        f"| identical-context | template/context change | {3 * N} of {3 * N} | {N} | 5.6% |"
+        f"| identical-context | template/context change | {3 * N} of {3 * N} | {N} | 5.7% |"
         f" `HEAD~1:{TEMPLATE}:45` |",
         "",
     ]

@@ -11,6 +11,7 @@ import logging
 import random
 from typing import Any
 
+import attrs
 import pytest
 from conv_helpers import open_conv, user
 from http_support import (
@@ -34,6 +35,7 @@ from http_support import (
     success,
 )
 from prefixlock import providers
+from prefixlock.core import canonical
 from prefixlock.core.errors import UsageError
 from prefixlock.core.model import ModelRequest
 from prefixlock.http import (
@@ -658,3 +660,32 @@ def test_the_default_base_urls_are_the_public_apis() -> None:
         "openai-chat": "https://api.openai.com",
         "openai-responses": "https://api.openai.com",
     }
+
+
+# -- the configured Anthropic API version on the wire (issue 45) ---------------------
+
+
+@pytest.mark.parametrize("version", ["2023-06-01", "2026-10-21"])
+@STREAM
+def test_anthropic_sends_the_configured_api_version_header(version: str, stream: bool) -> None:
+    """``anthropic_version`` (rules/providers.yaml) is the ``anthropic-version`` header
+    the stand-in receives, never a body key; without it, 2023-06-01."""
+    base = request()
+    settings = tuple(
+        attrs.evolve(s, options=canonical.dumps({**s.options_value, "anthropic_version": version}))
+        if s.provider == "anthropic"
+        else s
+        for s in base.settings
+    )
+    call = providers.get("anthropic").http_request(
+        attrs.evolve(base, settings=settings), stream=stream
+    )
+    plain = http_call("anthropic", stream)
+    assert plain.headers["anthropic-version"] == "2023-06-01"
+    assert list(call.headers) == list(plain.headers)  # the same headers, in order
+    assert call.body == plain.body and b"anthropic_version" not in call.body
+    with stub_server() as stub:
+        stub.queue(success("anthropic", TURNS["anthropic"][0], stream))
+        run("sync", lambda: client("sync", "anthropic", stub.url, Waits()), call, stream)
+    assert [seen.headers["anthropic-version"] for seen in stub.seen] == [version]
+    assert stub.seen[0].body == plain.body

@@ -92,9 +92,9 @@ def test_api_version_2026_10_21_refuses_the_sampling_parameters(
 ) -> None:
     path = _spec_with(
         tmp_path,
-        "      cache_ttl: auto\n\n  # prompt",
+        "      cache_ttl: auto\n\n  # OpenAI",
         "      cache_ttl: auto\n      anthropic_version: '2026-10-21'\n"
-        "      temperature: 1.0\n      top_k: 5\n\n  # prompt",
+        "      temperature: 1.0\n      top_k: 5\n\n  # OpenAI",
     )
     assert path.is_file()
     assert main(["build", "--root", str(tmp_path)]) == 2
@@ -118,8 +118,8 @@ def test_the_api_version_option_is_never_sent(tmp_path: Path) -> None:
 
     _spec_with(
         tmp_path,
-        "      cache_ttl: auto\n\n  # prompt",
-        "      cache_ttl: auto\n      anthropic_version: '2026-10-21'\n\n  # prompt",
+        "      cache_ttl: auto\n\n  # OpenAI",
+        "      cache_ttl: auto\n      anthropic_version: '2026-10-21'\n\n  # OpenAI",
     )
     from conv_helpers import user
     from prefixlock.runtime.conversation import Conversation

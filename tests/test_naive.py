@@ -213,18 +213,26 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
             body = wire.serialize(call.request)
             timed.add(body, call_time(scenario, call))
             bound.add(untimed.add(body))
-        assert timed.report().cost > untimed.report().cost, row.provider
+        if row.provider == "bedrock-converse":
+            # auto's one-hour entries (the compacted history's too) outlive every pause
+            assert timed.report().cost == untimed.report().cost, row.provider
+        else:
+            assert timed.report().cost > untimed.report().cost, row.provider
         if max(c.lifetime for c in timed.report().calls) < 20 * 60:
             assert row.cost_vs_bound > 1.10, row.provider
         # Without expiry the cost comes within 1.10x of the bound, but on Bedrock: its
         # checkpoints must each reach the model's minimum, so the short increments of a
         # tool loop go uncached where a perfect cache reads them (1.15x).
-        limit = 1.20 if row.provider == "bedrock-converse" else 1.10
+        # GPT-5.6 (the example's OpenAI model) matches only at breakpoints where the
+        # perfect cache reads every prefix; Responses' root has no breakpoint of its own
+        # (its instructions take none): 1.102x.
+        limit = {"bedrock-converse": 1.20, "openai-responses": 1.11}.get(row.provider, 1.10)
         assert bound.ratio(untimed.report().cost) <= limit, row.provider
         (whole_row,) = [r for r in whole_rows if r.provider == row.provider]
-        if max(c.lifetime for c in timed.report().calls) < 60 * 60:  # the 40-minute pause
-            assert whole_row.cost_vs_naive > 1.0, row.provider  # outlasts them
-        else:  # cache_ttl auto's one-hour entries outlive the pauses (Anthropic, Bedrock)
+        longer = any(c.cache_write_1h_tokens for c in timed.report().calls)
+        if max(c.lifetime for c in timed.report().calls) < 60 * 60 and not longer:
+            assert whole_row.cost_vs_naive > 1.0, row.provider  # the 40-minute pause
+        else:  # auto's one-hour (Anthropic, Bedrock) or 12h (OpenAI GPT-5.6) entries outlive it
             assert whole_row.cost_vs_naive < 1.0, row.provider
         assert row.cost_vs_naive < whole_row.cost_vs_naive, row.provider
         # prefixlock sends more tokens: one request-context message per change

@@ -314,8 +314,12 @@ def _minutes(seconds: float) -> str:
 
 def _lifetime_rule(rules: CacheRules, lifetime: float) -> str:
     """The name of the rule in :mod:`prefixlock.cache.rules` that gives ``lifetime``."""
-    if rules.write_multiplier_1h is not None and lifetime == ONE_HOUR_TTL_SECONDS:
-        return "ONE_HOUR_TTL_SECONDS"
+    if rules.write_multiplier_1h is not None and lifetime == rules.long_ttl:
+        return (
+            "ONE_HOUR_TTL_SECONDS"
+            if lifetime == ONE_HOUR_TTL_SECONDS
+            else "OPENAI_BREAKPOINT_TTL['12h']"
+        )
     retention = [name for name, ttl in rules.retention_ttl if ttl == lifetime]
     if retention and lifetime != rules.ttl:
         return f"OPENAI_RETENTION_TTL[{retention[0]!r}]"
@@ -329,10 +333,10 @@ def _lifetime_rule(rules: CacheRules, lifetime: float) -> str:
 def _longer_lifetime(economics: ProviderEconomics, rules: CacheRules) -> str:
     """The setting that would keep entries longer, if the wire has one (from the rules),
     with what the case costs under each other value of it where it was priced."""
-    if rules.write_multiplier_1h is not None and economics.lifetime_s < ONE_HOUR_TTL_SECONDS:
+    if rules.write_multiplier_1h is not None and economics.lifetime_s < rules.long_ttl:
         text = (
             f"; `{CACHE_TTL_OPTION}: {ONE_HOUR_TTL}` would keep them "
-            f"{_minutes(ONE_HOUR_TTL_SECONDS)} (writes at {float(rules.write_multiplier_1h):g}x)"
+            f"{_minutes(rules.long_ttl)} (writes at {float(rules.write_multiplier_1h):g}x)"
         )
         priced = [
             f"`{CACHE_TTL_OPTION}: {value}`: {figures['cost_vs_bound']:.2f}x the bound, "

@@ -69,8 +69,8 @@ CONTEXT_SHARES = (("none", 0.0), ("tenth", 0.1), ("most", 0.8))
 #: The bundled example's default policy per provider, decided from this workload's figures
 #: (docs/cache-policy.md): ``cache_ttl: auto`` and keep-alives on the marker wires,
 #: keep-alives on Gemini's implicit cache (it has no lifetime setting), the configured
-#: ``prompt_cache_retention: 24h`` on OpenAI (entries live 30 minutes: a keep-alive costs
-#: more than the rare expiry it saves).
+#: policy on OpenAI (the example: gpt-5.6-sol with ``cache_ttl: auto``, 12h breakpoints;
+#: entries live 30 minutes at least: a keep-alive costs more than the rare expiry it saves).
 DEFAULT_POLICY = {
     "anthropic": "auto+keepalive",
     "bedrock-anthropic": "auto+keepalive",

@@ -46,7 +46,11 @@ LIST_PRICES: Mapping[str, Fraction] = {
     "claude-haiku-5-5": Fraction(1, 10),
     "claude-haiku-4-5": Fraction(1),
     "claude-3-5-haiku": Fraction(4, 5),
-    # OpenAI
+    # OpenAI. GPT-5.6 [found 2026-12-07, third-party, NOT VERIFIED on openai.com]: "Sol at
+    # $5/M input" (coder/mux#3705, 2026-07-09), Terra "$2.50/M" (ai-cost-estimator.com,
+    # 2026-06-27); Luna's price not found.
+    "gpt-5.6-sol": Fraction(5),
+    "gpt-5.6-terra": Fraction(5, 2),
     "gpt-5.5": Fraction(5),
     "gpt-5.4-mini": Fraction(3, 4),
     "gpt-5.4-nano": Fraction(1, 5),

@@ -17,7 +17,12 @@ from typing import Any
 import attrs
 
 from ..core.errors import UnknownNameError
-from ..core.limits import one_hour_ttl_refusal
+from ..core.limits import (
+    OPENAI_24H_ONLY,
+    OPENAI_BREAKPOINT_MODELS,
+    OPENAI_EXTENDED_RETENTION,
+    one_hour_ttl_refusal,
+)
 
 __all__ = [
     "BEDROCK_MIN_TOKENS",
@@ -33,6 +38,8 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "ONE_HOUR_TTL",
     "ONE_HOUR_TTL_SECONDS",
+    "OPENAI_BREAKPOINT_TTL",
+    "OPENAI_CONSIDERED_BREAKPOINTS",
     "OPENAI_EXACT_FAMILIES",
     "OPENAI_EXACT_TTL",
     "OPENAI_EXTENDED_RETENTION",
@@ -40,6 +47,7 @@ __all__ = [
     "OPENAI_INCREMENT",
     "OPENAI_MIN_TOKENS",
     "OPENAI_RETENTION_TTL",
+    "OPENAI_WRITTEN_EXPLICIT",
     "RETENTION_OPTION",
     "CacheRules",
     "rules_for",
@@ -383,7 +391,7 @@ BEDROCK_MIN_TOKENS: Mapping[str, int] = {
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
 #: OpenAI families that report cached tokens at the exact boundary (GPT-5.6 and later).
-OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
+OPENAI_EXACT_FAMILIES = OPENAI_BREAKPOINT_MODELS
 #: OpenAI cache lifetime in seconds, by the body's ``prompt_cache_retention``. Same copy
 #: of the guide: "in_memory: Entries typically remain active for around 5 to 10 minutes
 #: of inactivity, up to one hour." "24h: Extended retention typically keeps entries
@@ -394,19 +402,60 @@ OPENAI_EXACT_FAMILIES = ("gpt-5.6", "gpt-6")
 #: "24h" in organizations without Zero Data Retention and "in_memory" with it, which the
 #: body does not show; we take in_memory's 5 minutes (the bundled example sends "24h").
 OPENAI_RETENTION_TTL: Mapping[str, float] = {"in_memory": 300.0, "24h": 1800.0}
-#: Models with ``24h`` retention only (the SDK text quoted above, openai-python 3.57.0
-#: and 3.63.0: "For `gpt-5.5`, `gpt-5.5-pro`, and future models, only `24h` is
-#: supported"): their entries get 24h's lifetime whatever the body says. (Later models,
-#: :data:`OPENAI_EXACT_FAMILIES`, have a lifetime of their own.)
-OPENAI_24H_ONLY = ("gpt-5.5",)
-#: The models with extended (``24h``) retention before GPT-5.5 (the guide's list quoted
-#: above: gpt-5.4, gpt-5.2, gpt-5.1 and their -codex/-chat models, gpt-5, gpt-5-codex,
-#: gpt-4.1), by prefix. Another model's entries live in memory whatever the body asks
-#: (NOT VERIFIED: whether the service refuses ``24h`` there or ignores it).
-OPENAI_EXTENDED_RETENTION = ("gpt-5", "gpt-4.1")
+# OPENAI_24H_ONLY (models with ``24h`` retention only: "For `gpt-5.5`, `gpt-5.5-pro`, and
+# future models, only `24h` is supported", openai-python 3.57.0 and 3.63.0: their entries
+# get 24h's lifetime whatever the body says) and OPENAI_EXTENDED_RETENTION (the models
+# with both before GPT-5.5, the guide's list quoted above; another model's entries live in
+# memory whatever the body asks, NOT VERIFIED whether the service refuses ``24h`` there)
+# live in prefixlock.core.limits, which maps ``cache_ttl`` onto the retention.
 #: The body key (a settings option, sent as given) that names the retention.
 RETENTION_OPTION = "prompt_cache_retention"
 OPENAI_EXACT_TTL = 1800.0
+# Explicit breakpoints, GPT-5.6 and later (issue 45, item 3). openai-python 3.63.0 (the
+# installed SDK), ``PromptCacheOptions`` of Chat Completions and of Responses [quoted
+# 2026-12-07]: "Supported for `gpt-5.6` and later models. By default, OpenAI
+# automatically chooses one implicit cache breakpoint. You can add explicit breakpoints to
+# content blocks with `prompt_cache_breakpoint`. Each request can write up to four
+# breakpoints. For cache matching, OpenAI considers up to the latest 80 breakpoints in the
+# conversation, without a content-block lookback limit. Set `mode` to `explicit` to
+# disable the implicit breakpoint. The `ttl` defaults to `30m`." ``mode``: "With
+# `implicit`, OpenAI creates one implicit breakpoint and writes up to the latest three
+# explicit breakpoints in the request. With `explicit`, OpenAI does not create an implicit
+# breakpoint and writes up to the latest four explicit breakpoints. If there are no
+# explicit breakpoints, the request does not use prompt caching." ``ttl``: Responses
+# "Supported values are `30m` (the default) and `12h`", Chat "`30m`, which is currently
+# the only supported value". ``PromptCacheBreakpoint`` (on a text, image, file or audio
+# content part): ``{"mode": "explicit", "ttl"?: "30m" | "12h"}``, "The minimum lifetime of
+# this cache breakpoint. Defaults to the request TTL"; "the boundary is not rounded to a
+# token block". ``prompt_cache_retention`` "expresses a maximum retention policy, while
+# `prompt_cache_options.ttl` expresses a minimum cache lifetime. The two fields are
+# independent and do not interact" (so a body may carry both; langchain4j's note that
+# "Setting both on the same request is rejected" is not what the SDK says).
+# Where the implicit breakpoint sits: "GPT-5.6 implicit caching places a managed
+# breakpoint near the latest user or tool message and no longer relies on 128-token
+# rounding. A prompt with a large stable prefix followed by a changing suffix can
+# therefore lose cache hits even when the stable prefix itself has not changed" (OpenAI's
+# GPT-5.6 migration guide as vendored by openai/codex, quoted in openai/codex#35300).
+# Matching: "a cached prefix is matched exactly at a breakpoint, without falling back to a
+# shorter unmarked prefix" (langchain4j's OpenAiOfficialPromptCacheBreakpoint, NOT
+# VERIFIED first-party); a tool loop without explicit breakpoints still reads its previous
+# call's prefix (a Codex audit of 73,386 GPT-5.6 calls: 96.7% of input tokens read,
+# thibautrey/multivibe wiki, 2026-07-30), so the breakpoints considered are those written
+# by the conversation's earlier requests, not only the ones the request carries. The
+# simulator: an entry is written at each breakpoint a request writes (the implicit one on
+# its last block, and the latest three explicit ones; mode explicit: the latest four) whose
+# prefix has OPENAI_MIN_TOKENS; a call reads the longest entry among the namespace's
+# latest OPENAI_CONSIDERED_BREAKPOINTS that is alive and equals its prefix up to that
+# block exactly; an entry lives its TTL after its last write or read. NOT VERIFIED: the
+# write price of a ``12h`` entry (the guide names one write price for GPT-5.6, 1.25x: we
+# price both TTLs at it).
+#: Entries a GPT-5.6 request's matching considers (the latest written).
+OPENAI_CONSIDERED_BREAKPOINTS = 80
+#: Breakpoints a request writes besides the implicit one (mode ``implicit``), or in all
+#: (mode ``explicit``).
+OPENAI_WRITTEN_EXPLICIT = (3, 4)
+#: Seconds of each breakpoint ``ttl`` (``30m`` is the default).
+OPENAI_BREAKPOINT_TTL: Mapping[str, float] = {"30m": 1800.0, "12h": 43200.0}
 #: OpenAI model family -> (cached-input multiplier, cache-write multiplier), from the
 #: pricing page [quoted 2026-12-02] (https://developers.openai.com/api/docs/pricing:
 #: cached input is a tenth
@@ -536,6 +585,12 @@ class CacheRules:
     #: Gemini: an explicit cache's storage price per token-hour, as a multiple of the
     #: input price (:data:`GEMINI_STORAGE_PER_HOUR`); 0 where nothing is stored for a fee.
     storage_per_hour: Fraction = Fraction(0)
+    #: OpenAI GPT-5.6 and later: entries only at breakpoints, matched among the
+    #: namespace's latest this many (0: not such a cache; see OPENAI_CONSIDERED_BREAKPOINTS).
+    considered_breakpoints: int = 0
+    #: Seconds an entry written by a marker with the longer TTL lives (Anthropic's and
+    #: Bedrock's ``1h``; OpenAI's ``12h``).
+    long_ttl: float = ONE_HOUR_TTL_SECONDS
 
 
 def _longest_prefix(table: Mapping[str, Any], model: str) -> str:
@@ -628,6 +683,10 @@ def rules_for(provider: str, model: str) -> CacheRules:
             increment=1 if exact else OPENAI_INCREMENT,
             ttl=ttl,
             retention_ttl=retention,
+            # a 12h breakpoint: the same write price (NOT VERIFIED, above)
+            write_multiplier_1h=write if exact else None,
+            considered_breakpoints=OPENAI_CONSIDERED_BREAKPOINTS if exact else 0,
+            long_ttl=OPENAI_BREAKPOINT_TTL["12h"] if exact else ONE_HOUR_TTL_SECONDS,
         )
     if provider == "gemini":
         name = model.removeprefix("models/")  # the API's resource name, as some send it

@@ -104,7 +104,8 @@ from .rules import (
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     ONE_HOUR_TTL,
-    ONE_HOUR_TTL_SECONDS,
+    OPENAI_BREAKPOINT_TTL,
+    OPENAI_WRITTEN_EXPLICIT,
     RETENTION_OPTION,
     CacheRules,
     rules_for,
@@ -272,13 +273,43 @@ def _bedrock_item(message: Any) -> ItemBlocks:
     return _with_cache_points(("message", role), _list(content))
 
 
+#: An OpenAI content part's explicit breakpoint (GPT-5.6 and later).
+_BREAKPOINT = "prompt_cache_breakpoint"
+#: OpenAI's request-level cache options (``ttl``, ``mode``).
+_OPTIONS = "prompt_cache_options"
+#: OpenAI's longer breakpoint ``ttl``: an entry of the rules' ``long_ttl``.
+_OPENAI_LONG = "12h"
+
+
+def _openai_marked(tag: tuple[Any, ...], item: Any) -> Block:
+    """One OpenAI message / input item as a block; a ``prompt_cache_breakpoint`` on any of
+    its content parts marks the item's end (prefixlock puts it on the last part), and a
+    ``12h`` one asks for the longer entry (as ``ttl: 1h`` does on Anthropic). The block's
+    identity has no breakpoint in it."""
+    content = item.get("content") if isinstance(item, dict) else None
+    if not isinstance(content, list) or not any(
+        isinstance(part, dict) and _BREAKPOINT in part for part in content
+    ):
+        return Block(tag, item)
+    ttl = FIVE_MINUTE_TTL
+    parts = []
+    for part in content:
+        if isinstance(part, dict) and _BREAKPOINT in part:
+            marker = part[_BREAKPOINT]
+            if isinstance(marker, Mapping) and marker.get("ttl") == _OPENAI_LONG:
+                ttl = ONE_HOUR_TTL
+            part = {k: v for k, v in part.items() if k != _BREAKPOINT}
+        parts.append(part)
+    return _block(tag, {**item, "content": parts}, ttl)
+
+
 def _openai_chat_frame(body: Mapping[str, Any]) -> list[Block]:
     """tools (then the messages, the developer message first: one block each)."""
     return [Block(("tool",), tool) for tool in _list(body.get("tools"))]
 
 
 def _openai_chat_item(message: Any) -> ItemBlocks:
-    return None, [Block(("message",), message)]
+    return None, [_openai_marked(("message",), message)]
 
 
 def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
@@ -290,7 +321,7 @@ def _openai_responses_frame(body: Mapping[str, Any]) -> list[Block]:
 
 
 def _openai_responses_item(item: Any) -> ItemBlocks:
-    return None, [Block(("item",), item)]
+    return None, [_openai_marked(("item",), item)]
 
 
 def _gemini_frame(body: Mapping[str, Any]) -> list[Block]:
@@ -942,6 +973,8 @@ class Simulation:
         #: for entries last used by a call without a time).
         self.explicit_entries: dict[tuple[Any, ...], _Expiries] = {}
         self.implicit_seen: dict[tuple[Any, ...], _Seen] = {}
+        #: Per namespace: the entries written at OpenAI breakpoints (GPT-5.6 and later).
+        self.breakpoint_entries: dict[tuple[Any, ...], _Book] = {}
         self.last_at: float | None = None
         #: Every call's figures (none with ``keep_calls=False``: then :attr:`totals` only).
         self.calls: list[CallCache] = []
@@ -1091,7 +1124,7 @@ class Simulation:
         else:
             now = self.last_at = at
         short = _lifetime(rules, body)
-        lifetime = ONE_HOUR_TTL_SECONDS if long_marks else short
+        lifetime = rules.long_ttl if long_marks else short
         until = now + lifetime
         write_1h = 0
         if self.floor:  # after the lifetime: it depends on the real rules and markers
@@ -1118,8 +1151,15 @@ class Simulation:
                 entries.keep(hit, now, entries.lifetimes.get(hit, short))
             for entry, long in written:
                 if entry != hit:  # the entry read is not written again: it keeps its TTL
-                    entries.keep(entry, now, ONE_HOUR_TTL_SECONDS if long else short)
+                    entries.keep(entry, now, rules.long_ttl if long else short)
             entries.forget_expired(now)
+        elif rules.considered_breakpoints and not self.floor:  # OpenAI GPT-5.6 and later
+            short = _request_ttl(body, short)
+            lifetime = short
+            book = self.breakpoint_entries.get(namespace)
+            if book is None:
+                book = self.breakpoint_entries[namespace] = _Book()
+            read, write, write_1h = book.price(rules, prompt, now, short, _implicit(body))
         elif not rules.implicit_cache:  # a model without one (Gemini before 2.5)
             read = write = 0
         else:
@@ -1253,6 +1293,75 @@ def _explicit(
         [(prompt.hash_at(b), b in long) for b in valid],
         prompt.hash_at(hit) if hit >= 0 else None,
     )
+
+
+def _implicit(body: Mapping[str, Any]) -> bool:
+    """Whether an OpenAI request adds its implicit breakpoint (``prompt_cache_options.mode``
+    ``implicit``, the default) besides its explicit ones."""
+    options = body.get(_OPTIONS)
+    return not (isinstance(options, Mapping) and options.get("mode") == "explicit")
+
+
+def _request_ttl(body: Mapping[str, Any], default: float) -> float:
+    """Seconds an OpenAI GPT-5.6 entry lives by the request's ``prompt_cache_options.ttl``
+    (``30m`` by default; ``12h`` on Responses)."""
+    options = body.get(_OPTIONS)
+    ttl = options.get("ttl") if isinstance(options, Mapping) else None
+    return OPENAI_BREAKPOINT_TTL.get(ttl, default) if isinstance(ttl, str) else default
+
+
+class _Book:
+    """The entries an OpenAI conversation (namespace) wrote at breakpoints, GPT-5.6 and
+    later (the rules and their sources: :mod:`prefixlock.cache.rules`): per entry, the
+    prefix hash, its last block, its expiry and its lifetime, in the order they were last
+    written or read (the latest last)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[bytes, tuple[int, float, float]] = {}
+
+    def price(
+        self, rules: CacheRules, prompt: _Prompt, now: float, short: float, implicit: bool
+    ) -> tuple[int, int, int]:
+        """(read, write, of them the longer-lived writes) of one call, and the entries it
+        reads and writes kept: it reads the longest of the latest
+        ``rules.considered_breakpoints`` entries alive at ``now`` that ends exactly at one
+        of its blocks with the same prefix; it writes an entry at its implicit breakpoint
+        (its last block) and its latest explicit ones (three beside the implicit one, four
+        without it), those whose prefix has the minimum, paying the write price for the
+        tokens after the read up to the last of them."""
+        entries = self.entries
+        hit, hit_entry = -1, b""
+        for entry, (block, until, _) in list(entries.items())[-rules.considered_breakpoints :]:
+            if hit < block < prompt.count and _alive(until, now) and prompt.hash_at(block) == entry:
+                hit, hit_entry = block, entry
+        read = prompt.tokens_to(hit) if hit >= 0 else 0
+        if hit >= 0:  # a read refreshes the entry for its own lifetime
+            _, _, life = entries.pop(hit_entry)
+            entries[hit_entry] = (hit, now + life, life)
+        explicit = list(prompt.breakpoints)
+        long = set(prompt.one_hour)
+        marks = explicit[
+            -(OPENAI_WRITTEN_EXPLICIT[0] if implicit else OPENAI_WRITTEN_EXPLICIT[1]) :
+        ]
+        lifetimes = {b: rules.long_ttl if b in long else short for b in marks}
+        if implicit and prompt.count:
+            last = prompt.count - 1
+            lifetimes[last] = max(lifetimes.get(last, short), short)
+        written = sorted(b for b in lifetimes if prompt.tokens_to(b) >= rules.min_tokens)
+        for block in written:
+            entry = prompt.hash_at(block)
+            life = lifetimes[block]
+            if entry in entries:
+                life = max(life, entries.pop(entry)[2])
+            entries[entry] = (block, now + life, life)
+        if len(entries) > 4 * rules.considered_breakpoints:  # only the latest are matched
+            for entry in list(entries)[: len(entries) - rules.considered_breakpoints]:
+                del entries[entry]
+        write = max(0, prompt.tokens_to(written[-1]) - read) if written else 0
+        highest = max((prompt.tokens_to(b) for b in written if lifetimes[b] > short), default=read)
+        return read, write, min(write, max(0, highest - read))
 
 
 def _lifetime(rules: CacheRules, body: Mapping[str, Any]) -> float:

@@ -45,9 +45,14 @@ __all__ = [
     "MAX_SPEC_FILE_BYTES",
     "MIN_OUTPUT_TOKENS",
     "ONE_HOUR_POLICIES",
+    "OPENAI_24H_ONLY",
+    "OPENAI_BREAKPOINT_MODELS",
+    "OPENAI_EXTENDED_RETENTION",
     "REMOVED_IN_2026_10_21",
     "keepalive_output_limit",
     "one_hour_ttl_refusal",
+    "openai_breakpoints",
+    "openai_retention",
     "settings_problems",
 ]
 
@@ -222,6 +227,8 @@ def _ttl_problems(
     provider: str, model: str, options: Mapping[str, Any]
 ) -> list[tuple[tuple[str, ...], str]]:
     value = options.get(CACHE_TTL_OPTION)
+    if provider in ("openai-chat", "openai-responses") and isinstance(value, str):
+        return _openai_ttl_problems(model, value, options)
     if provider not in BEDROCK_WIRES or value not in ONE_HOUR_POLICIES:
         return []
     refusal = one_hour_ttl_refusal(model)
@@ -230,3 +237,78 @@ def _ttl_problems(
     return [
         (("options", CACHE_TTL_OPTION), f"{value!r} asks for one-hour cache entries: {refusal}")
     ]
+
+
+# -- OpenAI: explicit breakpoints and retention by model (issue 45, items 2 and 3) --------
+#
+# openai-python 3.63.0 (the installed SDK), ``PromptCacheOptions`` of Chat Completions
+# and Responses: "Supported for `gpt-5.6` and later models"; ``prompt_cache_breakpoint``
+# and ``prompt_cache_options`` "return a 400 on GPT-5.5 and older" (synthorai, "GPT-5.6
+# Prompting Guide", dev.to, 2026; NOT VERIFIED first-party). The same SDK's
+# ``prompt_cache_retention``: "For `gpt-5.5`, `gpt-5.5-pro`, and future models, only
+# `24h` is supported"; the models with both ``in_memory`` and ``24h`` before it are the
+# caching guide's list (quoted in prefixlock.cache.rules): gpt-5.4, 5.2, 5.1, 5 and their
+# -codex/-chat models, gpt-4.1.
+#: OpenAI model prefixes that take ``prompt_cache_breakpoint`` (GPT-5.6 and later).
+OPENAI_BREAKPOINT_MODELS = ("gpt-5.6", "gpt-6")
+#: OpenAI model prefixes with ``24h`` retention only (GPT-5.5; later ones too, but they
+#: are :data:`OPENAI_BREAKPOINT_MODELS`, whose breakpoints carry the TTL).
+OPENAI_24H_ONLY = ("gpt-5.5",)
+#: OpenAI model prefixes with both ``in_memory`` and ``24h`` retention (before GPT-5.5).
+OPENAI_EXTENDED_RETENTION = ("gpt-5", "gpt-4.1")
+#: ``cache_ttl`` -> ``prompt_cache_retention`` on a model with the choice
+#: (:func:`openai_retention`): five minutes is in-memory retention ("Entries typically
+#: remain active for around 5 to 10 minutes of inactivity"), the longer policies are
+#: extended retention ("typically keeps entries available for around 30 minutes and can
+#: retain them for up to 24 hours"; the caching guide, quoted in prefixlock.cache.rules).
+_RETENTION_OF_TTL = {"5m": "in_memory", "1h": "24h", "auto": "24h", "turn": "24h"}
+
+
+def openai_breakpoints(model: str) -> bool:
+    """Whether OpenAI ``model`` takes explicit ``prompt_cache_breakpoint`` markers."""
+    return model.startswith(OPENAI_BREAKPOINT_MODELS)
+
+
+def openai_retention(model: str, cache_ttl: str) -> str | None:
+    """The ``prompt_cache_retention`` an OpenAI model without breakpoints gets for the
+    agent's ``cache_ttl`` (None: the body names none). ``5m`` is ``in_memory`` where the
+    model has the choice, else nothing (a GPT-5.5 model has ``24h`` only, and a model
+    without extended retention has in-memory only: both their defaults); ``1h`` and
+    ``auto`` are ``24h`` (refused by :func:`settings_problems` on a model without it)."""
+    if openai_breakpoints(model):
+        return None
+    wanted = _RETENTION_OF_TTL.get(cache_ttl)
+    if model.startswith(OPENAI_24H_ONLY):
+        return None if wanted == "in_memory" else wanted
+    if model.startswith(OPENAI_EXTENDED_RETENTION):
+        return wanted
+    return None if wanted == "in_memory" else wanted
+
+
+def _openai_ttl_problems(
+    model: str, value: str, options: Mapping[str, Any]
+) -> list[tuple[tuple[str, ...], str]]:
+    """``cache_ttl`` on an OpenAI model: a longer policy on a model without extended
+    retention or breakpoints, or a ``prompt_cache_retention`` that says otherwise."""
+    if openai_breakpoints(model):
+        return []
+    wanted = openai_retention(model, value)
+    if wanted == "24h" and not model.startswith((*OPENAI_24H_ONLY, *OPENAI_EXTENDED_RETENTION)):
+        return [
+            (
+                ("options", CACHE_TTL_OPTION),
+                f"{value!r} asks for longer-lived cache entries, but {model!r} has neither "
+                "extended prompt_cache_retention (24h) nor prompt_cache_breakpoint "
+                "(GPT-5.6 and later)",
+            )
+        ]
+    given = options.get("prompt_cache_retention")
+    if given is not None and wanted is not None and given != wanted:
+        return [
+            (
+                ("options", "prompt_cache_retention"),
+                f"{given!r} contradicts cache_ttl {value!r}, which sends "
+                f"prompt_cache_retention {wanted!r} on {model!r}: set one of them",
+            )
+        ]
+    return []

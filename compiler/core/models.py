@@ -50,6 +50,17 @@ _CLAUDE_RETIRED = (
     ("claude-opus-4-1", "2026-08-05", "third-party (totalum.app), NOT VERIFIED"),
 )
 
+_GPT_56 = "OpenRouter GPT-5.6 migration guide / openai-python 3.63.0 [found 2026-12-07]"
+_OPENAI_CURRENT = (
+    ModelRow("gpt-5.6-sol", None, _GPT_56),
+    ModelRow("gpt-5.6-terra", None, _GPT_56),
+    ModelRow("gpt-5.6-luna", None, _GPT_56),
+    *(
+        ModelRow(i, None, "OpenAI prompt caching guide / openai-python 3.63.0")
+        for i in ("gpt-6", "gpt-5.6", "gpt-5.5", "gpt-5", "gpt-4.1")
+    ),
+)
+
 #: Provider -> the current model ids (the ones a warning names).
 CURRENT: Mapping[str, tuple[ModelRow, ...]] = {
     "anthropic": tuple(ModelRow(i, None, s) for i, s in _CLAUDE_CURRENT),
@@ -62,15 +73,15 @@ CURRENT: Mapping[str, tuple[ModelRow, ...]] = {
         ModelRow("gemini-3.8-flash", None, "ai.google.dev caching page, 2026-10-13"),
     ),
     # OpenAI: the models the prompt-caching guide and openai-python 3.63.0 name (quoted in
-    # prefixlock.cache.rules); none of them is announced retired in what we found.
-    "openai-responses": tuple(
-        ModelRow(i, None, "OpenAI prompt caching guide / openai-python 3.63.0")
-        for i in ("gpt-6", "gpt-5.6", "gpt-5.5", "gpt-5", "gpt-4.1")
-    ),
-    "openai-chat": tuple(
-        ModelRow(i, None, "OpenAI prompt caching guide / openai-python 3.63.0")
-        for i in ("gpt-6", "gpt-5.6", "gpt-5.5", "gpt-5", "gpt-4.1")
-    ),
+    # prefixlock.cache.rules); none of them is announced retired in what we found. The
+    # GPT-5.6 family [found with the document search 2026-12-07]: "OpenAI's GPT-5.6 family
+    # ships in three tiers, each with a pro variant: openai/gpt-5.6-sol Flagship
+    # capability, ... gpt-5.6-terra Balanced performance and cost, ... gpt-5.6-luna
+    # Fastest, most affordable" (OpenRouter's GPT-5.6 migration guide); "Supported for
+    # `gpt-5.6` and later models" (openai-python 3.63.0, PromptCacheOptions): the first
+    # models with explicit prompt-cache breakpoints (prefixlock.core.limits).
+    "openai-responses": _OPENAI_CURRENT,
+    "openai-chat": _OPENAI_CURRENT,
 }
 #: Provider -> retired model ids. Bedrock sets its own schedule ("Partner-operated
 #: platforms (Amazon Bedrock and Google Cloud) set their own retirement schedules",
