@@ -33,7 +33,6 @@ from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
-    FORMAT_RESPONSE,
     FORMAT_USAGE,
     FORMAT_WIRE,
     Record,
@@ -129,7 +128,8 @@ def test_wrong_format_version() -> None:
         Root.decode(reencode(root_bytes, format=FORMAT + 1))
     bad = reencode(record_bytes[0], format=FORMAT_WIRE + 1)
     with pytest.raises(
-        CheckpointError, match="record has format 7; this prefixlock reads format 1, 2, 3, 4, 5 and 6"
+        CheckpointError,
+        match="record has format 7; this prefixlock reads format 1, 2, 3, 4, 5 and 6",
     ):
         decode_chain(root_bytes, [bad])
     # format 2 is the format of a record with usage: without usage it is not canonical
