@@ -162,7 +162,7 @@ def test_the_skip_reason_is_a_line_of_the_run_summary(tmp_path: Path) -> None:
 
 def test_ci_sets_ci_and_installs_chromium_before_the_tests() -> None:
     lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    tests = lines.index(".venv/bin/pytest")
+    tests = next(i for i, line in enumerate(lines) if line.startswith(".venv/bin/pytest"))
     assert lines.index("export CI=true") < tests
     install = [i for i, line in enumerate(lines) if "apt-get install -y -qq chromium" in line]
     assert install and install[-1] < tests

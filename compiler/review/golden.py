@@ -43,6 +43,7 @@ from ..core.errors import UsageError
 from ..core.files import check_inside, read_review_file
 from ..core.jsonpath import json_path
 from ..spec.build import locked_digest
+from ..spec.bundle import Bundle
 from .built import UPDATE, check_bundles, stale_lock
 from .render import recorded_bundle, render_calls
 from .replay import replay, serialize_calls, write_bodies
@@ -246,7 +247,8 @@ def expected_case(scenario_path: Path) -> CaseGolden:
 def _loaded(files: Sequence[Path]) -> list[Scenario]:
     """The cases' scenarios, after the build's template check of their bundles (a
     template error ``build`` rejects fails here too, even where no case renders it)."""
-    scenarios = [load_scenario(path) for path in files]
+    bundles: dict[Path, Bundle] = {}  # the cases of one spec root share its bundle
+    scenarios = [load_scenario(path, bundles=bundles) for path in files]
     check_bundles(scenario.bundle for scenario in scenarios)
     return scenarios
 

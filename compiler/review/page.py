@@ -72,8 +72,9 @@ def report_page(paths: Sequence[Path] = (), providers: Sequence[str] = ("all",))
     report = verify(files, providers, hash_seed=False)
     names = provider_names(providers)
     cases = []
+    bundles: dict[Path, Bundle] = {}  # the scenarios of one spec root share its bundle
     for path in files:
-        scenario = load_scenario(path)
+        scenario = load_scenario(path, bundles=bundles)
         calls = replay(scenario)
         bodies = serialize_calls(calls, names)
         caches = {}

@@ -53,6 +53,7 @@ from ..core.resources import python_module_command
 from ..core.timestamps import seconds
 from ..providers.gemini import Gemini
 from ..runtime.context import section_digests
+from ..spec.bundle import Bundle
 from . import processes
 from .built import check_bundles, stale_locks
 from .invariants import BodyChecker, Failure, HistoryChecker, same_bytes
@@ -689,7 +690,8 @@ def verify(
     files = scenario_files(paths) if paths else golden_scenarios()
     if not files:
         raise UsageError("no scenarios: golden/*/scenario.yaml is empty; pass PATH")
-    scenarios = [load_scenario(path) for path in files]
+    bundles: dict[Path, Bundle] = {}  # the scenarios of one spec root share its bundle
+    scenarios = [load_scenario(path, bundles=bundles) for path in files]
     check_bundles(s.bundle for s in scenarios)
     tell = listener if listener is not None else Listener()
     tell.started([scenario_label(s.path) for s in scenarios], names)
