@@ -62,14 +62,8 @@ from prefixlock.store.contract import MemoryStore
 from sdk_judge import assert_valid
 
 DATA = Path(__file__).parent / "data" / "responses"
-PROVIDERS = (
-    "anthropic",
-    "bedrock-anthropic",
-    "bedrock-converse",
-    "gemini",
-    "openai-chat",
-    "openai-responses",
-)
+#: Every wire the package ships: a new one needs its fixtures here to pass.
+PROVIDERS = providers.NAMES
 #: The wires whose streams are AWS event-stream frames (the rest: SSE).
 FRAMED = frozenset({"bedrock-anthropic", "bedrock-converse"})
 OUTCOMES = ("typed", "accepted", "poisoned", "crashed")
