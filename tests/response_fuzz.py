@@ -1,13 +1,16 @@
-"""A seeded response fuzzer for the five readers (test-only; issue 43, finding 4).
+"""A seeded response fuzzer for the six readers (test-only; issue 43, finding 4).
 
 Each mutation takes one recorded fixture of a provider -- a whole JSON response or a
-stream (SSE, or Bedrock's event-stream frames) -- changes one thing, and reads it:
+stream (SSE, or Bedrock's event-stream frames; a ``chunk`` frame's ``bytes`` blob is
+decoded, so that mutations reach the Anthropic event inside it as well as the blob
+itself) -- changes one thing, and reads it:
 
 * in a JSON value (a whole body, or one event of a stream): a member deleted or renamed,
   a value replaced by one of another type or by a near miss (``""``, ``" "``, a string
   that is not base64, a number beyond 64 bits, a ``type`` another block has), a list
   item dropped or repeated;
-* in a stream: an event dropped, repeated or swapped with the next, the stream cut.
+* in a stream: an event dropped, repeated or swapped with the next, the stream cut; a
+  frame's ``:event-type`` replaced (the framed wires).
 
 Then it judges what the reader did:
 
@@ -34,6 +37,7 @@ a wire without sequence numbers can see (docs/providers.md, "Stream integrity").
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import json
@@ -58,7 +62,10 @@ from prefixlock.store.contract import MemoryStore
 from sdk_judge import assert_valid
 
 DATA = Path(__file__).parent / "data" / "responses"
-PROVIDERS = ("anthropic", "bedrock-converse", "gemini", "openai-chat", "openai-responses")
+#: Every wire the package ships: a new one needs its fixtures here to pass.
+PROVIDERS = providers.NAMES
+#: The wires whose streams are AWS event-stream frames (the rest: SSE).
+FRAMED = frozenset({"bedrock-anthropic", "bedrock-converse"})
 OUTCOMES = ("typed", "accepted", "poisoned", "crashed")
 
 #: (event name or None, data text) of an SSE stream; (event type, payload) of Bedrock's.
@@ -97,12 +104,37 @@ def sse_bytes(events: list[Event]) -> bytes:
     return "".join(out).encode("utf-8", "surrogatepass")
 
 
+def open_blob(payload: Any) -> Any:
+    """A frame payload with its ``bytes`` blob (base64 of JSON: a Bedrock ``chunk``'s
+    Anthropic event) decoded, so that mutations reach the event inside."""
+    if isinstance(payload, dict) and isinstance(payload.get("bytes"), str):
+        return {**payload, "bytes": json.loads(base64.b64decode(payload["bytes"]))}
+    return payload
+
+
+def close_blob(payload: Any) -> Any:
+    """``open_blob`` undone: a ``bytes`` member that is not a string (the decoded event,
+    mutated or not) is sent as base64 of its JSON; a string (a mutation put it there) as
+    it is. An unchanged event goes back to the bytes of its fixture (compact JSON)."""
+    if isinstance(payload, dict) and "bytes" in payload and not isinstance(payload["bytes"], str):
+        text = json.dumps(payload["bytes"], ensure_ascii=False, separators=(",", ":"))
+        blob = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
+        return {**payload, "bytes": blob}
+    return payload
+
+
 def frames_bytes(events: list[Event]) -> bytes:
     headers = {":content-type": "application/json", ":message-type": "event"}
     return b"".join(
-        encode_frame({**headers, ":event-type": str(name)}, json.dumps(payload).encode())
+        encode_frame(
+            {**headers, ":event-type": str(name)}, json.dumps(close_blob(payload)).encode()
+        )
         for name, payload in events
     )
+
+
+def stream_bytes(provider: str, events: list[Event]) -> bytes:
+    return frames_bytes(events) if provider in FRAMED else sse_bytes(events)
 
 
 @functools.cache
@@ -112,7 +144,8 @@ def inputs(provider: str) -> tuple[list[Any], list[list[Event]]]:
     wholes, streams = [], []
     for path in sorted(folder.iterdir()):
         if path.name.endswith(".stream.json"):
-            streams.append([(e["event"], e["payload"]) for e in json.loads(path.read_text())])
+            stream = json.loads(path.read_text())
+            streams.append([(e["event"], open_blob(e["payload"])) for e in stream])
         elif path.suffix == ".json":
             wholes.append(json.loads(path.read_text()))
         elif path.suffix == ".sse":
@@ -220,8 +253,15 @@ def mutate_stream(
     events: list[Event], rng: random.Random, provider: str
 ) -> tuple[list[Event], str]:
     events = list(events)
-    op = rng.choice(["event", "event", "event", "drop", "repeat", "swap", "cut"])
+    ops = ["event", "event", "event", "drop", "repeat", "swap", "cut"]
+    if provider in FRAMED:
+        ops.append("name")  # a frame's :event-type
+    op = rng.choice(ops)
     i = rng.randrange(len(events))
+    if op == "name":
+        names = sorted({str(name) for name, _ in events} | {"bogus", "exception"})
+        events[i] = (rng.choice(names), events[i][1])
+        return events, f"event {i}: :event-type {events[i][0]!r}"
     if op == "event" and not isinstance(events[i][1], str):
         name, data = events[i]
         data, what = mutate_value(data, rng, provider)
@@ -263,7 +303,7 @@ def chunks(data: bytes, rng: random.Random) -> Iterator[bytes]:
 def stream_output(
     provider: str, events: list[Event], pieces: list[bytes] | None = None
 ) -> ModelOutput:
-    data = frames_bytes(events) if provider == "bedrock-converse" else sse_bytes(events)
+    data = stream_bytes(provider, events)
     reading = reader(provider).stream_reader()
     for piece in [data] if pieces is None else pieces:
         reading.feed(piece)
@@ -293,7 +333,7 @@ def read(
         return lambda: reader(provider).parse_response(body), f"whole {source}: {what}", None
     source = rng.randrange(len(streams))
     events, what = mutate_stream(streams[source], rng, provider)
-    data = frames_bytes(events) if provider == "bedrock-converse" else sse_bytes(events)
+    data = stream_bytes(provider, events)
     pieces = list(chunks(data, rng))
     unchanged = None if what.startswith("event") else original(provider, source)
     return (
