@@ -214,7 +214,8 @@ def _bedrock_anthropic_stream(name: str, suffix: str) -> Reply:
     from http_support import DATA, chunk_frames
 
     sse = (DATA / "anthropic" / f"{name}.sse").read_bytes()
-    sse = _ID.sub(lambda m: b'"' + m.group(1) + suffix.encode() + b'"', sse)
+    for pattern in (_ID, _RESPONSE_ID):
+        sse = pattern.sub(lambda m: b'"' + m.group(1) + suffix.encode() + b'"', sse)
     return Reply(200, [chunk_frames(sse)], "application/vnd.amazon.eventstream")
 
 
