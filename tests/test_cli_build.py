@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prefixlock.cli.commands import COMMANDS, main
 from prefixlock.core import canonical
+from prefixlock.providers import NAMES
 from prefixlock.spec.build import LOCK_FILE, MANIFEST, build_bundle, find_example_root
 from prefixlock.spec.scaffold import GITIGNORE, point_headers_at_schemas
 from prefixlock.spec.validate import SCHEMA_NAMES, schema_text
@@ -352,7 +353,8 @@ def test_init_starts_a_golden_scenario_that_verify_replays_in_the_new_project(
     monkeypatch.chdir(target)
     code, out, err = run(capsys, "verify", "--no-hash-seed")
     assert (code, err) == (0, "")
-    assert out.endswith("1 scenario(s) x 5 provider(s): every invariant holds\n")
+    # the example configures every provider
+    assert out.endswith(f"1 scenario(s) x {len(NAMES)} provider(s): every invariant holds\n")
 
 
 def test_init_writes_the_schemas_and_points_the_yaml_headers_at_them(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
+from prefixlock.providers import NAMES
 from prefixlock.review.compare import (
     IDENTICAL,
     PREFIX_BREAK,
@@ -755,7 +756,8 @@ def test_a_changed_part_no_golden_case_renders_is_named(
     capsys.readouterr()
     code, out = run(capsys, "HEAD", "WORKTREE")
     assert code == 0
-    assert out[-2] == "compared 15 calls: 15 unchanged"
+    calls = 3 * len(NAMES)  # identical-context: three calls on every provider
+    assert out[-2] == f"compared {calls} calls: {calls} unchanged"
     assert out[-1] == (
         "deployment impact: none in the golden cases, but no case renders the changed"
         " templates/prompt/cursor/plan/runtime.md.j2; add a scenario that does"
@@ -943,7 +945,7 @@ def test_a_folder_diff_builds_each_sides_bundle_once(
     monkeypatch.setattr(scenarios, "build_bundle", lambda root: built.append(root) or build(root))
     sides = [Side(s, "folder", tmp_path / s / "golden", tmp_path / s) for s in ("old", "new")]
     found = diff_folders(*sides)
-    assert len(found.pairs) == 3 * 5
+    assert len(found.pairs) == 3 * len(NAMES)  # three cases, every provider
     assert sorted(built) == [tmp_path / "new", tmp_path / "old"]
 
 

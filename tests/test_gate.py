@@ -88,6 +88,11 @@ FINDING = re.compile(
     r"(?P<file>[a-z-]+/[a-z-]+/\d{4}\.json): differs at (?P<path>\$\S+), byte \d+"
     r" \(golden \d+ bytes, replayed \d+\)(?P<same>; the same bytes differ as in \d{4}\.json)?"
 )
+#: The case's stale bundle: the digest its calls.md records, the one its specs build now.
+BUILT_FROM = re.compile(
+    r"golden/identical-context was built from bundle (?P<recorded>sha256:[0-9a-f]{64}),"
+    r" the specs build (?P<built>sha256:[0-9a-f]{64}) "
+)
 WINDOW = re.compile(r"  (golden|replayed): {1,3}'\u2026?[^\n]{1,160}\u2026?'")
 
 
@@ -159,7 +164,14 @@ def test_golden_check_prints_one_bounded_finding_per_stale_file(
     assert lines[0].startswith(f"{LOCK} is stale: it records bundle ")
     assert lines[1].startswith("golden/identical-context was built from bundle ")
     assert all(FINDING.fullmatch(line) or WINDOW.fullmatch(line) for line in lines[2:-4])
-    assert lines[-4].startswith("identical-context/calls.md: differs at line 7, byte 193 ")
+    # calls.md first differs in its bundle line, where the two digests part: the byte
+    # depends on how many leading hex digits they happen to share
+    stale = BUILT_FROM.match(lines[1])
+    assert stale is not None
+    recorded, built = stale["recorded"], stale["built"]
+    shared = next(i for i, (old, new) in enumerate(zip(recorded, built, strict=True)) if old != new)
+    byte = (project / CASE / "calls.md").read_bytes().index(recorded.encode()) + shared
+    assert lines[-4].startswith(f"identical-context/calls.md: differs at line 7, byte {byte} ")
     assert lines[-1] == (
         "prefixlock golden: 1 case(s) built from another bundle, 19 stale golden file(s);"
         " review the change and run `prefixlock update`"

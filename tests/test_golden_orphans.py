@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from prefixlock.cli.commands import main
+from prefixlock.providers import NAMES
 from test_cli_golden import CASE
 
-PROVIDERS = "anthropic, bedrock-converse, gemini, openai-chat, openai-responses"
+PROVIDERS = ", ".join(NAMES)  # the message lists the registry, in its order
 NO_SCENARIOS = "prefixlock golden: no scenarios: golden/*/scenario.yaml is empty; pass PATH\n"
 
 
