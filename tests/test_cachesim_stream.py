@@ -22,7 +22,7 @@ from prefixlock.core import canonical
 from prefixlock.core.errors import CanonicalJSONError
 from prefixlock.providers.frame import BodyFragments
 from prefixlock.review.naive import NaiveHarness, tool_file_order
-from prefixlock.review.replay import Call, iter_replay
+from prefixlock.review.replay import Call, call_request, iter_replay
 from prefixlock.review.scenario import Scenario, golden_scenarios, load_scenario
 from prefixlock.review.verify import _model, call_time
 
@@ -34,8 +34,11 @@ def _streams(scenario: Scenario, calls: list[Call], name: str) -> dict[str, list
     harness = NaiveHarness(tool_file_order(scenario.bundle_root))
     own, naive = [], []
     for call in calls:
-        own.append(provider.fragments(call.request))
-        naive.append(provider.fragments(harness.request(call.request)))
+        # as a call on this provider sends it (another provider's thinking carried or
+        # dropped by the failover rule), as verify serializes it
+        request = call_request(call, name)
+        own.append(provider.fragments(request))
+        naive.append(provider.fragments(harness.request(request)))
     return {"own": own, "naive": naive}
 
 

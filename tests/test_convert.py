@@ -364,16 +364,19 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert lines[0] == f"{out}: anthropic claude-sonnet-5-5"
     assert lines[1] == " call  step  sim cached obs cached    sim cost   obs cost"
     # the observed side comes from the transcript's tokens, priced at the bundle's model's
-    # cache prices (claude-sonnet-5-5 reads at 0.05x); the simulated one from the bundle
+    # cache prices (claude-sonnet-5-5 reads at 0.05x) by the simulated call's multipliers
+    # (observed.py); the simulated one from the bundle. The example's cache_ttl auto ends
+    # calls 3 and 4 (a turn's opening message; the first turn after the compaction at step
+    # 7) with a one-hour marker, so their writes cost 2x: call 4 is 12 + 500 x 0.05 + 20 x 2
     observed = [(row[:11], row[24:34], row[-10:]) for row in lines[2:6]]
     assert observed == [
         ("    1     0", "      0.0%", "      4512"),
         ("    2     2", "     93.4%", "       412"),
         ("    3     4", "     96.6%", "       372"),
-        ("    4     8", "     94.0%", "        62"),
+        ("    4     8", "     94.0%", "        77"),
     ]
     assert lines[6][:11] == "      total"
-    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5358"
+    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5373"
     assert lines[7:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "provider's cache prices"

@@ -27,7 +27,7 @@ from prefixlock.core.model import MessageView, ModelRequest
 from prefixlock.providers import NAMES
 from prefixlock.providers.frame import BodyFragments
 from prefixlock.providers.transport import ROUTES
-from prefixlock.review.replay import _run
+from prefixlock.review.replay import Carrier, _run
 from prefixlock.review.scenario import RestartStep, load_scenario
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.store.sqlite import SQLiteStore
@@ -62,6 +62,16 @@ def live_requests(case: str) -> Iterator[ModelRequest]:
             store.close()
 
 
+def carried(requests: Iterable[ModelRequest], name: str) -> Iterator[ModelRequest]:
+    """The requests as a call on provider ``name`` sends them: another provider's opaque
+    parts (a scenario's thinking) carried or dropped by the failover rule, in that
+    provider's body only (:class:`~prefixlock.review.replay.Carrier`, as the replay and
+    ``verify`` carry them); still views of one append-only list per history list."""
+    carrier = Carrier()
+    for request in requests:
+        yield carrier.request(request, name)
+
+
 @functools.cache
 def golden_bodies(case: str, name: str) -> tuple[bytes, ...]:
     return tuple(p.read_bytes() for p in sorted((GOLDEN / case / name).glob("*.json")))
@@ -70,10 +80,13 @@ def golden_bodies(case: str, name: str) -> tuple[bytes, ...]:
 @pytest.mark.parametrize("case", CASES)
 def test_joined_fragments_are_the_golden_bytes_for_every_provider(case: str) -> None:
     live = {name: providers.get(name) for name in NAMES}
+    carriers = {name: Carrier() for name in NAMES}
     counts = dict.fromkeys(NAMES, 0)
-    for k, request in enumerate(live_requests(case)):
-        assert isinstance(request.messages, MessageView)
+    for k, live_request in enumerate(live_requests(case)):
+        assert isinstance(live_request.messages, MessageView)
         for name, provider in live.items():
+            request = carriers[name].request(live_request, name)
+            assert isinstance(request.messages, MessageView)
             fragments = provider.fragments(request)
             body = b"".join(fragments)
             assert body == golden_bodies(case, name)[k], (case, name, k + 1)
@@ -94,7 +107,7 @@ def test_stream_bodies_from_fragments(case: str, name: str) -> None:
     non-streaming call's."""
     provider = providers.get(name)
     fields = ROUTES[name].stream_fields
-    for k, request in enumerate(live_requests(case)):
+    for k, request in enumerate(carried(live_requests(case), name)):
         plain = golden_bodies(case, name)[k]
         call = provider.http_request(request, stream=True)
         expected = plain[:-1] + b"," + fields + b"}" if fields else plain
@@ -116,10 +129,11 @@ def _five_minute(requests: Iterable[ModelRequest]) -> Iterator[ModelRequest]:
         yield request
 
 
-def pairs_within_epochs(case: str) -> Iterator[tuple[ModelRequest, ModelRequest]]:
-    """Consecutive calls of one epoch where the later one extends the earlier (a retry
-    answers with the earlier, shorter request: not an extension)."""
-    for a, b in itertools.pairwise(_five_minute(live_requests(case))):
+def pairs_within_epochs(case: str, name: str) -> Iterator[tuple[ModelRequest, ModelRequest]]:
+    """Consecutive calls of one epoch, as provider ``name`` is sent them, where the later
+    one extends the earlier (a retry answers with the earlier, shorter request: not an
+    extension)."""
+    for a, b in itertools.pairwise(_five_minute(carried(live_requests(case), name))):
         if a.epoch == b.epoch and len(b.messages) >= len(a.messages):
             yield a, b
 
@@ -131,7 +145,7 @@ def test_fragments_of_a_call_start_the_next_calls_where_the_body_is_append_only(
     checked = 0
     for case in CASES:
         provider = providers.get(name)
-        for a, b in pairs_within_epochs(case):
+        for a, b in pairs_within_epochs(case, name):
             frags_a, frags_b = provider.fragments(a), provider.fragments(b)
             body_a, body_b = frags_a.join(), frags_b.join()
             shared = frags_b.prefix[: len(frags_a.prefix)]

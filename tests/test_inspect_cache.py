@@ -387,3 +387,41 @@ def test_a_sweep_names_a_conversation_it_cannot_read_and_goes_on(
     lines = {c["conversation"]: c for c in value["conversations"]}
     assert lines["b-damaged"] == {"conversation": "b-damaged", "error": problem}
     assert lines["c-warm"]["calls"] == 3 and "error" not in lines["c-warm"]
+
+
+def test_a_call_after_a_failover_is_priced_as_the_failover_sent_it(tmp_path: Path) -> None:
+    """Anthropic answers with signed thinking, then OpenAI Chat answers two calls: each
+    OpenAI call is simulated on the body the conversation sent it (the thinking left out
+    by the failover rule, never out of the history), not refused as another provider's
+    opaque part."""
+    from prefixlock import providers
+    from prefixlock.cache.simulator import Simulation
+    from prefixlock.core.messages import OpaquePart, Part
+
+    conv = Conversation.open(SQLiteStore(tmp_path / "s.db"), example_bundle(), "failover")
+    block = {"type": "thinking", "thinking": "t", "signature": "c2ln"}
+    thinking = OpaquePart("anthropic", canonical.dumps(block))
+    wire = providers.get("openai-chat")
+
+    def output(provider: str, *parts: Part) -> ModelOutput:
+        return ModelOutput(provider, parts, "end_turn", Usage(PROMPT, 0, PROMPT, 30, None, "{}"))
+
+    sent: list[bytes] = []
+    conv.handle(user("u1", conversation="failover", timestamp="2026-12-02T10:00:00Z"))
+    conv.record(output("anthropic", thinking, ToolCallPart("toolu_1", "read_file", "{}")))
+    conv.tool_results([ToolResult("toolu_1", "x")])
+    sent.append(wire.serialize(conv.request(provider="openai-chat")))
+    conv.record(output("openai-chat", ToolCallPart("call_2", "read_file", "{}")))
+    conv.tool_results([ToolResult("call_2", "y")])
+    sent.append(wire.serialize(conv.request(provider="openai-chat")))
+    conv.record(output("openai-chat", TextPart("done")))
+    assert all(b"c2ln" not in body for body in sent)  # the thinking stays with Claude
+    model = conv.request().settings_for("openai-chat").model
+    expected = Simulation("openai-chat", model=model)
+    figures = [expected.add(body) for body in sent]
+    shares = [f.cache_read_tokens / f.input_tokens for f in figures]
+    with SQLiteStore(tmp_path / "s.db") as store:
+        report = cache_use(store, "failover")
+    assert [c.provider for c in report.calls] == ["anthropic", "openai-chat", "openai-chat"]
+    assert [c.predicted_share for c in report.calls[1:]] == shares
+    assert shares[0] == 0 and shares[1] > 0.5

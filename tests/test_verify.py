@@ -320,6 +320,15 @@ def test_compaction_order_is_checked() -> None:
         "'request-context:u1' at message 1 is followed by 'runtime:u2', not its turn's "
         "runtime message"
     )
+    # a note recorded after the compaction (an event, no call) comes before the user
+    # turn that reprojects the context
+    noted = [msg("summary:1"), msg("event:n1"), msg("request-context:u2", "B"), msg("runtime:u2")]
+    assert check_history("s", [before, call(2, "user", "u2", noted, epoch=1)]) == []
+    [failure] = check_history("s", [before, call(2, "user", "u2", noted[:2] + noted[3:], epoch=1)])
+    assert failure.message == (
+        "epoch 1 (manual compaction): the next user turn must reproject the request context "
+        "after the summary, found ['summary', 'event', 'runtime']"
+    )
     bad = call(2, "user", "u2", [msg("summary:1"), msg("runtime:u2")], epoch=1)
     [failure] = check_history("s", [before, bad])
     assert failure.message == (

@@ -41,8 +41,10 @@ from .. import providers as registry
 from ..cache.simulator import Simulation
 from ..core import canonical
 from ..core.errors import CheckpointError, PrefixlockError
+from ..core.messages import CanonicalMessage
 from ..core.output import Usage
 from ..core.timestamps import seconds
+from ..runtime.failover import opaque_providers, retarget
 from ..runtime.history import History
 from ..store.contract import Store
 from ..store.records import RecordType, Root, decode_record
@@ -229,6 +231,10 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
     last: float | None = None  # the latest call time so far, in seconds
     earlier: list[int] = []  # calls whose time came before the one before
     calls: list[CallCacheUse] = []
+    # The providers of the epoch's opaque parts, read once per message (as the runtime
+    # reads them): a call is priced on the body its provider was sent, another
+    # provider's thinking carried or left out by the failover rule (runtime/failover.py).
+    scanned: tuple[list[CanonicalMessage] | None, int, set[str]] = (None, 0, set())
     for seq, data in enumerate(stored.records, start=1):
         record = decode_record(data, conversation_id, seq, history.head)
         used = record.usage
@@ -246,7 +252,13 @@ def cache_use(store: Store, conversation_id: str, *, slack: float = DEFAULT_SLAC
                 earlier.append(len(calls) + 1)
                 moment = last
             last = moment
-            request = history.project()
+            messages = history.messages
+            if scanned[0] is not messages:
+                scanned = (messages, 0, set())
+            opaque = scanned[2]
+            opaque.update(opaque_providers(messages[scanned[1] :]))
+            scanned = (messages, len(messages), opaque)
+            request = retarget(history.project(), name, opaque=opaque)
             name_caches(simulation, roots(request))
             figures = simulation.add_fragments(wire.fragments(request), moment)
             share = (

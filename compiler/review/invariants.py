@@ -336,10 +336,19 @@ def _compaction(
     kinds = [m.kind for m in messages[:3]]
     epoch = call.request.epoch
     if kinds[:1] == [MessageKind.SUMMARY]:
-        if call.kind == "user" and kinds[1:2] != [MessageKind.REQUEST_CONTEXT]:
+        # Events recorded after the compaction without a call of their own (a note, an
+        # injected runtime event: invariant 8, they compile no context) come before the
+        # user turn that reprojects the context.
+        end = 1
+        while end < len(messages) and messages[end].kind is MessageKind.EVENT:
+            end += 1
+        if call.kind == "user" and (
+            end == len(messages) or messages[end].kind is not MessageKind.REQUEST_CONTEXT
+        ):
+            found = [str(m.kind) for m in messages[: end + 1]]
             return fail(
                 f"epoch {epoch} (manual compaction): the next user turn must reproject the "
-                f"request context after the summary, found {[str(k) for k in kinds]}"
+                f"request context after the summary, found {found}"
             )
         return []
     automatic = [MessageKind.REQUEST_CONTEXT, MessageKind.SUMMARY, MessageKind.RUNTIME]
