@@ -26,7 +26,7 @@ def test_calls_md_starts_with_the_root_section() -> None:
     bundle = scenario.bundle
     instructions = next(p for p in bundle.parts if p.name == "instructions.md")
     lines = _page().split("\n")
-    assert lines[:14] == [
+    assert lines[:15] == [
         "# retry of a runtime event",
         "",
         "## Root",
@@ -42,6 +42,8 @@ def test_calls_md_starts_with_the_root_section() -> None:
         " run_terminal_command, spawn_subagent, todo_write, web_search, write_file",
         '- settings anthropic: `claude-sonnet-5-5`, max_tokens 8192, options `{"cache_ttl":'
         '"auto"}`',
+        "- settings bedrock-anthropic: `anthropic.claude-sonnet-5-5`, max_tokens 8192, options "
+        '`{"cache_ttl":"auto"}`',
         "- settings bedrock-converse: `anthropic.claude-sonnet-5-5`, max_tokens 8192, options "
         '`{"cache_ttl":"auto"}`',
         "- settings gemini: `gemini-4-argon`, max_tokens 8192",
@@ -50,7 +52,7 @@ def test_calls_md_starts_with_the_root_section() -> None:
         "- settings openai-responses: `gpt-5.6-sol`, max_tokens 8192, options "
         '`{"cache_ttl":"auto","prompt_cache_retention":"24h","reasoning":{"effort":"medium"}}`',
     ]
-    assert lines[14:17] == ["", "## Calls", ""]
+    assert lines[15:18] == ["", "## Calls", ""]
     assert recorded_bundle(_page().encode("utf-8")) == bundle.digest
 
 

@@ -59,7 +59,7 @@ def test_a_switch_changes_that_providers_model_only_and_nothing_else(
     plain = serialize_calls(plain_calls, NAMES)
     models = [json.loads(b)["model"] for b in bodies["anthropic"]]
     assert models == ["claude-sonnet-5-5", "claude-opus-4-6", "claude-sonnet-5-5"]
-    assert [json.loads(b)["model"] for b in bodies["openai-chat"]] == ["gpt-4.1"] * 3
+    assert [json.loads(b)["model"] for b in bodies["openai-chat"]] == ["gpt-5.6-sol"] * 3
     assert bodies["openai-chat"] == plain["openai-chat"]
     # Gemini names its model in the URL, not the body: the body is the same.
     assert bodies["gemini"] == plain["gemini"]

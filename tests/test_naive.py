@@ -213,8 +213,11 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
             body = wire.serialize(call.request)
             timed.add(body, call_time(scenario, call))
             bound.add(untimed.add(body))
-        if row.provider == "bedrock-converse":
-            # auto's one-hour entries (the compacted history's too) outlive every pause
+        if row.provider in ("bedrock-converse", "bedrock-anthropic"):
+            # auto's one-hour entries (the compacted history's too) outlive every pause,
+            # and what a turn adds after its one-hour marker is shorter than Bedrock's
+            # minimum per checkpoint (either API: CacheRules.min_tokens_per_checkpoint),
+            # so it is never cached and its expiry loses nothing (Anthropic loses it)
             assert timed.report().cost == untimed.report().cost, row.provider
         else:
             assert timed.report().cost > untimed.report().cost, row.provider
@@ -222,11 +225,13 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
             assert row.cost_vs_bound > 1.10, row.provider
         # Without expiry the cost comes within 1.10x of the bound, but on Bedrock: its
         # checkpoints must each reach the model's minimum, so the short increments of a
-        # tool loop go uncached where a perfect cache reads them (1.15x).
+        # tool loop go uncached where a perfect cache reads them (1.16x, Converse and the
+        # Messages body on InvokeModel alike).
         # GPT-5.6 (the example's OpenAI model) matches only at breakpoints where the
         # perfect cache reads every prefix; Responses' root has no breakpoint of its own
         # (its instructions take none): 1.102x.
-        limit = {"bedrock-converse": 1.20, "openai-responses": 1.11}.get(row.provider, 1.10)
+        limit = {"bedrock-converse": 1.20, "bedrock-anthropic": 1.20, "openai-responses": 1.11}
+        limit = limit.get(row.provider, 1.10)
         assert bound.ratio(untimed.report().cost) <= limit, row.provider
         (whole_row,) = [r for r in whole_rows if r.provider == row.provider]
         longer = any(c.cache_write_1h_tokens for c in timed.report().calls)

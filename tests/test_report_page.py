@@ -435,20 +435,33 @@ def _cold(lane: str) -> list[int]:
 
 
 def test_cold_calls_are_marked_where_the_cache_expired_in_the_gap(structure_page: str) -> None:
-    """Anthropic's and Bedrock's entries (``cache_ttl: auto``) hold the history up to the
-    previous turn for an hour, so a turn after a 20-40 minute gap reads it, but for the
-    turn after the compaction at call 25, whose new history was written with five-minute
-    entries only (call 28). OpenAI's live about thirty (``prompt_cache_retention: 24h``):
-    only the 40-minute gap outlasts them (the 30-minute one does not: an entry is found
-    while ``now <= until``)."""
-    section = _case(structure_page, "long-session")
-    lanes = dict(re.findall(r"<tr><td>([a-z-]+)</td>.*?(<svg class=lane .*?</svg>)", section))
-    assert _cold(lanes["anthropic"]) == [28]
-    assert _cold(lanes["bedrock-converse"]) == [28]
-    assert _cold(lanes["openai-chat"]) == [14]
-    assert _cold(lanes["openai-responses"]) == [14]
+    """A call is marked cold where the entries of the call before it expired in the gap.
+    Anthropic's and Bedrock's entries (``cache_ttl: auto``) are five-minute on a
+    conversation's first turn and one-hour from then on, a compacted history's too:
+    automatic-compaction's 20-minute gap after its first turn finds them expired (call
+    4); long-session's pauses (20-40 minutes) all come after one-hour entries, so none of
+    its calls is cold (call 28, after the compaction, was before ``auto`` kept one-hour
+    markers there). Gemini's implicit entries live five minutes: every gap is cold.
+    OpenAI's GPT-5.6 calls count their 30-minute entries (the implicit tail's, the
+    request's default ``ttl``): only long-session's 40-minute gap outlasts them (the
+    30-minute one does not: an entry is found while ``now <= until``); neither of
+    automatic-compaction's gaps (20 and 25 minutes) does."""
+    lanes = {}
+    for case in STRUCTURE_CASES:
+        section = _case(structure_page, case)
+        found = re.findall(r"<tr><td>([a-z-]+)</td>.*?(<svg class=lane .*?</svg>)", section)
+        lanes[case] = {name: _cold(lane) for name, lane in found}
+    marker_wires = ("anthropic", "bedrock-anthropic", "bedrock-converse")
+    for name in marker_wires:
+        assert lanes["automatic-compaction"][name] == [4], name
+        assert lanes["long-session"][name] == [], name
+    assert lanes["automatic-compaction"]["gemini"] == [4, 6]
+    assert lanes["long-session"]["gemini"] == [14, 17, 21, 25, 28]
+    for name in ("openai-chat", "openai-responses"):
+        assert lanes["automatic-compaction"][name] == [], name
+        assert lanes["long-session"][name] == [14], name
     # the first turn's calls are back to back: nothing before them to expire
-    assert all(n > 13 for lane in lanes.values() for n in _cold(lane))
+    assert all(n > 13 for n in itertools.chain(*lanes["long-session"].values()))
 
 
 def test_every_text_the_scenario_supplies_is_escaped(tmp_path: Path) -> None:

@@ -21,7 +21,14 @@ from prefixlock.spec.bundle import Bundle
 
 BUNDLES: dict[Path, Bundle] = {}
 
-ALL = ["anthropic", "openai-responses", "openai-chat", "gemini", "bedrock-converse"]
+ALL = [
+    "anthropic",
+    "bedrock-anthropic",
+    "openai-responses",
+    "openai-chat",
+    "gemini",
+    "bedrock-converse",
+]
 
 
 def _scenario(tmp_path: Path, media_type: str = "image/png") -> Path:
@@ -52,6 +59,10 @@ SENT: dict[str, Any] = {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": PNG},
     },
+    "bedrock-anthropic": {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+    },
     "openai-responses": {
         "type": "input_image",
         "detail": "auto",
@@ -60,6 +71,18 @@ SENT: dict[str, Any] = {
     "openai-chat": {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
     "gemini": {"inlineData": {"mimeType": "image/png", "data": PNG}},
     "bedrock-converse": {"image": {"format": "png", "source": {"bytes": PNG}}},
+}
+
+
+_ANTHROPIC_HOUR = ("cache_control", {"type": "ephemeral", "ttl": "1h"})
+_OPENAI_12H = ("prompt_cache_breakpoint", {"mode": "explicit", "ttl": "12h"})
+#: The marker member a wire puts on a content block, and its one-hour value there
+#: (Bedrock Converse's markers are blocks of their own; Gemini has none).
+MARKER: dict[str, tuple[str, Any]] = {
+    "anthropic": _ANTHROPIC_HOUR,
+    "bedrock-anthropic": _ANTHROPIC_HOUR,
+    "openai-responses": _OPENAI_12H,
+    "openai-chat": _OPENAI_12H,
 }
 
 
@@ -85,14 +108,15 @@ def test_a_user_image_follows_the_turn_text_on_every_wire(tmp_path: Path) -> Non
     assert runtime.parts[1:] == (ImagePart("image/png", PNG),)
     bodies = replay_bodies(load_scenario(path, bundles=BUNDLES), ALL)
     for name in ALL:
-        for body in bodies[name]:  # the first call and the next, which repeats it
+        key, hour = MARKER.get(name, ("", None))
+        # the first call and the next, which repeats it: under cache_ttl auto (the
+        # example's) the second turn's first call puts a one-hour marker on the previous
+        # turn's opening message, whose last block is the image
+        for k, body in enumerate(bodies[name]):
             blocks = _runtime_blocks(name, json.loads(body))
-            # without cache markers (where the wire's rule puts one)
-            image = [
-                {k: v for k, v in b.items() if k != "cache_control"}
-                for b in blocks
-                if PNG in json.dumps(b)
-            ]
+            images = [b for b in blocks if PNG in json.dumps(b)]
+            assert [b.get(key) for b in images] == [None if k == 0 else hour], (name, k)
+            image = [{m: v for m, v in b.items() if m != key} for b in images]
             assert image == [SENT[name]], name
             text = [i for i, b in enumerate(blocks) if "What is on" in json.dumps(b)]
             at = [i for i, b in enumerate(blocks) if PNG in json.dumps(b)]

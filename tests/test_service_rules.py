@@ -69,6 +69,21 @@ def _five_breakpoints(body: dict[str, Any]) -> None:
     body["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
 
 
+def _breakpoint_on(history: str, index: int, kind: str) -> Change:
+    """A GPT-5.6 breakpoint on message ``index``'s text (its content as one part)."""
+
+    def change(body: dict[str, Any]) -> None:
+        item = body[history][index]
+        marker = {"mode": "explicit"}
+        item["content"] = [{"type": kind, "text": item["content"], BREAKPOINT: marker}]
+
+    return change
+
+
+BREAKPOINT = "prompt_cache_breakpoint"
+#: The breakpoint rule's message on the tool-loop case's models (gpt-4.1, gpt-5).
+NO_BREAKPOINTS = "takes no prompt cache breakpoints (GPT-5.6 and later)"
+
 #: provider -> rule -> (a change that breaks it, a fragment of the violation).
 BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
     "bedrock-converse": {
@@ -144,6 +159,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             _set(("messages", 4, "tool_call_id"), "call_" + "a" * 36),
             "$.messages[4].tool_call_id: string too long (41): at most 40",
         ),
+        "openai_breakpoints_gpt_5_6_user_developer_tool_only": (
+            _breakpoint_on("messages", 1, "text"),
+            f"$.model: 'gpt-4.1' {NO_BREAKPOINTS}",
+        ),
     },
     "openai-responses": {
         "responses_stateless_items_carry_no_ids": (
@@ -153,6 +172,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         "responses_call_ids_at_most_64": (
             _set(("input", 3, "call_id"), "c" * 65),
             "$.input[3].call_id: string too long (65): at most 64",
+        ),
+        "openai_breakpoints_gpt_5_6_user_developer_tool_only": (
+            _breakpoint_on("input", 0, "input_text"),
+            f"$.model: 'gpt-5' {NO_BREAKPOINTS}",
         ),
     },
     "gemini": {
@@ -170,6 +193,13 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
 CASES = [(p, r) for p in sorted(BREAKS) for r in sorted(BREAKS[p])]
 
 
+def _rule(provider: str, name: str) -> Callable[[dict[str, Any]], list[str]]:
+    """``provider``'s rule called ``name`` (the OpenAI breakpoint rule is one function
+    per wire, made for its history key, so it is not a module attribute)."""
+    [rule] = [r for r in RULES[provider] if r.__name__ == name]
+    return rule
+
+
 def test_every_rule_has_a_breaking_body() -> None:
     assert {p: sorted(r.__name__ for r in rules) for p, rules in RULES.items() if rules} == {
         p: sorted(BREAKS[p]) for p in BREAKS
@@ -181,10 +211,10 @@ def test_every_rule_has_a_breaking_body() -> None:
 def test_a_body_breaking_the_rule_is_refused(provider: str, rule: str) -> None:
     change, fragment = BREAKS[provider][rule]
     body = good(provider)
-    assert getattr(service_rules, rule)(body) == []
+    assert _rule(provider, rule)(body) == []
     broken = copy.deepcopy(body)
     change(broken)
-    found = getattr(service_rules, rule)(broken)
+    found = _rule(provider, rule)(broken)
     assert found, f"{rule} accepted a body that breaks it"
     assert any(fragment in problem for problem in found), found
     assert any(fragment in problem for problem in violations(provider, broken))
@@ -213,6 +243,33 @@ def test_bedrock_blank_tool_result_text_is_refused() -> None:
         "$.messages[2].content[0].toolResult.content[0].text: text content blocks must "
         "contain non-whitespace text"
     ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "history", "kind", "assistant"),
+    [("openai-chat", "messages", "text", 3), ("openai-responses", "input", "input_text", 2)],
+)
+def test_gpt_5_6_breakpoints_stay_off_assistant_messages_and_at_most_four(
+    provider: str, history: str, kind: str, assistant: int
+) -> None:
+    """The breakpoint rule's other two clauses, on a GPT-5.6 body (where breakpoints are
+    taken): none on an assistant message, at most four in a request."""
+    body = good(provider)
+    body["model"] = "gpt-5.6-sol"
+    rule = _rule(provider, "openai_breakpoints_gpt_5_6_user_developer_tool_only")
+    first_user = next(i for i, m in enumerate(body[history]) if m.get("role") == "user")
+    _breakpoint_on(history, first_user, kind)(body)
+    assert rule(body) == []
+    on_assistant = copy.deepcopy(body)
+    _breakpoint_on(history, assistant, kind)(on_assistant)
+    assert rule(on_assistant) == [
+        f"$.{history}[{assistant}].content[0].{BREAKPOINT}: on an assistant message"
+    ]
+    [part] = body[history][first_user]["content"]
+    body[history][first_user]["content"] = [part] * 4
+    assert rule(body) == []
+    body[history][first_user]["content"] = [part] * 5
+    assert rule(body) == [f"$.{history}: 5 breakpoints; a request writes at most 4"]
 
 
 GOLDEN_BODIES = sorted(GOLDEN.glob("*/*/0*.json"))

@@ -496,7 +496,7 @@ def test_provider_names_are_restricted() -> None:
     assert problems(text, "providers", "rules/providers.yaml") == [
         "rules/providers.yaml:2:3: $.providers: unknown key 'openai' (did you mean 'openai-chat'?)",
         "rules/providers.yaml:3:3: $.providers: unknown key 'gpt' (expected one of: "
-        "anthropic, bedrock-converse, gemini, openai-chat, openai-responses)",
+        "anthropic, bedrock-anthropic, bedrock-converse, gemini, openai-chat, openai-responses)",
     ]
 
 
@@ -831,6 +831,7 @@ FREE_FORM = {
     ("providers", "#/$defs/provider/properties/options"),
     ("providers", "#/$defs/cachedProvider/properties/options"),
     ("providers", "#/$defs/geminiProvider/properties/options"),
+    ("providers", "#/$defs/openaiProvider/properties/options"),
     ("providers", "#/$defs/geminiProvider/properties/options/properties/toolConfig"),
     ("scenario", "#/$defs/tool_call/properties/arguments"),
 }

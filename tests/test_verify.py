@@ -401,8 +401,10 @@ def test_json_output_shape(scenario_file: Path, capsys: pytest.CaptureFixture[st
         "prefix_stable",
         "provider",
         "scenario",
+        "switches",
     ]
     assert (row["provider"], row["calls"], row["context_messages"]) == ("anthropic", 7, 4)
+    assert row["switches"] == []  # the scenario has no switch step
 
 
 def test_the_table(scenario_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
