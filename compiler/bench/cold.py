@@ -27,7 +27,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ from ..spec.bundle import Bundle
 from ..store.contract import DurableStore, Store
 from ..store.sqlite import SQLiteStore
 from ..store.urls import open_store
+from .measure import collected_then_timed as _timed
+from .measure import traced_open
 from .workload import generate, play
 
 __all__ = ["COLD_MESSAGES", "cold_bench", "format_cold"]
@@ -51,15 +52,6 @@ LONG = 2000
 LONG_REPEATS = 3
 #: The target of issue 47: a cold serialize at 1,000 messages, per provider.
 TARGET_MS = 5.0
-
-
-def _timed(work: Callable[[], object]) -> int:
-    gc.collect()
-    t0 = time.perf_counter_ns()
-    done = work()
-    elapsed = time.perf_counter_ns() - t0
-    del done
-    return elapsed
 
 
 def _write(store: Store, bundle: Bundle, cid: str, messages: int, seed: int, wire: bool) -> int:
@@ -99,13 +91,7 @@ def _measure(
             del request
     finally:
         gc.unfreeze()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        conv = Conversation.open(store, bundle, cid)
-        retained, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    conv, retained, peak = traced_open(store, bundle, cid)
     del conv
     return {
         "repeats": repeats,

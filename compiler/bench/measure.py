@@ -462,7 +462,20 @@ def _rss_kib() -> int | None:
     return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS
 
 
-def _collected_then_timed(work: Callable[[], object]) -> int:
+def traced_open(store: Any, bundle: Bundle, cid: str) -> tuple[Conversation, int, int]:
+    """One untimed :meth:`Conversation.open` under :mod:`tracemalloc`, after a collection:
+    the conversation, the bytes it retains and the peak while opening."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        conv = Conversation.open(store, bundle, cid)
+        retained, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return conv, retained, peak
+
+
+def collected_then_timed(work: Callable[[], object]) -> int:
     """:func:`gc.collect`, then the nanoseconds ``work()`` takes; what it returns is
     dropped after the clock stops, so its freeing is not timed."""
     gc.collect()
@@ -496,8 +509,8 @@ def _cold_serialization(
                 for name in formats.names:
                     serializer = formats.serializer(name)
                     work = functools.partial(serializer.serialize, request)
-                    cold[name].append(_collected_then_timed(work))
-                    warm[name].append(_collected_then_timed(work))
+                    cold[name].append(collected_then_timed(work))
+                    warm[name].append(collected_then_timed(work))
         finally:
             gc.unfreeze()
     return {
@@ -534,19 +547,13 @@ def _hydration(bundle: Bundle, path: Path, live: Conversation) -> dict[str, Any]
         gc.freeze()
         try:
             for _ in range(repeats):
-                hydrate.append(_collected_then_timed(lambda: Conversation.open(store, bundle, cid)))
-                loads.append(_collected_then_timed(lambda: [json.loads(b) for b in blobs]))
-                discarded.append(_collected_then_timed(lambda: _parse_each(blobs)))
-                load.append(_collected_then_timed(lambda: store.load(cid)))
+                hydrate.append(collected_then_timed(lambda: Conversation.open(store, bundle, cid)))
+                loads.append(collected_then_timed(lambda: [json.loads(b) for b in blobs]))
+                discarded.append(collected_then_timed(lambda: _parse_each(blobs)))
+                load.append(collected_then_timed(lambda: store.load(cid)))
         finally:
             gc.unfreeze()
-        gc.collect()
-        tracemalloc.start()
-        try:
-            conv = Conversation.open(store, bundle, cid)
-            retained, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        conv, retained, peak = traced_open(store, bundle, cid)
     same = conv.history.head == live.history.head and conv.request().same_as(live.request())
     return {
         "hydration_repeats": repeats,
