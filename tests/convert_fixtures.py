@@ -18,6 +18,10 @@ PNG = (
 )
 
 
+#: A five-minute cache entry's lifetime, in seconds.
+FIVE_MINUTES = 300
+
+
 def _line(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"))
 
@@ -226,6 +230,17 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
     tool_names = ["Read", "Grep", "Edit", "Bash", "Glob", "Task", "mcp__db__query"]
     call = 0
     rewind_from: str | None = None
+    rewind_cached = 0
+    # The usage is what the API would bill: every write is a five-minute one, so a call
+    # more than five minutes after the one before reads nothing (its entries expired).
+    last_input: int | None = None
+
+    def expire() -> None:
+        nonlocal cached, last_input
+        if last_input is not None and s.clock - last_input > FIVE_MINUTES:
+            cached = 0
+        last_input = s.clock
+
     for turn in range(turns):
         if turn and turn % 15 == 0:
             s.record("system", parent=None, subtype="compact_boundary", logicalParentUuid=s.last)
@@ -234,9 +249,10 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
         s.stamp(rng.randint(30, 900))
         s.user(f"Turn {turn}: please change module {rng.randint(1, 99)}.")
         if turn == 10:
-            rewind_from = s.last
+            rewind_from, rewind_cached = s.last, cached
         for _ in range(rng.randint(0, 3)):
             call += 1
+            expire()
             name = rng.choice(tool_names)
             write = rng.randint(50, 800)
             s.assistant(
@@ -265,6 +281,7 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
                 ]
             )
         call += 1
+        expire()
         write = rng.randint(20, 300)
         thinking = [
             {"type": "thinking", "thinking": f"Plan for turn {turn}.", "signature": f"EqQB{call}=="}
@@ -278,7 +295,8 @@ def claude_long(seed: int = 7, turns: int = 40) -> str:
         cached += write
         if turn == 12 and rewind_from is not None:
             # rewind: the session continues from turn 10's prompt; turns 11-12 are abandoned
-            s.last = rewind_from
+            # (its prefix, cached up to turn 10's prompt, is what the next call reads)
+            s.last, cached = rewind_from, rewind_cached
     return s.text()
 
 
