@@ -23,7 +23,14 @@ from prefixlock.spec.bundle import Bundle
 #: The example bundle, built once for the module's scenarios.
 BUNDLES: dict[Path, Bundle] = {}
 
-ALL = ["anthropic", "openai-responses", "openai-chat", "gemini", "bedrock-converse"]
+ALL = [
+    "anthropic",
+    "openai-responses",
+    "openai-chat",
+    "gemini",
+    "bedrock-converse",
+    "bedrock-anthropic",
+]
 
 SCENARIO = """\
 name: thinking
@@ -98,6 +105,46 @@ def test_claude_thinking_goes_to_both_claude_wires_and_nowhere_else(tmp_path: Pa
             '{"signature":"EqQBCkYIARgC","thinking":"Check a.py first.","type":"thinking"}',
         ),
         OpaquePart("anthropic", '{"data":"EmwKAhgBEgy","type":"redacted_thinking"}'),
+    )
+
+
+def test_bedrock_anthropic_thinking_is_its_own_family(tmp_path: Path) -> None:
+    """Claude thinking recorded on Bedrock's InvokeModel (``bedrock-anthropic``, the
+    Messages body): its own family, so its redacted thinking goes back to that wire
+    alone, and its signed thinking to every Claude wire (signatures are compatible
+    across platforms) in each wire's block."""
+    path = _write(
+        tmp_path,
+        [
+            {"provider": "bedrock-anthropic", "text": "Check a.py first.", "signature": "EqQB"},
+            {"provider": "bedrock-anthropic", "redacted": "EmwKAhgBEgy"},
+        ],
+    )
+    bodies = _bodies(path)
+    thinking = {"type": "thinking", "thinking": "Check a.py first.", "signature": "EqQB"}
+    for call in range(1, 3):
+        own = _assistant_blocks("bedrock-anthropic", bodies["bedrock-anthropic"][call])
+        assert own[:2] == [thinking, {"type": "redacted_thinking", "data": "EmwKAhgBEgy"}]
+        assert own[2]["type"] == "text"
+        anthropic = _assistant_blocks("anthropic", bodies["anthropic"][call])
+        assert anthropic[0] == thinking and anthropic[1]["type"] == "text"
+        converse = _assistant_blocks("bedrock-converse", bodies["bedrock-converse"][call])
+        assert converse[0] == {
+            "reasoningContent": {
+                "reasoningText": {"text": "Check a.py first.", "signature": "EqQB"}
+            }
+        }
+        assert "text" in converse[1]
+        for name in ("openai-responses", "openai-chat", "gemini"):
+            text = json.dumps(bodies[name][call])
+            assert "EqQB" not in text and "Check a.py first." not in text, name
+    calls = replay(load_scenario(path, bundles=BUNDLES))
+    assert calls[1].request.messages[-2].parts[:2] == (
+        OpaquePart(
+            "bedrock-anthropic",
+            '{"signature":"EqQB","thinking":"Check a.py first.","type":"thinking"}',
+        ),
+        OpaquePart("bedrock-anthropic", '{"data":"EmwKAhgBEgy","type":"redacted_thinking"}'),
     )
 
 
@@ -186,6 +233,11 @@ def test_a_reply_of_thinking_alone_is_left_out_elsewhere(tmp_path: Path) -> None
             {"provider": "bedrock-converse", "redacted": "%%%"},
             "a bedrock-converse redacted is base64 data, as the service sends it",
         ),
+        (
+            {"provider": "bedrock-anthropic", "summary": ["x"]},
+            "a bedrock-anthropic thinking part has text and signature (a thinking block), or "
+            "redacted (redacted_thinking); got ['summary']",
+        ),
     ],
 )
 def test_a_thinking_part_of_a_shape_its_provider_has_not_is_an_error(
@@ -219,6 +271,8 @@ def test_every_invariant_holds_with_every_family(tmp_path: Path) -> None:
             {"provider": "anthropic", "redacted": "EmwKAhgBEgy"},
             {"provider": "bedrock-converse", "text": "Hm.", "signature": "c2ln"},
             {"provider": "bedrock-converse", "redacted": "c2ln"},
+            {"provider": "bedrock-anthropic", "text": "Hm.", "signature": "c2ln"},
+            {"provider": "bedrock-anthropic", "redacted": "c2ln"},
             {"provider": "openai-responses", "summary": ["Look."], "signature": "gAAAA"},
             {"provider": "gemini", "text": "Thinking.", "signature": "c2ln"},
         ],
@@ -255,7 +309,7 @@ def _entry(provider: str, part: Part) -> dict[str, Any]:
         return {"provider": provider, "signature": part.thought_signature}
     assert isinstance(part, OpaquePart)
     value = part.value
-    if provider == "anthropic":
+    if provider in ("anthropic", "bedrock-anthropic"):
         if value["type"] == "redacted_thinking":
             return {"provider": provider, "redacted": value["data"]}
         return {"provider": provider, "text": value["thinking"], "signature": value["signature"]}
@@ -276,6 +330,8 @@ def _entry(provider: str, part: Part) -> dict[str, Any]:
     [
         ("anthropic", "turn1.json"),
         ("anthropic", "turn2.json"),
+        ("bedrock-anthropic", "turn1.json"),
+        ("bedrock-anthropic", "turn2.json"),
         ("bedrock-converse", "turn1_reasoning_parallel_tools.json"),
         ("bedrock-converse", "turn2_redacted_edit.json"),
         ("gemini", "turn1.json"),

@@ -469,6 +469,9 @@ class _Loader:
 #: shapes it may take (each a set of keys that must all be given).
 _THINKING_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     "anthropic": (frozenset({"text", "signature"}), frozenset({"redacted"})),
+    # Claude on Bedrock's InvokeModel: the Messages API's blocks (its reader records
+    # them under its own name: providers/readers/bedrock_anthropic.py)
+    "bedrock-anthropic": (frozenset({"text", "signature"}), frozenset({"redacted"})),
     "bedrock-converse": (
         frozenset({"text", "signature"}),
         frozenset({"text"}),
@@ -480,6 +483,7 @@ _THINKING_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
 
 _SHAPE_WORDS = {
     "anthropic": "text and signature (a thinking block), or redacted (redacted_thinking)",
+    "bedrock-anthropic": "text and signature (a thinking block), or redacted (redacted_thinking)",
     "bedrock-converse": "text with an optional signature (reasoningText), or redacted "
     "(redactedContent)",
     "openai-responses": "summary and signature (a reasoning item's encrypted_content)",
@@ -490,7 +494,8 @@ _SHAPE_WORDS = {
 def thinking_part(entry: Mapping[str, Any], path: str, fail: Fail) -> Part | None:
     """A scenario's thinking part as the named provider's reader records it
     (``docs/scenarios.md``, "Thinking"): an :class:`OpaquePart` holding the provider's
-    own block -- Anthropic ``thinking`` / ``redacted_thinking``, a Bedrock
+    own block -- Anthropic's (and Claude on Bedrock InvokeModel's)
+    ``thinking`` / ``redacted_thinking``, a Bedrock Converse
     ``reasoningContent`` block, an OpenAI Responses ``reasoning`` item with its
     ``encrypted_content``, a Gemini ``thought`` part -- or, for a Gemini signature
     without text, the blank text part carrying the ``thoughtSignature`` (as Gemini sends
@@ -510,7 +515,7 @@ def thinking_part(entry: Mapping[str, Any], path: str, fail: Fail) -> Part | Non
         field = "signature" if provider == "gemini" else "redacted"
         fail(f"{path}.{field}", f"a {provider} {field} is base64 data, as the service sends it")
         return None
-    if provider == "anthropic":
+    if provider in ("anthropic", "bedrock-anthropic"):
         block = (
             {"type": "redacted_thinking", "data": redacted}
             if redacted is not None
