@@ -36,6 +36,7 @@ def test_fixtures_are_the_generated_ones() -> None:
 def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
     c = convert("claude-code", DATA / "claude-small.jsonl")
     assert _steps(c) == [
+        "switch",  # to the transcript's model (test_convert_switch.py)
         "user",
         "assistant",
         "tool_results",
@@ -47,7 +48,7 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
         "user",
         "assistant",
     ]
-    steps = c.scenario["steps"]
+    steps = c.scenario["steps"][1:]
     assert steps[0] == {
         "user": {
             "event": "u1",
@@ -140,11 +141,13 @@ def test_claude_code_keeps_the_final_branch_and_reports_the_rest() -> None:
 def test_codex_maps_calls_usage_and_compaction() -> None:
     c = convert("codex", DATA / "codex-small.jsonl")
     assert _steps(c) == [
+        "switch",
         "user",
         "assistant",
         "tool_results",
         "assistant",
         "compact",
+        "switch",
         "user",
         "assistant",
     ]
@@ -164,7 +167,7 @@ def test_codex_maps_calls_usage_and_compaction() -> None:
     }
     assert [r["cache_read_tokens"] for r in rows] == [3072, 3968, 0]
     # a reasoning item with encrypted_content is a thinking part; one without is reported
-    assert c.scenario["steps"][3] == {
+    assert c.scenario["steps"][4] == {
         "assistant": {
             "thinking": [
                 {
@@ -182,15 +185,10 @@ def test_codex_maps_calls_usage_and_compaction() -> None:
         "what": "a reasoning item without encrypted_content",
         "why": "only its encrypted content can be sent back: no item ids are sent",
     } in c.report["dropped"]
-    # turn_context.model: a change is reported (the lead maps it onto a switch step)
+    # turn_context.model: a change is a switch step before the call (counted)
     assert c.usage["calls"][2]["model"] == "gpt-5"
     assert c.report["counts"]["model_switches"] == 1
-    assert {
-        "where": f"{where}:17",  # the reply on the new model
-        "what": "a switch to model 'gpt-5'",
-        "why": "from 'gpt-5-codex': the scenario format has no model switch; "
-        "the replay keeps the bundle's",
-    } in c.report["dropped"]
+    assert c.scenario["steps"][6] == {"switch": {"provider": "openai-responses", "model": "gpt-5"}}
 
 
 @pytest.mark.parametrize(
@@ -258,7 +256,7 @@ def test_cli_convert_then_verify_observed(
     value = json.loads(capsys.readouterr().out)
     assert value["format"] == "prefixlock.verify-observed/1"
     assert [row["call"] for row in value["calls"]] == [1, 2, 3, 4]
-    assert [row["step"] for row in value["calls"]] == [0, 2, 4, 8]
+    assert [row["step"] for row in value["calls"]] == [1, 3, 5, 9]  # after the switch
     assert value["calls"][0]["observed"] == {
         "cache_read_tokens": 0,
         "cache_write_tokens": 3000,
@@ -298,11 +296,16 @@ def test_sub_agents_are_their_own_scenarios(tmp_path: Path) -> None:
     ]
     side = c.sidechains[0][1]
     assert [next(iter(step)) for step in side.scenario["steps"]] == [
+        "switch",  # the sub-agent's model: claude-haiku-4-5
         "user",
         "assistant",
         "tool_results",
         "assistant",
     ]
+    assert side.scenario["steps"][0]["switch"] == {
+        "provider": "anthropic",
+        "model": "claude-haiku-4-5",
+    }
     assert side.scenario["conversation"] == f"sess-long:{agents[0]}"
     assert [call["observed"]["cache_read_tokens"] for call in side.usage["calls"]] == [100, 200]
     _, failures = verify_scenario(load_scenario(written[2]), ["anthropic"])
@@ -332,7 +335,7 @@ def test_a_bad_tool_map_is_an_error(tmp_path: Path) -> None:
     )
 
 
-def test_a_bad_timestamp_and_a_model_switch_are_reported(tmp_path: Path) -> None:
+def test_a_bad_timestamp_is_reported(tmp_path: Path) -> None:
     lines = claude_small().splitlines()
     lines[2] = lines[2].replace("2026-03-06T10:00:07.000Z", "yesterday")
     lines[-1] = lines[-1].replace("claude-sonnet-4-5", "claude-opus-4-1")
@@ -344,11 +347,9 @@ def test_a_bad_timestamp_and_a_model_switch_are_reported(tmp_path: Path) -> None
     assert dropped[(f"{path}:3", "the timestamp")] == (
         "'yesterday' is not an RFC 3339 timestamp like 2026-12-02T10:00:00Z"
     )
-    assert dropped[(f"{path}:23", "a switch to model 'claude-opus-4-1'")] == (
-        "from 'claude-sonnet-4-5': the scenario format has no model switch; the replay "
-        "keeps the bundle's"
-    )
-    assert "timestamp" not in c.scenario["steps"][0]["user"]
+    # the model change is a switch step (test_convert_switch.py), no longer reported
+    assert not [what for _, what in dropped if "switch" in what]
+    assert "timestamp" not in c.scenario["steps"][1]["user"]
 
 
 def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -361,22 +362,23 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main(["verify", str(out), "--observed", str(tmp_path / "s.usage.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"{out}: anthropic claude-sonnet-5-5"
+    assert lines[0] == f"{out}: anthropic claude-sonnet-4-5"  # the transcript's model
     assert lines[1] == " call  step  sim cached obs cached    sim cost   obs cost"
-    # the observed side comes from the transcript's tokens, priced at the bundle's model's
-    # cache prices (claude-sonnet-5-5 reads at 0.05x) by the simulated call's multipliers
-    # (observed.py); the simulated one from the bundle. The example's cache_ttl auto ends
-    # calls 3 and 4 (a turn's opening message; the first turn after the compaction at step
-    # 7) with a one-hour marker, so their writes cost 2x: call 4 is 12 + 500 x 0.05 + 20 x 2
+    # the observed side comes from the transcript's tokens, priced at the model the call
+    # went to (a switch step to the transcript's claude-sonnet-4-5, which reads at 0.1x)
+    # by the simulated call's multipliers (observed.py); the simulated one from the
+    # bundle. The example's cache_ttl auto ends calls 3 and 4 (a turn's opening message;
+    # the first turn after the compaction at step 8) with a one-hour marker, so their
+    # writes cost 2x: call 4 is 12 + 500 x 0.1 + 20 x 2, call 2 12 + 3000 x 0.1 + 200 x 1.25
     observed = [(row[:11], row[24:34], row[-10:]) for row in lines[2:6]]
     assert observed == [
-        ("    1     0", "      0.0%", "      4512"),
-        ("    2     2", "     93.4%", "       412"),
-        ("    3     4", "     96.6%", "       372"),
-        ("    4     8", "     94.0%", "        77"),
+        ("    1     1", "      0.0%", "      4512"),
+        ("    2     3", "     93.4%", "       562"),
+        ("    3     5", "     96.6%", "       532"),
+        ("    4     9", "     94.0%", "       102"),
     ]
     assert lines[6][:11] == "      total"
-    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5373"
+    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5708"
     assert lines[7:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "provider's cache prices"
@@ -418,6 +420,7 @@ def test_codex_rollback_replacement_history_and_resume(tmp_path: Path) -> None:
     steps = c.scenario["steps"]
     # the rolled-back turn ("Now delete it.") is gone; its billed call kept beside
     assert [next(iter(s)) for s in steps] == [
+        "switch",
         "user",
         "assistant",
         "user",
@@ -437,7 +440,7 @@ def test_codex_rollback_replacement_history_and_resume(tmp_path: Path) -> None:
     assert len(c.usage["calls"]) == 3
     # a remote compaction (message empty): the replacement history's texts are the
     # summary; its context message is rebuilt, its encrypted item reported
-    assert steps[4] == {"compact": {"summary": "Rename the module.\n\nNow add a test."}}
+    assert steps[5] == {"compact": {"summary": "Rename the module.\n\nNow add a test."}}
     assert c.report["dropped"] == [
         {
             "where": f"{path}:15",
@@ -482,7 +485,7 @@ def test_codex_images_and_claude_interleaved_thinking(tmp_path: Path) -> None:
     s.assistant("msg_1", [{"type": "text", "text": "First."}, thinking], read=0, write=10)
     session.write_text(s.text())
     c = convert("claude-code", session)
-    assert c.scenario["steps"][1] == {
+    assert c.scenario["steps"][2] == {
         "assistant": {
             "thinking": [{"provider": "anthropic", "text": "then this", "signature": "c2ln"}],
             "text": "First.",

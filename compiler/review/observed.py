@@ -67,11 +67,14 @@ class ObservedRow:
     step: int
     simulated: Side
     observed: Side | None
+    #: the model the call went to (the bundle's, or a ``switch`` step's)
+    model: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "call": self.call,
             "step": self.step,
+            "model": self.model,
             "simulated": self.simulated.to_json(),
             "observed": None if self.observed is None else self.observed.to_json(),
         }
@@ -105,7 +108,11 @@ class ObservedReport:
             f"{'call':>5} {'step':>5}  {'sim cached':>10} {'obs cached':>10}  "
             f"{'sim cost':>10} {'obs cost':>10}"
         )
-        lines = [f"{self.scenario}: {self.provider} {self.model}", head]
+        models = [self.model]  # each model in the order the calls went to it
+        for row in self.rows:
+            if row.model and row.model != models[-1]:
+                models.append(row.model)
+        lines = [f"{self.scenario}: {self.provider} {' → '.join(models)}", head]
         for row in self.rows:
             sim, obs = row.simulated, row.observed
             lines.append(
@@ -183,12 +190,15 @@ def compare_observed(
             f"{scenario_path}: the usage file belongs to another scenario"
         )
     try:
-        model = calls[0].request.settings_for(name).model if calls else None
+        model = calls[0].target(name) if calls else None
     except KeyError:
         model = None
     simulation = Simulation(name, model=model)
     roots = RootCaches(name)
     for call, row in zip(calls, rows_in, strict=True):
+        # the model a switch step sent the call to (a transcript's own model): its cache
+        # namespace and prices (Gemini and Bedrock name it in the URL, not the body)
+        simulation.model = call.target(name)
         stamp = row.get("timestamp") if isinstance(row, dict) else None
         at = (
             seconds(stamp)
@@ -209,6 +219,8 @@ def compare_observed(
                     sim.input_tokens, sim.cache_read_tokens, sim.cache_write_tokens, sim.cost
                 ),
                 observed=_observed(sim, seen) if isinstance(seen, dict) else None,
+                model=call.target(name),
             )
         )
-    return ObservedReport(scenario.file, name, report.model, tuple(rows))
+    first = rows[0].model if rows else report.model
+    return ObservedReport(scenario.file, name, first, tuple(rows))

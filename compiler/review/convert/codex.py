@@ -40,10 +40,11 @@ summary texts, the encrypted content as the signature); one without is reported 
 dropped. A compaction becomes a ``compact`` step whose summary is the ``message``, or
 without one the texts of the ``replacement_history`` (its user messages and summary);
 a rollback drops the last turns' steps, their billed calls counted as rewound and kept
-beside the scenario. ``turn_context.model`` names each reply's model: a change is reported (the
-scenario has no switch step yet). User messages that carry the harness's
-context (``<environment_context>``, ``<user_instructions>``) are dropped: the context is
-rebuilt from ``session_meta`` and ``turn_context``.
+beside the scenario. ``turn_context.model`` names each reply's model: a ``switch`` step
+to it goes before the first call and before each call whose model changed
+(:meth:`Builder.finish`). User messages that carry the harness's context
+(``<environment_context>``, ``<user_instructions>``) are dropped: the context is rebuilt
+from ``session_meta`` and ``turn_context``.
 """
 
 from __future__ import annotations

@@ -476,14 +476,7 @@ class Builder:
         if model:
             self.calls[-1]["model"] = model
             if self.model is not None and model != self.model:
-                self.tally("model_switches")
-                # the scenario format has no model switch: the replay keeps the bundle's
-                self.drop(
-                    line,
-                    f"a switch to model {model!r}",
-                    f"from {self.model!r}: the "
-                    "scenario format has no model switch; the replay keeps the bundle's",
-                )
+                self.tally("model_switches")  # a switch step before the call (finish)
             self.model = model
 
     def compact(self, line: int, summary: str) -> None:
@@ -521,6 +514,29 @@ class Builder:
         calls = last.get("assistant", {}).get("tool_calls", [])
         self.pending = [c["id"] for c in calls]
 
+    def _switched(self, provider: str) -> list[dict[str, Any]]:
+        """The steps with a ``switch`` to ``provider``'s model before each call whose
+        model (the transcript's) is not the one before it, the first call's included: the
+        replay sends each call to the model it went to, and the cache simulator prices
+        it there (a new cache namespace). A call without a model keeps the one before.
+        The calls' ``step`` indices follow the steps they moved with."""
+        before: dict[int, str] = {}  # step index -> the model of the call it makes
+        current = None
+        for call in self.calls:
+            model = call.get("model")
+            if model is not None and model != current:
+                before[call["step"]] = current = model
+        steps: list[dict[str, Any]] = []
+        moved: dict[int, int] = {}
+        for index, step in enumerate(self.steps):
+            if index in before:
+                steps.append({"switch": {"provider": provider, "model": before[index]}})
+            moved[index] = len(steps)
+            steps.append(step)
+        for call in self.calls:
+            call["step"] = moved[call["step"]]
+        return steps
+
     def finish(self, name: str, conversation: str, provider: str) -> Converted:
         if self.gathered:
             self.flush(self.gathered_line)
@@ -529,7 +545,7 @@ class Builder:
         scenario: dict[str, Any] = {"name": redact_text(name), "conversation": conversation}
         if self.base_context is not None:
             scenario["base"] = {"context": self.base_context}
-        scenario["steps"] = self.steps
+        scenario["steps"] = self._switched(provider)
         observed = sum(1 for c in self.calls if c["observed"] is not None)
         self.counts["model_calls"] = len(self.calls)
         self.counts["observed_calls"] = observed
