@@ -200,6 +200,9 @@ def _floors(
                 )
                 sims[name] = (real, timed, untimed)
             real, timed, untimed = sims[name]
+            # the model a switch step sent the call to: its namespace and prices (Gemini
+            # and Bedrock name it in the URL, not the body)
+            real.model = timed.model = untimed.model = call.target(name)
             caches = roots[name](call.request)  # Gemini's root cache, as verify names it
             for simulation in (real, timed, untimed):
                 name_caches(simulation, caches)
@@ -251,7 +254,7 @@ def _ttl_policies(
         for name in names:
             settings = call.request.settings_for(name)
             if name not in today:
-                if rules_for(name, settings.model).write_multiplier_1h is None:
+                if rules_for(name, call.target(name)).write_multiplier_1h is None:
                     continue
                 today[name] = settings.options_value.get(CACHE_TTL_OPTION, CACHE_TTL_VALUES[0])
                 for value in CACHE_TTL_VALUES:
@@ -259,6 +262,7 @@ def _ttl_policies(
                     runs[name, value] = (providers.get(name), sim, PerfectBound())
             for value in CACHE_TTL_VALUES:
                 wire, sim, bound = runs[name, value]
+                sim.model = call.target(name)  # a switch step's (its namespace)
                 priced = attrs.evolve(call, request=_with_ttl(call.request, name, value))
                 body = serialize_at(scenario, priced, wire)
                 bound.add(sim.add(body, at))

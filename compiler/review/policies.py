@@ -42,6 +42,7 @@ from ..cache.simulator import PerfectBound, Simulation
 from ..core.errors import UsageError
 from ..core.limits import keepalive_output_limit
 from ..core.model import ModelRequest
+from ..runtime.failover import retarget
 from .naive import NaiveHarness, tool_file_order
 from .replay import Carrier, iter_replay
 from .scenario import Scenario, load_scenario, scenario_files
@@ -69,10 +70,26 @@ SHORTEST_SLOT = DEFAULT_TTL / 2
 
 @attrs.frozen
 class SessionCall:
-    """One model call of a session: the request and its time (seconds from the start)."""
+    """One model call of a session: the request and its time (seconds from the start),
+    and the models ``switch`` steps sent it to (provider -> model; a provider not named
+    gets its configured model)."""
 
     request: ModelRequest
     at: float
+    models: Mapping[str, str] = attrs.field(factory=dict)
+
+    def model(self, provider: str) -> str:
+        """The model ``provider``'s body of this call names."""
+        switched = self.models.get(provider)
+        return switched if switched is not None else self.request.settings_for(provider).model
+
+    def for_provider(self, provider: str) -> SessionCall:
+        """This call with ``provider``'s model the one a switch set (as
+        :func:`~prefixlock.review.replay.call_request` sends it): its body names it."""
+        model = self.models.get(provider)
+        if model is None:
+            return self
+        return attrs.evolve(self, request=retarget(self.request, provider, model, opaque=set()))
 
 
 def marker_policies(provider: str, model: str) -> bool:
@@ -118,19 +135,23 @@ def price_session(
     """One session's figures for ``provider``: the cost of each policy (and of the
     yardsticks) in base input-token units, and each policy's ratios."""
     wire = providers.get(provider)
-    model = calls[0].request.settings_for(provider).model
-    # another provider's opaque parts (a scenario's thinking): as this provider takes them
+    model = calls[0].model(provider)
+    # another provider's opaque parts (a scenario's thinking): as this provider takes them;
+    # each call at the model a switch step sent it to (a new cache namespace, its prices)
     carrier = Carrier()
-    calls = [attrs.evolve(c, request=carrier.request(c.request, provider)) for c in calls]
-    choice = marker_policies(provider, model)
+    calls = [
+        attrs.evolve(c, request=carrier.request(c.request, provider)).for_provider(provider)
+        for c in calls
+    ]
+    choice = any(marker_policies(provider, c.model(provider)) for c in calls)
     policies = [p for p in POLICIES if p in ("configured", "keepalive") or choice]
 
-    def request_for(request: ModelRequest, policy: str) -> ModelRequest:
+    def request_for(call: SessionCall, policy: str) -> ModelRequest:
         # keepalive: five-minute markers where the wire has a choice, else as configured
         marker = "5m" if policy == "keepalive" else policy.split("+")[0]
-        if marker == "configured" or not choice:
-            return request
-        return with_policy(request, provider, marker)
+        if marker == "configured" or not marker_policies(provider, call.model(provider)):
+            return call.request
+        return with_policy(call.request, provider, marker)
 
     runs = {policy: _Run(provider, model) for policy in policies}
     bound = PerfectBound()
@@ -139,8 +160,10 @@ def price_session(
         # the next call's time; after the last call the user may come back, and the
         # server cannot know that the session is over: its keep-alives are paid too
         nxt = calls[i + 1].at if i + 1 < len(calls) else math.inf
+        at_model = call.model(provider)
         for policy, run in runs.items():
-            request = request_for(call.request, policy)
+            run.sim.model = at_model  # Gemini and Bedrock name it in the URL only
+            request = request_for(call, policy)
             sent = wire.serialize(request)
             priced = run.sim.add(sent, call.at)
             if policy == "configured":
@@ -148,13 +171,13 @@ def price_session(
                 uncached += priced.uncached_cost
             if policy.endswith("keepalive") and nxt - call.at > SHORTEST_SLOT:
                 keep = _keepalive_body(wire, request)
-                for offset in _plan(provider, model, sent, return_model):
+                for offset in _plan(provider, at_model, sent, return_model):
                     if call.at + offset >= nxt:
                         break
                     run.sim.add(keep, call.at + offset)
                     run.keepalives += 1
-    oracle = _oracle(calls, provider, model, wire)
-    naive = _naive(calls, provider, model, wire, tool_order)
+    oracle = _oracle(calls, provider, wire)
+    naive = _naive(calls, provider, wire, tool_order)
     out: dict[str, Any] = {
         "calls": len(calls),
         "uncached": float(uncached),
@@ -176,23 +199,23 @@ def price_session(
     return out
 
 
-def _oracle(
-    calls: Sequence[SessionCall], provider: str, model: str, wire: providers.Provider
-) -> Fraction:
+def _oracle(calls: Sequence[SessionCall], provider: str, wire: providers.Provider) -> Fraction:
     """The offline-optimal policy's cost: the five-minute bodies (on a wire without a TTL
     choice the configured ones), and in each gap longer
     than the entries' lifetime the cheapest (given the gap) of letting them expire, a
     one-hour write of the call before the gap (where the wire has one), or keep-alive
     reads through the gap; the choice is priced by simulating each option up to and
     including the next call, and the cheapest one is kept."""
-    sim = Simulation(provider, model=model)
-    one_hour = marker_policies(provider, model)
+    sim = Simulation(provider, model=calls[0].model(provider))
 
-    def five(request: ModelRequest) -> ModelRequest:  # the base: five-minute markers
-        return with_policy(request, provider, "5m") if one_hour else request
+    def five(call: SessionCall) -> ModelRequest:  # the base: five-minute markers
+        one_hour = marker_policies(provider, call.model(provider))
+        return with_policy(call.request, provider, "5m") if one_hour else call.request
 
     for i, call in enumerate(calls):
-        plain = wire.serialize(five(call.request))
+        model = sim.model = call.model(provider)  # its namespace (a switch step's model)
+        one_hour = marker_policies(provider, model)
+        plain = wire.serialize(five(call))
         if i + 1 == len(calls):
             sim.add(plain, call.at)
             break
@@ -202,10 +225,10 @@ def _oracle(
         if gap < ttl:
             sim.add(plain, call.at)
             continue
-        after = wire.serialize(five(nxt.request))
+        after = wire.serialize(five(nxt))
         step = keepalive_interval(ttl)
         reads = math.ceil((gap - ttl) / step) if gap >= ttl else 0
-        keep = _keepalive_body(wire, five(call.request))
+        keep = _keepalive_body(wire, five(call))
         # each option: the bodies sent from this call up to (not including) the next
         options = [[(plain, call.at)]]
         if one_hour:
@@ -220,6 +243,7 @@ def _oracle(
             for sent, at in option:
                 fork.add(sent, at)
             probe = fork.fork()
+            probe.model = nxt.model(provider)
             probe.add(after, nxt.at)
             spent = probe.totals.cost - before
             if best is None or spent < best[0]:
@@ -232,7 +256,6 @@ def _oracle(
 def _naive(
     calls: Sequence[SessionCall],
     provider: str,
-    model: str,
     wire: providers.Provider,
     tool_order: Sequence[str],
 ) -> Fraction:
@@ -240,11 +263,11 @@ def _naive(
     services' default five-minute markers (what most harnesses send), whatever
     ``cache_ttl`` the settings have."""
     harness = NaiveHarness(tool_order)
-    sim = Simulation(provider, model=model)
-    five = marker_policies(provider, model)
+    sim = Simulation(provider, model=calls[0].model(provider))
     for call in calls:
+        model = sim.model = call.model(provider)  # its namespace (a switch step's model)
         request = harness.request(call.request)
-        if five:
+        if marker_policies(provider, model):
             request = with_policy(request, provider, "5m")
         sim.add(wire.serialize(request), call.at)
     return sim.totals.cost
@@ -271,7 +294,7 @@ def scenario_calls(scenario: Scenario) -> list[SessionCall]:
         stamp = call_time(scenario, call)
         if stamp is not None:
             at = stamp
-        out.append(SessionCall(call.request, at))
+        out.append(SessionCall(call.request, at, call.models))
     if out:
         start = min(c.at for c in out if c.at) if any(c.at for c in out) else 0.0
         out = [attrs.evolve(c, at=max(c.at - start, 0.0)) for c in out]
