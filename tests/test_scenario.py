@@ -463,7 +463,7 @@ def test_unknown_keys(here: Path) -> None:
     """
     assert errors(text) == [
         "s.yaml:3:1: $: unknown key 'owner' (expected one of: base, bundle, conversation, "
-        "name, steps)",
+        "name, providers, steps)",
         "s.yaml:4:21: $.base: unknown key 'colour' (expected one of: action_context, "
         "context, mode, open_files, query, selected_context, timestamp)",
         "s.yaml:6:33: $.steps[0].user: unknown key 'priority' (expected one of: "

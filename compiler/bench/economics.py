@@ -46,7 +46,7 @@ from ..core.resources import example_dir
 from ..providers.cache_ttl import OPTION as CACHE_TTL_OPTION
 from ..providers.cache_ttl import POLICIES as CACHE_TTL_VALUES
 from ..review.naive import full_contexts
-from ..review.replay import iter_replay, serialize_at
+from ..review.replay import iter_replay, refuse_provider_switch, serialize_at
 from ..review.scenario import Scenario, UserStep, load_scenario
 from ..review.verify import (
     RootCaches,
@@ -145,6 +145,11 @@ def long_session(
     """The economics of the long-session case for ``names`` (a JSON value): per provider
     a :class:`ProviderEconomics`, and whether every invariant held (``ok``)."""
     scenario = load_scenario(path or scenario_path())
+    names = scenario.replayed(names)
+    calls = list(iter_replay(scenario))
+    for name in names:
+        refuse_provider_switch(scenario, calls, name, "the bench economics")
+    del calls
     rows, failures = verify_scenario(scenario, names, tokenizer=tokenizer)
     floors, changes = _floors(scenario, names, tokenizer)
     policies = _ttl_policies(scenario, names, tokenizer)

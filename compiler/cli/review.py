@@ -67,8 +67,11 @@ def _replay_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    names = provider_names(args.provider)
     scenario = load_scenario(args.scenario)
+    names = scenario.replayed(provider_names(args.provider))
+    if not names:
+        starts = ", ".join(scenario.providers)
+        raise UsageError(f"{scenario.file}: the scenario starts on {starts} only (providers:)")
     if args.digests is not None:
         everywhere = args.restart_everywhere
         digests = replay_digests(scenario, names, restart=lambda _: everywhere)

@@ -256,7 +256,7 @@ def _loaded(files: Sequence[Path]) -> list[Scenario]:
 def _expected(scenario: Scenario) -> CaseGolden:
     scenario_path = scenario.path
     calls = replay(scenario)
-    bodies = serialize_calls(calls, registry.NAMES)
+    bodies = serialize_calls(calls, scenario.replayed(registry.NAMES))
     page = render_calls(scenario, calls, bodies).encode("utf-8")
     lock = locked_digest(scenario.bundle_root)
     return CaseGolden(

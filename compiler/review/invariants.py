@@ -479,6 +479,8 @@ class BodyChecker:
         self.sources = sources
         self.failures: list[Failure] = []
         self.number = 0
+        #: the provider whose bodies are checked (``provider``'s, until a switch)
+        self.wire_name = provider
         self.wire = get(provider)
         #: call numbers whose bodies a later retry must repeat
         self.keep = set(self.retries.values())
@@ -489,10 +491,14 @@ class BodyChecker:
         ) = None
         self._scanner = HistoryScanner(self.wire.MESSAGES_KEY)
 
-    def new_namespace(self) -> None:
+    def new_namespace(self, wire: str | None = None) -> None:
         """The next call goes to another model (a scenario's ``switch``): a new cache
-        namespace, whose first body extends nothing, as a first call."""
+        namespace, whose first body extends nothing, as a first call. ``wire``: the
+        provider whose bodies come from now on (a provider switch), if another."""
         self._previous = None
+        if wire is not None and wire != self.wire_name:
+            self.wire_name, self.wire = wire, get(wire)
+            self._scanner = HistoryScanner(self.wire.MESSAGES_KEY)
 
     def add(self, body: bytes | Body | Iterable[bytes], epoch: int = 0) -> None:
         """The next call's body: its bytes, or its fragments."""
@@ -555,7 +561,7 @@ class BodyChecker:
         self.failures.extend(
             _body_failures(
                 scenario,
-                provider,
+                self.wire_name,
                 number,
                 prev_number,
                 prev_body.join(),

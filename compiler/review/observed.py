@@ -28,7 +28,7 @@ from ..core.errors import CanonicalJSONError, InputError
 from ..core.files import read_review_file
 from ..core.timestamps import seconds, timestamp_problem
 from .convert.common import USAGE_FORMAT
-from .replay import Call, replay, serialize_at
+from .replay import Call, refuse_provider_switch, replay, serialize_at
 from .scenario import load_scenario
 from .verify import RootCaches, call_time, name_caches
 
@@ -183,6 +183,7 @@ def compare_observed(
     name = provider or str(usage.get("provider") or "anthropic")
     wire = registry.get(name)
     calls: list[Call] = replay(scenario)
+    refuse_provider_switch(scenario, calls, name, "verify --observed")
     rows_in: list[Any] = usage["calls"]
     if len(rows_in) != len(calls):
         raise InputError(

@@ -76,10 +76,11 @@ def report_page(paths: Sequence[Path] = (), providers: Sequence[str] = ("all",))
     for path in files:
         scenario = load_scenario(path, bundles=bundles)
         calls = replay(scenario)
-        bodies = serialize_calls(calls, names)
+        replayed = scenario.replayed(names)
+        bodies = serialize_calls(calls, replayed)
         caches = {}
         models = {s.provider: s.model for s in scenario.bundle.settings}
-        for name in names:
+        for name in replayed:
             try:
                 caches[name] = simulate_calls(scenario, calls, name, bodies[name], models.get(name))
             except CacheSimulationError:

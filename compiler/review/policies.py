@@ -77,6 +77,8 @@ class SessionCall:
     request: ModelRequest
     at: float
     models: Mapping[str, str] = attrs.field(factory=dict)
+    #: where a provider switch sent the call (:attr:`~prefixlock.review.replay.Call.route`)
+    route: tuple[str, str] | None = None
 
     def model(self, provider: str) -> str:
         """The model ``provider``'s body of this call names."""
@@ -294,7 +296,9 @@ def scenario_calls(scenario: Scenario) -> list[SessionCall]:
         stamp = call_time(scenario, call)
         if stamp is not None:
             at = stamp
-        out.append(SessionCall(call.request, at, call.models))
+        # a switch of a scenario with `providers:` names its provider's model
+        models = call.models if call.route is None else dict((call.route,))
+        out.append(SessionCall(call.request, at, models, call.route))
     if out:
         start = min(c.at for c in out if c.at) if any(c.at for c in out) else 0.0
         out = [attrs.evolve(c, at=max(c.at - start, 0.0)) for c in out]
@@ -315,7 +319,13 @@ def scenario_policies(
         if not calls:
             continue
         order = tool_file_order(scenario.bundle_root)
-        for name in names:
+        for name in scenario.replayed(names):
+            for number, call in enumerate(calls, start=1):
+                if call.route is not None and call.route[0] != name:
+                    raise UsageError(
+                        f"{scenario.file}: verify --policy does not price a provider switch "
+                        f"yet (call {number}: {name} → {call.route[0]}; verify and calls.md do)"
+                    )
             figures = price_session(calls, name, tool_order=order)
             for policy in policies:
                 f = figures["policies"].get(policy)

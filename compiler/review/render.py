@@ -414,26 +414,25 @@ class _Page:
         for name in self.names:
             body = self.bodies[name][call.index - 1]
             switched = call.models.get(name)
+            wire = call.wire(name)
             if base is None:
                 status = "first call"
-            elif switched != base.models.get(name):
+            elif call.namespace(name) != base.namespace(name):
                 self.tally[name]["reset"] += 1
-                status = (
-                    f"CACHE RESET (switch: {name}/{base.target(name)} → "
-                    f"{name}/{call.target(name)}: cache namespace reset)"
-                )
+                was, now = "/".join(base.namespace(name)), "/".join(call.namespace(name))
+                status = f"CACHE RESET (switch: {was} → {now}: cache namespace reset)"
             elif call.request.epoch != base.request.epoch:
                 self.tally[name]["reset"] += 1
                 status = "PREFIX RESET (compaction)"
             else:
                 old = self.bodies[name][base.index - 1]
-                path = divergence(name, old, body)
+                path = divergence(wire, old, body)
                 if path is None:
                     self.tally[name]["append"] += 1
-                    grown = history_length(name, body) - history_length(name, old)
+                    grown = history_length(wire, body) - history_length(wire, old)
                     status = f"tail append (+{grown} message{'s' if grown != 1 else ''})"
                     if grown == 0:  # only the last wire message gained blocks (Bedrock)
-                        blocks = history_blocks(name, body) - history_blocks(name, old)
+                        blocks = history_blocks(wire, body) - history_blocks(wire, old)
                         status = (
                             f"tail append (+{blocks} block{'s' if blocks != 1 else ''} "
                             "in the last message)"
@@ -442,7 +441,12 @@ class _Page:
                     self.tally[name]["break"] += 1
                     status = f"PREFIX BREAK at {path}"
             # After a switch step, the call names where it went: (provider, model).
-            shown = name if switched is None else f"{name} {code_span(switched)}"
+            if call.route is not None and wire != name:
+                shown = f"{name} → {wire} {code_span(call.target(name))}"
+            elif call.route is not None:
+                shown = f"{name} {code_span(call.target(name))}"
+            else:
+                shown = name if switched is None else f"{name} {code_span(switched)}"
             add(f"- {shown}: {status}{self.bar(name, call)}")
         add("")
 

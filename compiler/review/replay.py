@@ -16,7 +16,10 @@ This is the CLI / replay edge: the one ``compiler`` module that imports ``provid
 * ``compact`` -> :meth:`Conversation.compact`;
 * ``switch`` -> nothing in the history: the calls after it carry the model their
   provider's body names (:attr:`Call.models`), set by :func:`call_request` as
-  :meth:`Conversation.request(provider=..., model=...) <Conversation.request>` does.
+  :meth:`Conversation.request(provider=..., model=...) <Conversation.request>` does;
+  in a scenario that declares the providers it starts on, every replay's later calls
+  go to the switch's provider and model (:attr:`Call.route`), serialized by that
+  provider (:func:`wire_for`).
 
 ``restart_everywhere=True`` restarts before every step; the bytes must not change (the
 verifier checks that). :func:`replay_bodies` serializes the calls with one provider
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,12 +78,14 @@ __all__ = [
     "iter_replay",
     "provider_digests",
     "provider_names",
+    "refuse_provider_switch",
     "replay",
     "replay_bodies",
     "replay_digests",
     "serialize_at",
     "serialize_calls",
     "sparse_restarts",
+    "wire_for",
     "write_bodies",
     "write_replay",
 ]
@@ -113,11 +119,25 @@ class Call:
     #: provider -> the model its body names for this call, where a ``switch`` step set
     #: one other than the bundle's (empty: every provider's configured model)
     models: Mapping[str, str] = attrs.field(factory=dict)
+    #: (provider, model) every replay sends this call to, after a ``switch`` of a
+    #: scenario that declares the providers it starts on (None: each replay's own)
+    route: tuple[str, str] | None = None
+
+    def wire(self, provider: str) -> str:
+        """The provider the replay that started on ``provider`` sends this call to."""
+        return provider if self.route is None else self.route[0]
 
     def target(self, provider: str) -> str:
-        """The model ``provider``'s body of this call names."""
+        """The model of the body the replay that started on ``provider`` sends."""
+        if self.route is not None:
+            return self.route[1]
         model = self.models.get(provider)
         return model if model is not None else self.request.settings_for(provider).model
+
+    def namespace(self, provider: str) -> tuple[str, str]:
+        """(provider, model) of the replay that started on ``provider``: its cache
+        namespace (a new one after a switch)."""
+        return self.wire(provider), self.target(provider)
 
 
 class Carrier:
@@ -190,14 +210,32 @@ class _Carried:
 
 
 def call_request(call: Call, provider: str) -> ModelRequest:
-    """``call``'s request as ``provider`` is sent it: with the model a ``switch`` step
-    set (:func:`~prefixlock.runtime.failover.retarget`), else the call's own."""
+    """``call``'s request as the replay that started on ``provider`` sends it: with the
+    model a ``switch`` step set (:func:`~prefixlock.runtime.failover.retarget`), else
+    the call's own; after a provider switch (:attr:`Call.route`), the request for that
+    provider and model, as :meth:`Conversation.request(provider=..., model=...)
+    <prefixlock.runtime.conversation.Conversation.request>` builds it (the parts that
+    provider did not make carried or dropped by the failover rule)."""
+    if call.route is not None:
+        wire, routed = call.route
+        return retarget(call.request_for(wire), wire, routed, opaque=set())
     request = call.request_for(provider)
     model = call.models.get(provider)
     if model is None:
         return request
     # The model only: the parts are carried as without a switch (request_for).
     return retarget(request, provider, model, opaque=set())
+
+
+def refuse_provider_switch(scenario: Scenario, calls: Sequence[Call], name: str, what: str) -> None:
+    """Raise :class:`UsageError` if the replay that started on ``name`` sends a call to
+    another provider (a provider switch): ``what`` does not price one yet."""
+    for call in calls:
+        if call.wire(name) != name:
+            raise UsageError(
+                f"{scenario.file}: {what} does not price a provider switch yet (call "
+                f"{call.index}: {name} → {call.wire(name)}; verify and calls.md do)"
+            )
 
 
 def provider_names(selected: Sequence[str]) -> tuple[str, ...]:
@@ -304,9 +342,13 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
     carrier = Carrier()
     made = 0
     models: dict[str, str] = {}  # the switches in force (provider -> model)
+    route: tuple[str, str] | None = None  # a switch of a scenario with `providers:`
     configured = {s.provider: s.model for s in scenario.bundle.settings}
     try:
         for index, step in enumerate(scenario.steps):
+            if isinstance(step, SwitchStep) and scenario.providers:
+                route = (step.provider, step.model)  # absolute: every replay goes there
+                continue
             if isinstance(step, SwitchStep):
                 models = {**models, step.provider: step.model}
                 if step.model == configured.get(step.provider):
@@ -330,7 +372,7 @@ def _iter_replay(scenario: Scenario, db: Path, restart: Callable[[int], bool]) -
                 made += 1
                 frozen = attrs.evolve(request, messages=snapshots.freeze(request.messages))
                 sections = conversation.history.context_sections
-                yield Call(made, index, kind, event, frozen, sections, carrier, models)
+                yield Call(made, index, kind, event, frozen, sections, carrier, models, route)
     finally:
         session.stop()
 
@@ -404,12 +446,33 @@ def _run(
     return None
 
 
+#: A replay's provider instance -> the instances of the providers its calls were
+#: switched to (one each, so their encodings are reused from call to call).
+_SIBLINGS: weakref.WeakKeyDictionary[registry.Provider, dict[str, registry.Provider]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def wire_for(call: Call, provider: registry.Provider) -> registry.Provider:
+    """The provider instance that serializes ``call`` in the replay that started on
+    ``provider``: itself, or after a provider switch an instance of that provider's
+    (kept beside ``provider``)."""
+    name = call.wire(provider.name)
+    if name == provider.name:
+        return provider
+    siblings = _SIBLINGS.setdefault(provider, {})
+    found = siblings.get(name)
+    if found is None:
+        found = siblings[name] = registry.get(name)
+    return found
+
+
 def fragments_at(scenario: Scenario, call: Call, provider: registry.Provider) -> BodyFragments:
     """``call``'s body as fragments; a request the provider cannot express is a
     :class:`SpecErrors` at the step that made the call, naming the bundle (its
     settings, its tools)."""
     try:
-        return provider.fragments(call_request(call, provider.name))
+        return wire_for(call, provider).fragments(call_request(call, provider.name))
     except PrefixlockError as err:
         message = f"call {call.index}: {err} ({scenario.bundle_note})"
         step = scenario.steps[call.step]
@@ -427,7 +490,7 @@ def serialize_calls(calls: Sequence[Call], providers: Sequence[str]) -> dict[str
     out: dict[str, list[bytes]] = {}
     for name in providers:
         provider = registry.get(name)
-        out[name] = [provider.serialize(call_request(call, name)) for call in calls]
+        out[name] = [wire_for(call, provider).serialize(call_request(call, name)) for call in calls]
     return out
 
 

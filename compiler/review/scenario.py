@@ -158,6 +158,7 @@ def load_scenario(
     errors[:0] = problems
     note = bundle_note(root, bundle) if bundle is not None else ""
     loader = _Loader(doc, value, bundle, errors, invalid, note)
+    starts = loader.providers()
     steps = loader.steps()
     if errors:
         raise SpecErrors(errors)
@@ -170,6 +171,7 @@ def load_scenario(
         bundle_root=root,
         bundle=bundle,
         steps=tuple(steps),
+        providers=starts,
     )
 
 
@@ -326,6 +328,21 @@ class _Loader:
             return self.switch(path, where, body)
         assert kind == "compact"
         return CompactStep(where, body["summary"])
+
+    def providers(self) -> tuple[str, ...]:
+        """``providers:``, each one the bundle configures (else reported)."""
+        given = self.value.get("providers")
+        if not isinstance(given, list) or any(_under(p, "$.providers") for p in self.schema_paths):
+            return ()
+        if self.bundle is None:
+            return tuple(given)
+        configured = [s.provider for s in self.bundle.settings]
+        for index, name in enumerate(given):
+            if name not in configured:
+                why = hint(name, configured, "configured providers")
+                message = f"provider {name!r} is not configured ({why}) ({self.note})"
+                self.fail(f"$.providers[{index}]", message)
+        return tuple(given)
 
     def switch(self, path: str, where: Location, body: Mapping[str, Any]) -> SwitchStep | None:
         """A switch to a provider the bundle configures (its model by default)."""

@@ -3,6 +3,7 @@ from a scenario file and :mod:`~prefixlock.review.replay` plays."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -149,7 +150,9 @@ class SwitchStep:
     """From here on, ``provider``'s model calls go to ``model``: a model switch (a user's
     ``/model``, a gateway's failover to another model) is a new cache namespace, so the
     call after it starts a new cached prefix. Makes no model call; a replay for another
-    provider is not affected."""
+    provider is not affected -- unless the scenario declares the providers it starts on
+    (:attr:`Scenario.providers`): then every replay's later calls go to ``provider`` and
+    ``model`` (a provider switch, through the failover path)."""
 
     kind: ClassVar[str] = "switch"
     location: Location
@@ -184,12 +187,23 @@ class Scenario:
     bundle_root: Path
     bundle: Bundle
     steps: tuple[Step, ...]
+    #: ``providers:``, the providers the calls start on (empty: every provider, each
+    #: replay its own story). Given, the replays are these alone and a ``switch`` is
+    #: absolute: every replay's later calls go to its provider and model.
+    providers: tuple[str, ...] = ()
 
     @property
     def bundle_note(self) -> str:
         """``bundle: /spec/root, sha256:0123456789ab``: which bundle the scenario ran
         against, for its error messages (:func:`bundle_note`)."""
         return bundle_note(self.bundle_root, self.bundle)
+
+    def replayed(self, names: Sequence[str]) -> tuple[str, ...]:
+        """The providers of ``names`` this scenario is replayed on: all of them, or
+        those it declares it starts on (:attr:`providers`)."""
+        if not self.providers:
+            return tuple(names)
+        return tuple(name for name in names if name in self.providers)
 
     def step_location(self, index: int) -> str:
         """``scenario.yaml:12:5 $.steps[3].user``: where step ``index`` is written."""

@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import CacheReport, CacheTotals, PerfectBound, Simulation
+from ..cache.simulator import CacheReport, CacheTotals, CallCache, PerfectBound, Simulation
 from ..cache.tokens import Tokenizer, get_tokenizer
 from ..core.errors import UsageError
 from ..core.fragments import Body, RunningDigest, common_body_prefix
@@ -69,6 +69,7 @@ from .replay import (
     replay_digests,
     serialize_calls,
     sparse_restarts,
+    wire_for,
 )
 from .scenario import (
     RetryStep,
@@ -293,14 +294,23 @@ def simulate_calls(
     that draw the calls (``prefixlock report``), beside the table verify makes."""
     simulation = Simulation(name, model=model)
     roots = RootCaches(name)
+    # after a provider switch the bodies are another provider's: its own simulation
+    lanes = {name: (simulation, roots)}
+    out: list[CallCache] = []
     for call, body in zip(calls, bodies, strict=True):
-        if call.models:  # after a switch step: the call's own namespace
-            simulation.model = call.target(name)
-        elif simulation.model != model:
-            simulation.model = model
-        name_caches(simulation, roots(call.request))
-        simulation.add(body, call_time(scenario, call))
-    return simulation.report()
+        wire = call.wire(name)
+        if wire not in lanes:
+            lanes[wire] = (Simulation(wire, model=call.target(name)), RootCaches(wire))
+        lane, lane_roots = lanes[wire]
+        if call.models or call.route is not None:  # after a switch: its own namespace
+            lane.model = call.target(name)
+        elif lane.model != model:
+            lane.model = model
+        name_caches(lane, lane_roots(call.request))
+        priced = lane.add(body, call_time(scenario, call))
+        out.append(attrs.evolve(priced, index=len(out) + 1))
+    report = simulation.report()
+    return attrs.evolve(report, calls=tuple(out))
 
 
 def scenario_label(path: Path) -> str:
@@ -459,21 +469,21 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
     provider = registry.get(name)
     provider.frame_limit = _PASS_FRAMES
     checker = BodyChecker(job.label, name, sources=job.sources)
-    model = _model(calls, name)
-    simulation = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
-    naive = Simulation(name, model=model, tokenizer=job.counter, keep_calls=False)
-    harness = NaiveHarness(job.tools, job.contexts)
-    # Gemini's explicit cache of the root, if the settings name one: the naive
-    # harness's root changes with the context, and each new one is a new cache.
-    roots, naive_roots = RootCaches(name), RootCaches(name)
+    # Per provider the calls go to (the replay's own; after a provider switch another):
+    # its cache simulations (each wire reads its own bodies) and Gemini root caches.
+    lanes: dict[str, _Lane] = {}
     running = RunningDigest()
     previous: Body | None = None
-    switched: str | None = None  # the model a switch step set, in force
+    namespace = calls[0].namespace(name)
     for call, retry_of in zip(calls, job.originals, strict=True):
-        if call.models.get(name) != switched:  # a new cache namespace: a new prefix
-            switched = call.models.get(name)
-            checker.new_namespace()
-            simulation.model = naive.model = call.target(name)
+        wire = call.wire(name)
+        lane = lanes.get(wire)
+        if lane is None:
+            lane = lanes[wire] = _Lane(wire, call.target(name), job)
+        if call.namespace(name) != namespace:  # a new cache namespace: a new prefix
+            namespace = call.namespace(name)
+            checker.new_namespace(wire)
+        lane.simulation.model = lane.naive.model = call.target(name)
         if retry_of is not None:
             checker.retries[call.index] = retry_of
         elif call.event in job.retried:
@@ -490,16 +500,33 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
         if previous is not None:
             out.reused += common_body_prefix(previous, body)
         previous = body
-        name_caches(simulation, roots(call.request))
-        out.bound.add(simulation.add_fragments(body, at))
+        name_caches(lane.simulation, lane.roots(call.request))
+        priced = lane.simulation.add_fragments(body, at)
+        out.bound.add(priced)
+        out.simulated = out.simulated.plus(priced)
         # The same provider instance: the naive history's messages are mostly the
         # same fragments (the instance's cache holds them once).
-        request = harness.request(call_request(call, name))
-        name_caches(naive, naive_roots(request))
-        naive.add_fragments(provider.fragments(request).as_body(), at)
+        request = lane.harness.request(call_request(call, name))
+        name_caches(lane.naive, lane.naive_roots(request))
+        wire_provider = wire_for(call, provider)
+        out.naive_cost += lane.naive.add_fragments(
+            wire_provider.fragments(request).as_body(), at
+        ).cost
     out.failures = checker.failures
-    out.simulated, out.naive_cost = simulation.totals, naive.totals.cost
     return out
+
+
+class _Lane:
+    """One provider's simulations in a verify pass: the calls that go to it (the
+    replay's own provider, or the one a provider switch sent the calls to)."""
+
+    def __init__(self, wire: str, model: str, job: _Pass) -> None:
+        counter = job.counter
+        self.simulation = Simulation(wire, model=model, tokenizer=counter, keep_calls=False)
+        self.naive = Simulation(wire, model=model, tokenizer=counter, keep_calls=False)
+        self.roots, self.naive_roots = RootCaches(wire), RootCaches(wire)
+        # the naive harness's history holds the parts as this provider takes them
+        self.harness = NaiveHarness(job.tools, job.contexts)
 
 
 def verify_scenario(
@@ -640,15 +667,14 @@ def verify_scenario(
 
 
 def _switches(calls: Sequence[Call], name: str) -> tuple[str, ...]:
-    """Where ``calls`` went to another model of provider ``name`` (a ``switch`` step):
-    each a cache reset, the new model's namespace holding nothing of the old one's."""
+    """Where the replay that started on ``name`` sent ``calls`` to another model or
+    provider (a ``switch`` step): each a cache reset, the new (provider, model)
+    namespace holding nothing of the old one's."""
     out = []
     for before, call in itertools.pairwise(calls):
-        if call.models.get(name) != before.models.get(name):
-            out.append(
-                f"call {call.index}: {name}/{before.target(name)} → {name}/{call.target(name)}:"
-                " cache namespace reset"
-            )
+        if call.namespace(name) != before.namespace(name):
+            old, new = "/".join(before.namespace(name)), "/".join(call.namespace(name))
+            out.append(f"call {call.index}: {old} → {new}: cache namespace reset")
     return tuple(out)
 
 
@@ -727,7 +753,7 @@ def verify(
                         Path(tmp) / f"{i}-bodies",
                     )
             found_rows, found = verify_scenario(
-                scenario, names, elsewhere=elsewhere, tokenizer=tokenizer
+                scenario, scenario.replayed(names), elsewhere=elsewhere, tokenizer=tokenizer
             )
             failed += found
             tell.case_done(found_rows, failed)
