@@ -4,6 +4,7 @@ breaks it, and every body prefixlock produces (golden files, provider cases) kee
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 import service_rules
 from prefixlock.core import canonical
 from prefixlock.providers import NAMES, get
+from prefixlock.review.replay import replay
+from prefixlock.review.scenario import load_scenario
 from provider_cases import tool_loop
 from sdk_judge import assert_valid, judge
 from service_rules import RULES, assert_accepted, violations
@@ -279,9 +282,24 @@ def test_golden_bodies_exist_for_every_provider() -> None:
     assert {path.parent.name for path in GOLDEN_BODIES} == set(NAMES)
 
 
+@functools.cache
+def _routes(case: str) -> tuple[tuple[str, str] | None, ...] | None:
+    """Where each call of golden ``case`` went after a provider switch (None: to the
+    provider of its folder); None for a case without ``providers:`` (no such switch)."""
+    scenario = load_scenario(GOLDEN / case / "scenario.yaml")
+    return tuple(call.route for call in replay(scenario)) if scenario.providers else None
+
+
+def _wire(path: Path) -> str:
+    """The provider that made the golden body at ``path`` (``case/folder/000k.json``)."""
+    routes = _routes(path.parent.parent.name)
+    route = routes[int(path.stem) - 1] if routes is not None else None
+    return path.parent.name if route is None else route[0]
+
+
 @pytest.mark.parametrize("provider", NAMES)
 def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
-    paths = [p for p in GOLDEN_BODIES if p.parent.name == provider]
+    paths = [p for p in GOLDEN_BODIES if _wire(p) == provider]
     assert paths
     for path in paths:
         assert violations(provider, canonical.loads(path.read_bytes())) == [], path
