@@ -90,3 +90,16 @@ def test_bench_economics_price_each_call_at_its_model(
     assert floors[name].cost == first.cost + second.cost + third.cost
     figures = long_session([name], path=scenario.path)
     assert figures["ok"] and figures["providers"][name]["calls"] == 3
+
+
+def test_the_perfect_cache_bound_reads_nothing_across_a_model_switch(tmp_path: Path) -> None:
+    """The bound is every prefix cached forever in its own namespace: a call after a
+    switch cannot read what another model's calls wrote (call 2 here), and reads its
+    own model's prefixes again after (call 3)."""
+    scenario = load_scenario(_scenario(tmp_path))
+    bodies = serialize_calls(replay(scenario), ["anthropic"])["anthropic"]
+    simulation = Simulation("anthropic", model="claude-sonnet-5-5")
+    first, second, third = (simulation.add(body, at) for body, at in zip(bodies, (0, 60, 120)))
+    assert first.bound_read_tokens == 0
+    assert second.bound_read_tokens == 0
+    assert third.bound_read_tokens > 0

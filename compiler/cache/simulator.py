@@ -991,8 +991,9 @@ class Simulation:
         #: named now.
         self._cached_figures: dict[str, tuple[int, bytes, CachedContentExpiry]] = {}
         #: The perfect cache (:attr:`CallCache.bound_read_tokens`): every prefix any call
-        #: sent, never expiring, and the Gemini explicit cache bodies named.
-        self._perfect = _Seen()
+        #: sent, never expiring, per model (a switch's new namespace holds nothing of
+        #: the old one's), and the Gemini explicit cache bodies named.
+        self._perfect: dict[str, _Seen] = {}
         self._perfect_caches: set[bytes] = set()
         self.model_name = model or ""
         #: The floor (see the module docstring): an ideal cache under the same lifetimes.
@@ -1179,9 +1180,12 @@ class Simulation:
                 chain_until = seen.until if shared and _alive(seen.until, now) else -math.inf
                 kept = max(until, found_until, chain_until)
             seen.sent(prompt, kept, shared, now)
-        found, shared, _ = self._perfect.longest(prompt, math.inf)
+        perfect = self._perfect.get(model_name)
+        if perfect is None:
+            perfect = self._perfect[model_name] = _Seen()
+        found, shared, _ = perfect.longest(prompt, math.inf)
         bound_read = prompt.tokens_to(found) if found >= 0 else 0
-        self._perfect.sent(prompt, math.inf, shared, math.inf)
+        perfect.sent(prompt, math.inf, shared, math.inf)
         name = body.get("cachedContent") if provider == "gemini" else None
         token_hours = Fraction(0)
         if isinstance(name, str):
