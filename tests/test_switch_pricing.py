@@ -99,7 +99,8 @@ def test_the_perfect_cache_bound_reads_nothing_across_a_model_switch(tmp_path: P
     scenario = load_scenario(_scenario(tmp_path))
     bodies = serialize_calls(replay(scenario), ["anthropic"])["anthropic"]
     simulation = Simulation("anthropic", model="claude-sonnet-5-5")
-    first, second, third = (simulation.add(body, at) for body, at in zip(bodies, (0, 60, 120)))
+    times = (0.0, 60.0, 120.0)
+    first, second, third = (simulation.add(b, at) for b, at in zip(bodies, times, strict=True))
     assert first.bound_read_tokens == 0
     assert second.bound_read_tokens == 0
     assert third.bound_read_tokens > 0
