@@ -6,17 +6,21 @@ and model, through the library's failover path (the parts follow the per-kind ru
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from prefixlock.bench.economics import long_session
 from prefixlock.core.errors import SpecErrors, UsageError
+from prefixlock.review.compare import CONTENT_CHANGE
+from prefixlock.review.diff.folders import diff_folders
+from prefixlock.review.diff.sides import Side
 from prefixlock.review.observed import compare_observed
 from prefixlock.review.policies import price_session, scenario_calls, scenario_policies
 from prefixlock.review.render import render_calls
-from prefixlock.review.replay import replay, replay_bodies, serialize_calls
+from prefixlock.review.replay import replay, replay_bodies, serialize_calls, write_bodies
 from prefixlock.review.scenario import load_scenario
-from prefixlock.review.verify import verify_scenario
+from prefixlock.review.verify import simulate_calls, verify_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = "Read the module, then its tests, then explain the failure in detail. " * 40
@@ -153,3 +157,30 @@ def test_a_declared_scenarios_model_switch_is_priced_at_its_model(tmp_path: Path
     assert price_session(scenario_calls(unswitched), "anthropic") != price_session(
         scenario_calls(legacy), "anthropic"
     )
+
+
+def test_diff_reads_a_switched_calls_bodies_as_their_providers(tmp_path: Path) -> None:
+    """`prefixlock diff` of the golden provider-switch case after its last query changed:
+    call 5 (an OpenAI Responses body in the anthropic folder) differs in its last
+    message only: a rendered-content change, priced as verify prices it, not a root
+    change read through Anthropic's keys."""
+    case = REPO / "golden" / "provider-switch"
+    old, new = tmp_path / "old" / "provider-switch", tmp_path / "new" / "provider-switch"
+    shutil.copytree(case, old)
+    shutil.copytree(case, new)
+    text = (new / "scenario.yaml").read_text(encoding="utf-8")
+    changed = text.replace("Thanks. Run the invoice tests.", "Thanks. Now run the tests.")
+    assert changed != text
+    (new / "scenario.yaml").write_text(changed, encoding="utf-8")
+    scenario = load_scenario(new / "scenario.yaml")
+    write_bodies(serialize_calls(replay(scenario), ["anthropic"]), new)
+    sides = [Side(str(p.parent), "folder", p.parent, REPO) for p in (old, new)]
+    report = diff_folders(*sides)
+    ((pair,),) = [report.pairs]
+    assert [call.verdict for call in pair.calls][:4] == ["unchanged"] * 4
+    fifth = pair.calls[4]
+    assert fifth.comparison is not None and fifth.comparison.impact == CONTENT_CHANGE
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, ["anthropic"])["anthropic"]
+    priced = simulate_calls(scenario, calls, "anthropic", bodies, "claude-sonnet-5-5")
+    assert pair.new_report is not None and pair.new_report.cost == priced.cost

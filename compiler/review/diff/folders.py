@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from ...cache.simulator import CacheReport, Simulation
+from ...cache.simulator import CacheReport, CallCache, Simulation
 from ...core import canonical
 from ...core.errors import CacheSimulationError, InputError, PrefixlockError
 from ...spec.bundle import Bundle
@@ -291,6 +291,8 @@ class CallTimes:
         self._roots: dict[Path, dict[str, list[Roots]]] = {}
         #: one bundle per spec root: the cases of a side share theirs (``bundle: ../..``)
         self._bundles: dict[Path, Bundle] = {}
+        #: per call, where a provider switch sent it ((provider, model)), else None
+        self._routes: dict[Path, list[tuple[str, str] | None]] = {}
 
     def __call__(self, case: Path, numbers: Iterable[int]) -> list[float | None] | None:
         self._load(case)
@@ -306,6 +308,13 @@ class CallTimes:
         if self(case, numbers) is None:
             return None
         return self._roots[case].get(provider)
+
+    def routes(self, case: Path, numbers: Iterable[int]) -> list[tuple[str, str] | None] | None:
+        """Per call, the (provider, model) a provider switch of the case's scenario sent
+        it to (None: the folder's own); None where there are no times (:meth:`__call__`)."""
+        if self(case, numbers) is None:
+            return None
+        return self._routes.get(case)
 
     def models(self, case: Path) -> dict[str, str] | None:
         """Provider -> model of the bundle the case's scenario names; None where it has
@@ -334,6 +343,7 @@ class CallTimes:
             return
         self._times[case] = times
         self._roots[case] = roots
+        self._routes[case] = [call.route for call in calls]
         self._models[case] = {s.provider: s.model for s in scenario.bundle.settings}
 
 
@@ -386,6 +396,7 @@ def _simulate(
     roots: Sequence[Roots] | None = None,
     *,
     uncached_root: bool = False,
+    routes: Sequence[tuple[str, str] | None] | None = None,
 ) -> CacheReport | None:
     """The cache simulation of one call sequence (None without calls), each call at its
     time where ``times`` gives them, with the explicit caches ``roots`` gives for each
@@ -394,12 +405,23 @@ def _simulate(
         return None
     try:
         simulation = Simulation(provider, model=model)
+        # after a provider switch (``routes``), that provider's bodies: its simulation
+        lanes = {provider: simulation}
+        out: list[CallCache] = []
         for i, data in enumerate(bodies):
+            route = routes[i] if routes is not None else None
+            lane = simulation
+            if route is not None:
+                lane = lanes.get(route[0]) or lanes.setdefault(
+                    route[0], Simulation(route[0], model=route[1])
+                )
+                lane.model = route[1]
             if roots is not None:
-                name_caches(simulation, roots[i])
+                name_caches(lane, roots[i])
             body = _without_cache(data) if uncached_root else data
-            simulation.add(body, None if times is None else times[i])
-        return simulation.report()
+            priced = lane.add(body, None if times is None else times[i])
+            out.append(attrs.evolve(priced, index=len(out) + 1))
+        return attrs.evolve(simulation.report(), calls=tuple(out))
     except ValueError:  # name the file, as compare_bodies would
         for path, data in zip(files.values(), bodies, strict=True):
             parse_body(data, str(path))
@@ -466,20 +488,37 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
                 "bodies gives, so both sides are priced without that cache's tokens"
             )
             old_roots = new_roots = None
+        old_routes = times.routes(old.path / case, a)
+        new_routes = times.routes(new.path / case, b)
         before = _simulate(
-            name, a, old_bodies, old_model, old_times, old_roots, uncached_root=uncached_root
+            name,
+            a,
+            old_bodies,
+            old_model,
+            old_times,
+            old_roots,
+            uncached_root=uncached_root,
+            routes=old_routes,
         )
         same = (
             old_bodies == new_bodies
             and old_model == new_model
             and old_times == new_times
             and old_roots == new_roots
+            and old_routes == new_routes
         )
         after = (
             before
             if same
             else _simulate(
-                name, b, new_bodies, new_model, new_times, new_roots, uncached_root=uncached_root
+                name,
+                b,
+                new_bodies,
+                new_model,
+                new_times,
+                new_roots,
+                uncached_root=uncached_root,
+                routes=new_routes,
             )
         )
         old_costs = dict(zip(a, before.calls, strict=True)) if before else {}
@@ -495,15 +534,18 @@ def diff_folders(old: Side, new: Side, indexes: SourceIndexes | None = None) -> 
                 calls.append(CallDiff(number, verdict, None, None, old_cost, new_cost))
                 continue
             old_bytes, new_bytes = old_read[number], new_read[number]
+            # after a provider switch, the bodies are that provider's (the new side's)
+            route = new_routes[number - 1] if new_routes is not None else None
+            wire = name if route is None else route[0]
             comparison = compare_bodies(
-                name, old_bytes, new_bytes, old_name=str(a[number]), new_name=str(b[number])
+                wire, old_bytes, new_bytes, old_name=str(a[number]), new_name=str(b[number])
             )
             source = None
             if comparison.kind == PREFIX_BREAK:
                 if sources is None:
                     extra = [scenario] if scenario.is_file() else []
                     sources = new_index.extended(extra) if extra else new_index
-                found = attribute(name, comparison, sources, new_bytes, old_bytes)
+                found = attribute(wire, comparison, sources, new_bytes, old_bytes)
                 source = new.show(found) if found is not None else None
             calls.append(
                 CallDiff(number, comparison.verdict, comparison, source, old_cost, new_cost)
