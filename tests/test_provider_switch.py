@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from prefixlock.bench.economics import long_session
+from prefixlock.cache.simulator import Simulation
 from prefixlock.core.errors import SpecErrors, UsageError
 from prefixlock.review.compare import CONTENT_CHANGE
 from prefixlock.review.diff.folders import diff_folders
 from prefixlock.review.diff.sides import Side
 from prefixlock.review.observed import compare_observed
-from prefixlock.review.policies import price_session, scenario_calls, scenario_policies
+from prefixlock.review.policies import price_session, scenario_calls
 from prefixlock.review.render import render_calls
 from prefixlock.review.replay import replay, replay_bodies, serialize_calls, write_bodies
 from prefixlock.review.scenario import load_scenario
@@ -117,7 +118,7 @@ def test_a_switch_to_a_provider_the_bundle_does_not_configure_is_an_error(
     ]
 
 
-def test_the_pricing_tools_refuse_a_provider_switch_they_cannot_price_yet(
+def test_observed_and_the_bench_economics_refuse_a_provider_switch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -127,9 +128,6 @@ def test_the_pricing_tools_refuse_a_provider_switch_they_cannot_price_yet(
         json.dumps({"format": "prefixlock-usage/1", "provider": "anthropic", "calls": []})
     )
     why = "does not price a provider switch yet (call 3: anthropic → openai-responses; "
-    with pytest.raises(UsageError) as caught:
-        scenario_policies([Path("s.yaml")], ["anthropic"], ["configured"])
-    assert str(caught.value) == f"s.yaml: verify --policy {why}verify and calls.md do)"
     with pytest.raises(UsageError) as caught:
         compare_observed(Path("s.yaml"), usage)
     assert str(caught.value) == f"s.yaml: verify --observed {why}verify and calls.md do)"
@@ -184,3 +182,27 @@ def test_diff_reads_a_switched_calls_bodies_as_their_providers(tmp_path: Path) -
     bodies = serialize_calls(calls, ["anthropic"])["anthropic"]
     priced = simulate_calls(scenario, calls, "anthropic", bodies, "claude-sonnet-5-5")
     assert pair.new_report is not None and pair.new_report.cost == priced.cost
+
+
+def test_verify_policy_prices_a_provider_switch_on_each_provider(tmp_path: Path) -> None:
+    """Calls 1-2 priced as Anthropic's bodies in claude-sonnet-5-5's namespace, calls 3-4
+    as OpenAI's in gpt-5.5's (call 3 reads nothing: a new provider)."""
+    scenario = load_scenario(_scenario(tmp_path))
+    bodies = replay_bodies(scenario, ["anthropic"])["anthropic"]
+    calls = scenario_calls(scenario)
+    claude = Simulation("anthropic", model="claude-sonnet-5-5")
+    gpt = Simulation("openai-responses", model="gpt-5.5")
+    priced = [claude.add(bodies[0], calls[0].at), claude.add(bodies[1], calls[1].at)]
+    priced += [gpt.add(bodies[2], calls[2].at), gpt.add(bodies[3], calls[3].at)]
+    assert priced[2].cache_read_tokens == 0 and priced[3].cache_read_tokens > 0
+    figures = price_session(calls, "anthropic")
+    assert figures["policies"]["configured"]["cost"] == float(sum(p.cost for p in priced))
+    assert figures["uncached"] == float(sum(p.uncached_cost for p in priced))
+    assert set(figures["policies"]) == {
+        "configured",
+        "5m",
+        "1h",
+        "auto",
+        "keepalive",
+        "auto+keepalive",
+    }

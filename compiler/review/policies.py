@@ -38,7 +38,7 @@ from ..cache.policy import (
     with_policy,
 )
 from ..cache.rules import DEFAULT_TTL, rules_for
-from ..cache.simulator import PerfectBound, Simulation
+from ..cache.simulator import CacheTotals, CallCache, PerfectBound, Simulation
 from ..core.errors import UsageError
 from ..core.limits import keepalive_output_limit
 from ..core.model import ModelRequest
@@ -115,16 +115,73 @@ def _ttl(provider: str, model: str, body: bytes) -> float:
     return cached_prefix(provider, model, body)[1]
 
 
+class _Lanes:
+    """A session's simulation when its calls may go to more than one provider (a
+    provider switch): one :class:`Simulation` per provider, whose bodies it reads, and
+    the totals over all of them. Each call names its (provider, model): its namespace."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self.lanes: dict[str, Simulation] = {}
+        self.totals = CacheTotals()
+
+    def add(self, wire: str, model: str, body: bytes, at: float) -> CallCache:
+        lane = self.lanes.get(wire)
+        if lane is None:
+            lane = self.lanes[wire] = Simulation(wire, model=model, **self.options)
+        lane.model = model  # Gemini and Bedrock name it in the URL only
+        priced = lane.add(body, at)
+        self.totals = self.totals.plus(priced)
+        return priced
+
+    def fork(self) -> _Lanes:
+        twin = _Lanes(**self.options)
+        twin.lanes = {wire: lane.fork() for wire, lane in self.lanes.items()}
+        twin.totals = self.totals
+        return twin
+
+
 class _Run:
     """One policy's simulation of a session: its cost and its keep-alives."""
 
-    def __init__(self, provider: str, model: str) -> None:
-        self.sim = Simulation(provider, model=model, keep_calls=False)
+    def __init__(self) -> None:
+        self.sim = _Lanes(keep_calls=False)
         self.keepalives = 0
 
     @property
     def cost(self) -> Fraction:
         return self.sim.totals.cost
+
+
+@attrs.frozen
+class _Sent:
+    """One call as the session that started on a provider sends it: the provider it
+    goes to (another after a provider switch), its model and its request."""
+
+    wire: str
+    model: str
+    request: ModelRequest
+    at: float
+
+    def marked(self, marker: str) -> ModelRequest:
+        """The request with ``cache_ttl`` ``marker`` where the wire has a choice."""
+        if marker == "configured" or not marker_policies(self.wire, self.model):
+            return self.request
+        return with_policy(self.request, self.wire, marker)
+
+
+def _sent(calls: Sequence[SessionCall], provider: str) -> list[_Sent]:
+    """Each call as the session that started on ``provider`` sends it: another
+    provider's opaque parts (a scenario's thinking) carried or dropped as the provider it
+    goes to takes them; at the model a switch step sent it to (a new cache namespace,
+    its prices); after a provider switch, to that provider (the failover path)."""
+    carrier = Carrier()
+    out = []
+    for call in calls:
+        wire = provider if call.route is None else call.route[0]
+        moved = attrs.evolve(call, request=carrier.request(call.request, wire))
+        out.append(_Sent(wire, call.model(wire), moved.for_provider(wire).request, call.at))
+    return out
 
 
 def price_session(
@@ -134,52 +191,38 @@ def price_session(
     tool_order: Sequence[str] = (),
     return_model: ReturnModel = DEFAULT_RETURN_MODEL,
 ) -> dict[str, Any]:
-    """One session's figures for ``provider``: the cost of each policy (and of the
-    yardsticks) in base input-token units, and each policy's ratios."""
-    wire = providers.get(provider)
-    model = calls[0].model(provider)
-    # another provider's opaque parts (a scenario's thinking): as this provider takes them;
-    # each call at the model a switch step sent it to (a new cache namespace, its prices)
-    carrier = Carrier()
-    calls = [
-        attrs.evolve(c, request=carrier.request(c.request, provider)).for_provider(provider)
-        for c in calls
-    ]
-    choice = any(marker_policies(provider, c.model(provider)) for c in calls)
+    """One session's figures for ``provider`` (the provider its calls start on): the
+    cost of each policy (and of the yardsticks) in base input-token units, and each
+    policy's ratios."""
+    sent_calls = _sent(calls, provider)
+    wires = {name: providers.get(name) for name in dict.fromkeys(c.wire for c in sent_calls)}
+    choice = any(marker_policies(c.wire, c.model) for c in sent_calls)
     policies = [p for p in POLICIES if p in ("configured", "keepalive") or choice]
-
-    def request_for(call: SessionCall, policy: str) -> ModelRequest:
-        # keepalive: five-minute markers where the wire has a choice, else as configured
-        marker = "5m" if policy == "keepalive" else policy.split("+")[0]
-        if marker == "configured" or not marker_policies(provider, call.model(provider)):
-            return call.request
-        return with_policy(call.request, provider, marker)
-
-    runs = {policy: _Run(provider, model) for policy in policies}
+    runs = {policy: _Run() for policy in policies}
     bound = PerfectBound()
     uncached = Fraction(0)
-    for i, call in enumerate(calls):
+    for i, call in enumerate(sent_calls):
         # the next call's time; after the last call the user may come back, and the
         # server cannot know that the session is over: its keep-alives are paid too
-        nxt = calls[i + 1].at if i + 1 < len(calls) else math.inf
-        at_model = call.model(provider)
+        nxt = sent_calls[i + 1].at if i + 1 < len(sent_calls) else math.inf
+        wire = wires[call.wire]
         for policy, run in runs.items():
-            run.sim.model = at_model  # Gemini and Bedrock name it in the URL only
-            request = request_for(call, policy)
+            # keepalive: five-minute markers where the wire has a choice, else configured
+            request = call.marked("5m" if policy == "keepalive" else policy.split("+")[0])
             sent = wire.serialize(request)
-            priced = run.sim.add(sent, call.at)
+            priced = run.sim.add(call.wire, call.model, sent, call.at)
             if policy == "configured":
                 bound.add(priced)
                 uncached += priced.uncached_cost
             if policy.endswith("keepalive") and nxt - call.at > SHORTEST_SLOT:
                 keep = _keepalive_body(wire, request)
-                for offset in _plan(provider, at_model, sent, return_model):
+                for offset in _plan(call.wire, call.model, sent, return_model):
                     if call.at + offset >= nxt:
                         break
-                    run.sim.add(keep, call.at + offset)
+                    run.sim.add(call.wire, call.model, keep, call.at + offset)
                     run.keepalives += 1
-    oracle = _oracle(calls, provider, wire)
-    naive = _naive(calls, provider, wire, tool_order)
+    oracle = _oracle(sent_calls, wires)
+    naive = _naive(sent_calls, wires, tool_order)
     out: dict[str, Any] = {
         "calls": len(calls),
         "uncached": float(uncached),
@@ -201,52 +244,45 @@ def price_session(
     return out
 
 
-def _oracle(calls: Sequence[SessionCall], provider: str, wire: providers.Provider) -> Fraction:
+def _oracle(calls: Sequence[_Sent], wires: Mapping[str, providers.Provider]) -> Fraction:
     """The offline-optimal policy's cost: the five-minute bodies (on a wire without a TTL
     choice the configured ones), and in each gap longer
     than the entries' lifetime the cheapest (given the gap) of letting them expire, a
     one-hour write of the call before the gap (where the wire has one), or keep-alive
     reads through the gap; the choice is priced by simulating each option up to and
     including the next call, and the cheapest one is kept."""
-    sim = Simulation(provider, model=calls[0].model(provider))
-
-    def five(call: SessionCall) -> ModelRequest:  # the base: five-minute markers
-        one_hour = marker_policies(provider, call.model(provider))
-        return with_policy(call.request, provider, "5m") if one_hour else call.request
-
+    sim = _Lanes()
     for i, call in enumerate(calls):
-        model = sim.model = call.model(provider)  # its namespace (a switch step's model)
-        one_hour = marker_policies(provider, model)
-        plain = wire.serialize(five(call))
+        wire = wires[call.wire]
+        plain = wire.serialize(call.marked("5m"))  # the base: five-minute markers
         if i + 1 == len(calls):
-            sim.add(plain, call.at)
+            sim.add(call.wire, call.model, plain, call.at)
             break
         nxt = calls[i + 1]
         gap = nxt.at - call.at
-        ttl = _ttl(provider, model, plain) if gap > SHORTEST_SLOT else math.inf
+        ttl = _ttl(call.wire, call.model, plain) if gap > SHORTEST_SLOT else math.inf
         if gap < ttl:
-            sim.add(plain, call.at)
+            sim.add(call.wire, call.model, plain, call.at)
             continue
-        after = wire.serialize(five(nxt))
+        after = wires[nxt.wire].serialize(nxt.marked("5m"))
         step = keepalive_interval(ttl)
         reads = math.ceil((gap - ttl) / step) if gap >= ttl else 0
-        keep = _keepalive_body(wire, five(call))
+        keep = _keepalive_body(wire, call.marked("5m"))
         # each option: the bodies sent from this call up to (not including) the next
         options = [[(plain, call.at)]]
-        if one_hour:
-            options.append([(wire.serialize(with_policy(call.request, provider, "1h")), call.at)])
+        if marker_policies(call.wire, call.model):
+            options.append([(wire.serialize(call.marked("1h")), call.at)])
         options.append(
             [(plain, call.at)] + [(keep, call.at + k * step) for k in range(1, reads + 1)]
         )
-        best: tuple[Fraction, Simulation] | None = None
+        best: tuple[Fraction, _Lanes] | None = None
         for option in options:
             fork = sim.fork()
             before = fork.totals.cost
-            for sent, at in option:
-                fork.add(sent, at)
+            for body, at in option:
+                fork.add(call.wire, call.model, body, at)
             probe = fork.fork()
-            probe.model = nxt.model(provider)
-            probe.add(after, nxt.at)
+            probe.add(nxt.wire, nxt.model, after, nxt.at)
             spent = probe.totals.cost - before
             if best is None or spent < best[0]:
                 best = (spent, fork)
@@ -256,22 +292,22 @@ def _oracle(calls: Sequence[SessionCall], provider: str, wire: providers.Provide
 
 
 def _naive(
-    calls: Sequence[SessionCall],
-    provider: str,
-    wire: providers.Provider,
+    calls: Sequence[_Sent],
+    wires: Mapping[str, providers.Provider],
     tool_order: Sequence[str],
 ) -> Fraction:
     """The naive harness's cost on the same calls and times: no keep-alive, and the
     services' default five-minute markers (what most harnesses send), whatever
-    ``cache_ttl`` the settings have."""
-    harness = NaiveHarness(tool_order)
-    sim = Simulation(provider, model=calls[0].model(provider))
+    ``cache_ttl`` the settings have. A harness per provider the calls go to (its
+    history holds the parts as that provider takes them)."""
+    harnesses: dict[str, NaiveHarness] = {}
+    sim = _Lanes()
     for call in calls:
-        model = sim.model = call.model(provider)  # its namespace (a switch step's model)
+        harness = harnesses.setdefault(call.wire, NaiveHarness(tool_order))
         request = harness.request(call.request)
-        if marker_policies(provider, model):
-            request = with_policy(request, provider, "5m")
-        sim.add(wire.serialize(request), call.at)
+        if marker_policies(call.wire, call.model):
+            request = with_policy(request, call.wire, "5m")
+        sim.add(call.wire, call.model, wires[call.wire].serialize(request), call.at)
     return sim.totals.cost
 
 
@@ -320,12 +356,6 @@ def scenario_policies(
             continue
         order = tool_file_order(scenario.bundle_root)
         for name in scenario.replayed(names):
-            for number, call in enumerate(calls, start=1):
-                if call.route is not None and call.route[0] != name:
-                    raise UsageError(
-                        f"{scenario.file}: verify --policy does not price a provider switch "
-                        f"yet (call {number}: {name} → {call.route[0]}; verify and calls.md do)"
-                    )
             figures = price_session(calls, name, tool_order=order)
             for policy in policies:
                 f = figures["policies"].get(policy)
