@@ -206,3 +206,29 @@ def test_verify_policy_prices_a_provider_switch_on_each_provider(tmp_path: Path)
         "keepalive",
         "auto+keepalive",
     }
+
+
+def test_a_retry_after_a_switch_goes_to_the_new_provider(tmp_path: Path) -> None:
+    """A gateway's retry of u1 on another provider: the same request, that provider's
+    body (not the original's bytes), shown as the cache reset it is."""
+    steps = f"""
+  - user: {{event: u1, query: "{LONG}", timestamp: "2026-03-02T09:00:00Z"}}
+  - switch: {{provider: openai-responses}}
+  - retry: u1
+  - assistant: {{text: Done.}}
+  - user: {{event: u2, query: "Thanks.", timestamp: "2026-03-02T09:01:00Z"}}
+"""
+    scenario = load_scenario(_scenario(tmp_path, steps=steps))
+    rows, failures = verify_scenario(scenario, ["anthropic"])
+    assert failures == []
+    assert rows[0].switches == (
+        "call 2: anthropic/claude-sonnet-5-5 → openai-responses/gpt-5.6-sol: cache namespace reset",
+    )
+    calls = replay(scenario)
+    bodies = serialize_calls(calls, ["anthropic"])
+    assert json.loads(bodies["anthropic"][1])["model"] == "gpt-5.6-sol"
+    lines = [line.split(" · ")[0] for line in render_calls(scenario, calls, bodies).splitlines()]
+    assert (
+        "- anthropic: retry of call 1 after a switch: CACHE RESET (switch: "
+        "anthropic/claude-sonnet-5-5 → openai-responses/gpt-5.6-sol: cache namespace reset)"
+    ) in lines

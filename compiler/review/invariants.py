@@ -484,6 +484,9 @@ class BodyChecker:
         self.wire = get(provider)
         #: call numbers whose bodies a later retry must repeat
         self.keep = set(self.retries.values())
+        #: retries sent after a switch (to another model or provider than the original):
+        #: neither the original's bytes nor a step of the prefix chain
+        self.moved: set[int] = set()
         self._kept: dict[int, Body] = {}
         #: the previous call's number, body, epoch and (members, frame) if it scanned
         self._previous: (
@@ -512,6 +515,8 @@ class BodyChecker:
         )
         if number in self.keep:
             self._kept[number] = body
+        if number in self.moved:
+            return
         if number in self.retries:
             original = self.retries[number]
             kept = self._kept.get(original)

@@ -320,7 +320,14 @@ class _Page:
         add("")
         for name in self.names:
             same = self.bodies[name][call.index - 1] == self.bodies[name][original.index - 1]
-            if same:
+            if call.namespace(name) != original.namespace(name):  # a switch came between
+                self.tally[name]["reset"] += 1
+                was, now = "/".join(original.namespace(name)), "/".join(call.namespace(name))
+                status = (
+                    f"retry of call {original.index} after a switch: CACHE RESET (switch: "
+                    f"{was} → {now}: cache namespace reset)"
+                )
+            elif same:
                 self.tally[name]["retry"] += 1
                 status = f"retry: identical to call {original.index}"
             else:

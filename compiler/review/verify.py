@@ -484,7 +484,10 @@ def _provider_pass(job: _Pass, calls: Sequence[Call], digests: Sequence[_DigestC
             namespace = call.namespace(name)
             checker.new_namespace(wire)
         lane.simulation.model = lane.naive.model = call.target(name)
-        if retry_of is not None:
+        if retry_of is not None and calls[retry_of - 1].namespace(name) != namespace:
+            # a retry after a switch goes to the new model or provider: other bytes
+            checker.moved.add(call.index)
+        elif retry_of is not None:
             checker.retries[call.index] = retry_of
         elif call.event in job.retried:
             checker.keep.add(call.index)
