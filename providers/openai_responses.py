@@ -3,7 +3,9 @@
 Fields from the official reference (openai-python ``types/responses/
 response_create_params``, ``response_input_item_param``):
 
-* head: ``model``, ``max_output_tokens``, ``instructions`` (top level), ``tools``
+* head: ``model``, ``max_output_tokens``, ``instructions`` (top level; on a model with
+  prompt-cache breakpoints, GPT-5.6 and later, the first input item instead: a
+  ``developer`` message carrying the root's breakpoint, see :meth:`preamble`), ``tools``
   (``FunctionToolParam``: ``type``, ``name``, ``description``, ``parameters``, and the
   required ``strict`` -- sent as ``false`` because our schemas are not written for strict
   mode);
@@ -73,9 +75,9 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ..core.model import ModelRequest, ProviderSettings, ToolSpec
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
-from .openai_cache import OFF, OpenAICache
+from .openai_cache import BREAKPOINT_KEY, OFF, OpenAICache
 from .openai_chat import capped_id
 
 #: ``call_id``: "Expected a string with maximum length 64" (the API's 400
@@ -115,7 +117,32 @@ class OpenAIResponses(OpenAICache, Provider):
     # ------------------------------------------------------------------------ frame
 
     def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
-        return Ordered(instructions=instructions) if instructions else Ordered()
+        if not instructions or CachePosition.TAIL in markers:  # with breakpoints: preamble
+            return Ordered()
+        return Ordered(instructions=instructions)
+
+    def preamble(
+        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
+    ) -> list[Any]:
+        """On a model with breakpoints, the instructions as the first input item: a
+        developer message (``EasyInputMessageParam``, role ``developer``) whose one
+        ``input_text`` part carries the root's breakpoint. The top-level
+        ``instructions`` string is "A system (or developer) message inserted into the
+        model's context" (openai-python 3.63.0, ``response_create_params``) but has no
+        content part to mark; the developer item is the same message with one, as
+        GPT-5.6's migration guide asks ("Place explicit breakpoints at the actual stable
+        rendered boundary using prompt_cache_breakpoint", quoted in openai/codex#35300).
+        Models before GPT-5.6 keep the string."""
+        if not request.instructions or CachePosition.TAIL not in markers:
+            return []
+        part = Ordered(type="input_text", text=request.instructions)
+        marker = self.root_breakpoint(markers, self._options(settings))
+        if marker is not None:
+            part[BREAKPOINT_KEY] = marker
+        return [Ordered(type="message", role=self.INSTRUCTIONS_ROLE, content=[part])]
+
+    #: Role of the instructions item on a model with breakpoints.
+    INSTRUCTIONS_ROLE: ClassVar[str] = "developer"
 
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
         return Ordered(
