@@ -738,6 +738,14 @@ class Provider(Transport):
         reaches the handlers as :attr:`MessageAt.variant`. Default: ``()``."""
         return ()
 
+    def model_variant(self, model: str) -> Hashable:
+        """What every message's bytes depend on from the settings' model, e.g. Gemini 3's
+        signed function calls; None (the default): nothing. Otherwise the frame's variant
+        is ``(frame_variant, model_variant)``, so it joins each message's fragment-cache
+        key and reaches the handlers as the last item of :attr:`MessageAt.variant` (a
+        stored template's basis holds the model already: the settings)."""
+        return None
+
     def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
         """What ``message``'s bytes depend on besides its own content and cache markers:
         for a wire that writes into a message something only an earlier message holds.
@@ -1025,6 +1033,9 @@ class Provider(Transport):
             field, why = problems[0]
             raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
+        by_model = self.model_variant(settings.model)
+        if by_model is not None:
+            variant = (variant, by_model)
         nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")

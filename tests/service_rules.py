@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["RULES", "assert_accepted", "violations"]
+__all__ = ["MODEL_RULES", "RULES", "assert_accepted", "violations"]
 
 Rule = Callable[[Mapping[str, Any]], list[str]]
 
@@ -246,6 +246,50 @@ def gemini_cached_content_excludes_the_root(body: Mapping[str, Any]) -> list[str
         for key in ("systemInstruction", "tools", "toolConfig")
         if key in body
     ]
+
+
+#: A Gemini model id's major version.
+_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini-(\d+)")
+
+
+def gemini_3_current_turn_calls_signed(body: Mapping[str, Any], model: str) -> list[str]:
+    # Gemini 3 and later refuse a step of the current turn whose first functionCall has
+    # no thoughtSignature: 400 INVALID_ARGUMENT "Function call is missing a
+    # thought_signature in functionCall parts. This is required for tools to work
+    # correctly, and missing thought_signature may lead to degraded model performance.
+    # Additional data, function call `default_api:Bash` , position 2. ..."
+    # (lbjlaq/Antigravity-Manager#3202; gemini-3.1-flash-lite-preview in
+    # nearai/ironclaw#1510; not on gemini-2.5, nanbingxyz/5ire#405). Google's
+    # thought-signatures page (https://ai.google.dev/gemini-api/docs/thought-signatures):
+    # "When using Gemini 3 models, you must pass back thought signatures during function
+    # calling, otherwise you will get a validation error (4xx status code)"; only the
+    # current turn is validated (its steps since the latest user text), and in a step of
+    # parallel calls only the first carries one. Later majors are taken to keep the rule.
+    found = _GEMINI_MAJOR.match(model)
+    if found is None or int(found.group(1)) < 3:
+        return []
+    contents = _list(body.get("contents"))
+    start = 0
+    for index, content in enumerate(contents):
+        parts = _list(content.get("parts")) if isinstance(content, Mapping) else []
+        if content.get("role") == "user" and any(
+            isinstance(p, Mapping) and "text" in p for p in parts
+        ):
+            start = index
+    out = []
+    for index in range(start, len(contents)):
+        content = contents[index]
+        if not isinstance(content, Mapping) or content.get("role") != "model":
+            continue
+        parts = _list(content.get("parts"))
+        calls = [j for j, p in enumerate(parts) if isinstance(p, Mapping) and "functionCall" in p]
+        if calls and "thoughtSignature" not in parts[calls[0]]:
+            out.append(
+                f"$.contents[{index}].parts[{calls[0]}]: Function call is missing a "
+                f"thought_signature in functionCall parts ({model}: the first call of each "
+                "step of the current turn)"
+            )
+    return out
 
 
 # ------------------------------------------------------------ OpenAI Chat Completions
@@ -478,14 +522,24 @@ RULES: dict[str, tuple[Rule, ...]] = {
 }
 
 
-def violations(provider: str, body: Mapping[str, Any]) -> list[str]:
-    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``."""
-    return [problem for rule in RULES[provider] for problem in rule(body)]
+#: Rules that depend on the model where the body does not name it (Gemini's model is a
+#: path parameter): ``rule(body, model) -> list[str]``, run when the model is given.
+ModelRule = Callable[[Mapping[str, Any], str], list[str]]
+MODEL_RULES: dict[str, tuple[ModelRule, ...]] = {"gemini": (gemini_3_current_turn_calls_signed,)}
 
 
-def assert_accepted(provider: str, body: Mapping[str, Any]) -> None:
+def violations(provider: str, body: Mapping[str, Any], model: str | None = None) -> list[str]:
+    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``;
+    with ``model``, the rules that depend on it too (:data:`MODEL_RULES`)."""
+    out = [problem for rule in RULES[provider] for problem in rule(body)]
+    if model is not None:
+        out += [p for rule in MODEL_RULES.get(provider, ()) for p in rule(body, model)]
+    return out
+
+
+def assert_accepted(provider: str, body: Mapping[str, Any], model: str | None = None) -> None:
     """Raise ``AssertionError`` listing every broken service rule of ``provider``."""
-    problems = violations(provider, body)
+    problems = violations(provider, body, model)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body breaks the service rules:\n  {listing}")

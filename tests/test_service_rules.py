@@ -4,10 +4,12 @@ breaks it, and every body prefixlock produces (golden files, provider cases) kee
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import service_rules
 from prefixlock.core import canonical
@@ -272,7 +274,64 @@ def test_gpt_5_6_breakpoints_stay_off_assistant_messages_and_at_most_four(
     assert rule(body) == [f"$.{history}: 5 breakpoints; a request writes at most 4"]
 
 
+def _gemini(model: str) -> dict[str, Any]:
+    """The tool-loop case's Gemini body on ``model``, cut after the calls' results: its
+    current turn (since the runtime text) holds the step of two parallel calls."""
+    request = tool_loop()
+    settings = tuple(
+        attrs.evolve(s, model=model) if s.provider == "gemini" else s for s in request.settings
+    )
+    body = get("gemini").body(attrs.evolve(request, settings=settings))
+    body["contents"] = body["contents"][:4]
+    return body
+
+
+SKIP = "skip_thought_signature_validator"
+UNSIGNED = (
+    "$.contents[2].parts[1]: Function call is missing a thought_signature in functionCall "
+    "parts (gemini-3-pro-preview: the first call of each step of the current turn)"
+)
+
+
+def test_gemini_3_refuses_an_unsigned_first_call_of_the_current_turn() -> None:
+    """The Gemini 3 rule (a model rule: Gemini's body has no model): the body prefixlock
+    sends keeps it (the dummy signature on the step's first call, none on the parallel
+    one); the same body without it breaks it, on Gemini 3 and later only."""
+    body = _gemini("gemini-3-pro-preview")
+    step = body["contents"][2]
+    assert step["role"] == "model"
+    assert [p.get("thoughtSignature") for p in step["parts"]] == [None, SKIP, None]
+    assert violations("gemini", body, "gemini-3-pro-preview") == []
+    assert_valid("gemini", body, "gemini-3-pro-preview")
+    broken = copy.deepcopy(body)
+    del broken["contents"][2]["parts"][1]["thoughtSignature"]
+    rule = service_rules.gemini_3_current_turn_calls_signed
+    assert rule(broken, "gemini-3-pro-preview") == [UNSIGNED]
+    assert rule(broken, "models/gemini-4-argon") == [
+        UNSIGNED.replace("gemini-3-pro-preview", "models/gemini-4-argon")
+    ]
+    assert violations("gemini", broken) == []  # no model given: the SDK-level rules only
+    with pytest.raises(AssertionError, match="breaks the service rules"):
+        assert_accepted("gemini", broken, "gemini-3-pro-preview")
+    with pytest.raises(AssertionError, match="service rules"):
+        assert_valid("gemini", broken, "gemini-3-pro-preview")
+    assert rule(broken, "gemini-2.5-pro") == []  # Gemini 2.5 takes unsigned calls
+    older = _gemini("gemini-2.5-pro")
+    assert SKIP not in json.dumps(older) and rule(older, "gemini-2.5-pro") == []
+
+
+def test_gemini_3_validates_the_current_turn_only() -> None:
+    """An unsigned call of an earlier turn (a user text came after it) is not refused:
+    Google validates the current turn's calls only."""
+    body = _gemini("gemini-3-pro-preview")
+    del body["contents"][2]["parts"][1]["thoughtSignature"]
+    body["contents"].append({"role": "user", "parts": [{"text": "next turn"}]})
+    assert service_rules.gemini_3_current_turn_calls_signed(body, "gemini-3-pro-preview") == []
+
+
 GOLDEN_BODIES = sorted(GOLDEN.glob("*/*/0*.json"))
+#: The model of the example's Gemini settings (rules/providers.yaml), for the model rules.
+GOLDEN_MODELS = {"gemini": "gemini-4-argon"}
 
 
 def test_golden_bodies_exist_for_every_provider() -> None:
@@ -283,8 +342,14 @@ def test_golden_bodies_exist_for_every_provider() -> None:
 def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
     paths = [p for p in GOLDEN_BODIES if p.parent.name == provider]
     assert paths
+    model = GOLDEN_MODELS.get(provider)
     for path in paths:
-        assert violations(provider, canonical.loads(path.read_bytes())) == [], path
+        assert violations(provider, canonical.loads(path.read_bytes()), model) == [], path
+
+
+def test_the_golden_models_are_the_examples() -> None:
+    text = (GOLDEN.parent / "rules" / "providers.yaml").read_text(encoding="utf-8")
+    assert "  gemini:\n    model: gemini-4-argon\n" in text
 
 
 def test_stateless_reasoning_needs_encrypted_content_asked_back() -> None:
