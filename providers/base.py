@@ -738,6 +738,14 @@ class Provider(Transport):
         reaches the handlers as :attr:`MessageAt.variant`. Default: ``()``."""
         return ()
 
+    def model_variant(self, model: str) -> Hashable:
+        """What every message's bytes depend on from the model, or None (the default:
+        nothing). A value other than None makes the frame's variant
+        ``(frame_variant, model_variant)``, which handlers read from
+        :attr:`MessageAt.variant` (Gemini: whether the model takes images inside a
+        ``functionResponse``). Admission checks messages under the default variant ``()``."""
+        return None
+
     def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
         """What ``message``'s bytes depend on besides its own content and cache markers:
         for a wire that writes into a message something only an earlier message holds.
@@ -1025,6 +1033,9 @@ class Provider(Transport):
             field, why = problems[0]
             raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
+        by_model = self.model_variant(settings.model)
+        if by_model is not None:  # only a wire whose message bytes depend on the model
+            variant = (variant, by_model)
         nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")
@@ -1055,7 +1066,7 @@ class Provider(Transport):
             code_fingerprint(),
             self.name,
             canonical.dumps(settings.to_json()),
-            repr(self.message_variant(options)),
+            repr(self.message_variant(options)) + ("" if by_model is None else repr(by_model)),
             "preamble" if frame.has_preamble else "",
         )
         return attrs.evolve(frame, variant=variant, basis=stored_basis)

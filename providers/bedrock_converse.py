@@ -46,16 +46,19 @@ assistant           assistant  text -> ``{"text"}``; tool call -> ``{"toolUse":
                                {"toolUseId","name","input"}}`` (``input`` the
                                arguments object)
 tool_result         user       one ``{"toolResult": {"toolUseId", "content":
-                               [{"text": output}], "status": "error"?}}`` per result
-                               (``status`` only when ``is_error``; the API default is
-                               success)
+                               [{"text": output}, {"image": ...}...], "status":
+                               "error"?}}`` per result (the result's images follow
+                               its text, each ``{"image": {"format", "source":
+                               {"bytes"}}}``; ``status`` only when ``is_error``; the
+                               API default is success)
 ==================  =========  ===================================================
 
 * An ``OpaquePart(provider="bedrock-converse")`` is one whole ``ContentBlock`` as the
   model returned it (``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``
   or ``{"reasoningContent": {"redactedContent": ...}}``) and is emitted verbatim.
-* Refused: images outside user-role messages or in tool-result messages (a result's
-  image cannot be attached to a call without guessing), anything but tool results (and
+* Refused: images outside user-role messages, and image parts beside the results of a
+  tool-result message (such an image cannot be attached to a call without guessing; a
+  result's own images travel in its ``toolResult.content``), anything but tool results (and
   own opaque parts) in a tool-result message, foreign opaque parts, bad names and ids.
 
 Cache rule (fixed; the same positions as Anthropic's stable breakpoints plus the tail):
@@ -270,6 +273,11 @@ class BedrockConverse(TurnMarkers, Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"bedrock-converse accepts images only in user messages, not {at.message.kind}")
+        return self._image_block(part, at)
+
+    def _image_block(self, part: ImagePart, at: PartAt) -> Any:
+        """``{"image": {"format", "source": {"bytes"}}}`` (``ImageBlock``; a user message's
+        content block and a tool result's content item alike)."""
         image_format = self.IMAGE_FORMATS.get(part.media_type)
         if image_format is None:
             at.fail(
@@ -296,10 +304,11 @@ class BedrockConverse(TurnMarkers, Provider):
                 "bedrock-converse rejects a tool result whose text is empty or whitespace-only "
                 f"(output is {part.output!r}); send a non-empty output such as the error text"
             )
-        result = Ordered(
-            toolUseId=self._tool_use_id(part.call_id, at),
-            content=[Ordered(text=part.output)],
-        )
+        # ToolResultContentBlock is a union of text, image, ...: the output, then each
+        # image as an ImageBlock, in order (botocore bedrock-runtime service model).
+        content = [Ordered(text=part.output)]
+        content.extend(self._image_block(image, at) for image in part.images)
+        result = Ordered(toolUseId=self._tool_use_id(part.call_id, at), content=content)
         if part.is_error:
             result["status"] = "error"
         return Ordered(toolResult=result)

@@ -1,0 +1,479 @@
+"""Images in tool results (issue 48): a tool's images (a screenshot, a PNG it read) travel
+with its result, in the canonical history, in checkpoints (record format 7) and on every
+wire by that wire's documented rule (docs/providers.md, "Images in tool results")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conv_helpers import CONV, example_bundle, user
+from prefixlock import Conversation, HistoryError, SQLiteStore, ToolCall, ToolResult, providers
+from prefixlock.core import canonical
+from prefixlock.core.errors import CheckpointError, SerializationError
+from prefixlock.core.messages import (
+    CanonicalMessage,
+    ImagePart,
+    MessageKind,
+    Role,
+    ToolResultPart,
+    part_from_json,
+)
+from prefixlock.core.model import ModelRequest, ProviderSettings
+from prefixlock.store.records import (
+    FORMAT,
+    FORMAT_TOOL_IMAGES,
+    FORMAT_WIRE,
+    Record,
+    RecordType,
+    Root,
+    decode_chain,
+    decode_record,
+)
+from provider_cases import (
+    CTX,
+    PNG_B64,
+    RT,
+    SETTINGS,
+    assert_wire,
+    assistant,
+    call,
+    produce,
+    refused,
+    request,
+    results,
+    runtime,
+)
+
+JPEG_B64 = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ=="
+SHOT = ImagePart("image/png", PNG_B64)
+PHOTO = ImagePart("image/jpeg", JPEG_B64)
+PNG_URL = f"data:image/png;base64,{PNG_B64}"
+JPEG_URL = f"data:image/jpeg;base64,{JPEG_B64}"
+
+
+def _batch() -> tuple[ToolResultPart, ToolResultPart]:
+    return (
+        ToolResultPart("call_a", "Read shot.png", False, (SHOT, PHOTO)),
+        ToolResultPart("call_b", "no match", True),
+    )
+
+
+def _request(settings: tuple[ProviderSettings, ...] = SETTINGS, *more: Any) -> ModelRequest:
+    return request(
+        CTX,
+        RT,
+        assistant(
+            1, call("call_a", "read_file", path="shot.png"), call("call_b", "grep", pattern="x")
+        ),
+        results(*_batch()),
+        *more,
+        settings=settings,
+    )
+
+
+def _with_model(provider: str, model: str) -> tuple[ProviderSettings, ...]:
+    return tuple(
+        ProviderSettings(provider, model, 4096) if s.provider == provider else s for s in SETTINGS
+    )
+
+
+# -- canonical form -------------------------------------------------------------------
+
+
+def test_a_result_with_images_encodes_them_after_its_fields() -> None:
+    message = results(*_batch())
+    assert message.parts_json == (
+        b'[{"call_id":"call_a","images":[{"data":"' + PNG_B64.encode() + b'","media_type":'
+        b'"image/png"},{"data":"' + JPEG_B64.encode() + b'","media_type":"image/jpeg"}],'
+        b'"is_error":false,"output":"Read shot.png","type":"tool_result"},'
+        b'{"call_id":"call_b","is_error":true,"output":"no match","type":"tool_result"}]'
+    )
+    assert CanonicalMessage.from_json(message.to_json()) == message
+
+
+def test_a_result_without_images_encodes_and_digests_as_before() -> None:
+    # the digest of a result as every prefixlock before images wrote it
+    message = results(ToolResultPart("call_b", "no match", True))
+    assert message.parts_json == (
+        b'[{"call_id":"call_b","is_error":true,"output":"no match","type":"tool_result"}]'
+    )
+    before = canonical.digest(
+        {
+            "kind": "tool_result",
+            "role": "tool",
+            "parts": [
+                {"call_id": "call_b", "is_error": True, "output": "no match", "type": "tool_result"}
+            ],
+        }
+    )
+    assert message.digest == before
+
+
+@pytest.mark.parametrize(
+    ("images", "error"),
+    [
+        ([], "tool_result part: images must be a non-empty list"),
+        ("x", "tool_result part: images must be a non-empty list"),
+        ([{"data": "AA=="}], "tool_result part: images[0] must be an object of string data"),
+        (
+            [{"data": "AA==", "media_type": "image/png", "x": 1}],
+            "tool_result part: images[0] must be an object of string data",
+        ),
+        ([{"data": 1, "media_type": "image/png"}], "images[0] must be an object of string data"),
+    ],
+)
+def test_a_stored_images_member_is_checked(images: Any, error: str) -> None:
+    part = {"call_id": "c", "images": images, "is_error": False, "output": "o"}
+    with pytest.raises(CheckpointError, match=error.replace("[", r"\[").replace("]", r"\]")):
+        part_from_json({**part, "type": "tool_result"})
+
+
+# -- the wires ------------------------------------------------------------------------
+
+
+def _last(name: str, body: dict[str, Any], count: int = 1) -> list[Any]:
+    history = body.get("messages") or body.get("input") or body.get("contents")
+    assert isinstance(history, list)
+    return history[-count:]
+
+
+def test_anthropic_sends_a_text_block_then_the_image_blocks() -> None:
+    expected = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_a",
+                "content": [
+                    {"type": "text", "text": "Read shot.png"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                    },
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/jpeg", "data": JPEG_B64},
+                    },
+                ],
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_b",
+                "content": "no match",
+                "is_error": True,
+            },
+        ],
+    }
+    for name in ("anthropic", "bedrock-anthropic"):
+        [last] = _last(name, produce(name, _request()))
+        # the tail's cache marker sits on the last tool_result block
+        last["content"][-1].pop("cache_control", None)
+        assert_wire(last, expected)
+
+
+def test_bedrock_converse_sends_text_then_image_blocks_in_the_tool_result() -> None:
+    [last] = _last("bedrock-converse", produce("bedrock-converse", _request()))
+    assert_wire(
+        last,
+        {
+            "role": "user",
+            "content": [
+                {
+                    "toolResult": {
+                        "toolUseId": "call_a",
+                        "content": [
+                            {"text": "Read shot.png"},
+                            {"image": {"format": "png", "source": {"bytes": PNG_B64}}},
+                            {"image": {"format": "jpeg", "source": {"bytes": JPEG_B64}}},
+                        ],
+                    }
+                },
+                {
+                    "toolResult": {
+                        "toolUseId": "call_b",
+                        "content": [{"text": "no match"}],
+                        "status": "error",
+                    }
+                },
+                {"cachePoint": {"type": "default"}},
+            ],
+        },
+    )
+
+
+def test_openai_responses_sends_an_output_list() -> None:
+    first, second = _last("openai-responses", produce("openai-responses", _request()), 2)
+    assert_wire(
+        first,
+        {
+            "type": "function_call_output",
+            "call_id": "call_a",
+            "output": [
+                {"type": "input_text", "text": "Read shot.png"},
+                {"type": "input_image", "detail": "auto", "image_url": PNG_URL},
+                {"type": "input_image", "detail": "auto", "image_url": JPEG_URL},
+            ],
+        },
+    )
+    assert_wire(second, {"type": "function_call_output", "call_id": "call_b", "output": "no match"})
+
+
+CHAT_TAIL = [
+    {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": [
+            {"type": "text", "text": "Read shot.png"},
+            {
+                "type": "text",
+                "text": "[2 images of this result follow in a user message after the tool results]",
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_b", "content": "no match"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[2 images of the result of tool call call_a]"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "image_url", "image_url": {"url": JPEG_URL}},
+        ],
+    },
+]
+
+
+def test_openai_chat_moves_the_images_into_a_user_message_after_the_batch() -> None:
+    body = produce("openai-chat", _request())
+    tail = _last("openai-chat", body, 4)
+    assert tail[0]["role"] == "assistant"
+    for got, expected in zip(tail[1:], CHAT_TAIL, strict=True):
+        assert_wire(got, expected)
+
+
+def test_openai_chat_next_request_extends_the_previous_bytes() -> None:
+    chat = providers.get("openai-chat")
+    first = _request()
+    later = _request(SETTINGS, runtime("u2", "thanks"))
+    one, two = chat.serialize(first), chat.serialize(later)
+    history_end = one.rindex(b'],"prompt_cache_key"')
+    assert two.startswith(one[:history_end] + b",")
+    assert chat.serialize(_request()) == one  # the same history: the same bytes
+
+
+def test_gemini_3_nests_the_images_in_the_function_response() -> None:
+    settings = _with_model("gemini", "gemini-3-pro-preview")
+    [last] = _last("gemini", produce("gemini", _request(settings)))
+    inline = [
+        {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
+        {"inlineData": {"mimeType": "image/jpeg", "data": JPEG_B64}},
+    ]
+    assert_wire(
+        last,
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "call_a",
+                        "name": "read_file",
+                        "response": {"output": "Read shot.png"},
+                        "parts": inline,
+                    }
+                },
+                {
+                    "functionResponse": {
+                        "id": "call_b",
+                        "name": "grep",
+                        "response": {"error": "no match"},
+                    }
+                },
+            ],
+        },
+    )
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-pro", "gemini-2.0-flash", "models/gemini-1.5-pro"])
+def test_gemini_before_3_sends_the_images_as_sibling_parts(model: str) -> None:
+    [last] = _last("gemini", produce("gemini", _request(_with_model("gemini", model))))
+    assert_wire(
+        last,
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "call_a",
+                        "name": "read_file",
+                        "response": {"output": "Read shot.png"},
+                    }
+                },
+                {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
+                {"inlineData": {"mimeType": "image/jpeg", "data": JPEG_B64}},
+                {
+                    "functionResponse": {
+                        "id": "call_b",
+                        "name": "grep",
+                        "response": {"error": "no match"},
+                    }
+                },
+            ],
+        },
+    )
+
+
+def test_gemini_model_test_follows_gemini_cli() -> None:
+    from prefixlock.providers.gemini import multimodal_function_responses as nests
+
+    assert [nests(m) for m in ("gemini-3-flash", "gemini-live-3.1", "gemini-4-argon")] == [
+        True,
+        True,
+        True,
+    ]
+    assert [nests(m) for m in ("gemini-2.5-pro", "Gemini-1.5-flash", "gemini-live-2.5")] == [
+        False,
+        False,
+        False,
+    ]
+    assert nests("tuned-model-7") is True  # not gemini-<major>: nested, as gemini-cli does
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("anthropic", "anthropic accepts image media types"),
+        ("bedrock-anthropic", "bedrock-anthropic accepts image media types"),
+        ("bedrock-converse", "image media type 'image/tiff' is not one of"),
+        ("openai-chat", "openai-chat accepts image media types"),
+        ("openai-responses", "openai-responses accepts image media types"),
+        ("gemini", "gemini accepts image media types"),
+    ],
+)
+def test_an_image_type_the_service_refuses_is_refused_in_a_result(name: str, error: str) -> None:
+    req = request(
+        CTX,
+        RT,
+        assistant(1, call("call_a", "read_file", path="a.tif")),
+        results(ToolResultPart("call_a", "Read a.tif", False, (ImagePart("image/tiff", "AAAA"),))),
+    )
+    message = refused(name, req, error)
+    assert message.startswith(f"{name}: message 'tool-results:call_a' part 0: ")
+    with pytest.raises(SerializationError):  # admission asks the same
+        providers.get(name).check_message(req.messages[-1], req.messages[:-1])
+
+
+# -- the runtime and the store --------------------------------------------------------
+
+
+def _open(path: Path) -> Conversation:
+    return Conversation.open(SQLiteStore(path), example_bundle(), CONV)
+
+
+def test_tool_results_with_images_survive_a_restart_byte_for_byte(tmp_path: Path) -> None:
+    conv = _open(tmp_path / "s.db")
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("c1", "read_file", {"path": "shot.png"})])
+    sent = conv.tool_results(
+        [ToolResult("c1", "Read shot.png", images=[{"media_type": "image/png", "data": PNG_B64}])]
+    )
+    assert sent.messages[-1].parts == (ToolResultPart("c1", "Read shot.png", False, (SHOT,)),)
+    bodies = {name: providers.get(name).serialize(sent) for name in providers.NAMES}
+    reopened = _open(tmp_path / "s.db")
+    again = reopened.tool_results([ToolResult("c1", "Read shot.png", images=[SHOT])])  # a retry
+    assert {name: providers.get(name).serialize(again) for name in providers.NAMES} == bodies
+    with pytest.raises(Exception, match="different content"):
+        reopened.tool_results([ToolResult("c1", "Read shot.png")])  # the same event, no image
+
+
+@pytest.mark.parametrize(
+    ("images", "error"),
+    [
+        ("AAAA", "tool_results[0] (call 'c1').images: expected a list of images, got str"),
+        ([{"media_type": "image/png"}], "images[0]: expected an image {media_type, data}"),
+        ([{"media_type": "png", "data": "AA=="}], "images[0].media_type: expected an image"),
+        ([{"media_type": "image/png", "data": "not base64!"}], "images[0].data: expected"),
+        ([{"media_type": "image/png", "data": ""}], "images[0].data: expected non-empty base64"),
+    ],
+)
+def test_bad_tool_result_images_are_refused_before_anything_is_written(
+    tmp_path: Path, images: Any, error: str
+) -> None:
+    conv = _open(tmp_path / "s.db")
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("c1", "read_file", {"path": "shot.png"})])
+    seq = conv.history.seq
+    with pytest.raises(HistoryError) as info:
+        conv.tool_results([ToolResult("c1", "out", images=images)])
+    assert error in str(info.value)
+    assert conv.history.seq == seq
+
+
+def _records(images: tuple[ImagePart, ...], **extra: Any) -> tuple[bytes, list[bytes]]:
+    root = Root("c", "sha256:" + "0" * 64, "Be brief.", (), ())
+    message = CanonicalMessage.create(
+        "tool-results:c1",
+        MessageKind.TOOL_RESULT,
+        Role.TOOL,
+        (ToolResultPart("c1", "out", False, images),),
+    )
+    record = Record(1, RecordType.TOOL_RESULTS, "tool-results:c1", (message,), **extra)
+    root_bytes = root.encode()
+    return root_bytes, [record.encode("c", canonical.sha256_hex(root_bytes))]
+
+
+def test_a_record_with_tool_result_images_has_format_7() -> None:
+    root_bytes, [data] = _records((SHOT,))
+    assert FORMAT_TOOL_IMAGES == 7
+    assert b'"format":7,' in data
+    prev = canonical.sha256_hex(root_bytes)
+    fast = decode_record(data, "c", 1, prev)
+    checked = decode_record(data, "c", 1, prev, checked=True)
+    assert fast == checked
+    assert fast.messages[0].parts[0].images == (SHOT,)
+    assert fast.encode("c", prev) == data
+
+
+def test_a_record_with_images_and_wire_templates_decodes_on_both_paths() -> None:
+    root_bytes, [data] = _records((SHOT,), wire={})
+    prev = canonical.sha256_hex(root_bytes)
+    assert b'"format":7,' in data and data.endswith(b',"wire":{}}')
+    assert decode_record(data, "c", 1, prev) == decode_record(data, "c", 1, prev, checked=True)
+
+
+def test_an_old_record_reads_as_before() -> None:
+    # a tool-results record as prefixlock wrote it before images (format 1), verbatim
+    root_bytes, [data] = _records(())
+    prev = canonical.sha256_hex(root_bytes)
+    assert data == (
+        b'{"conversation":"c","event_id":"tool-results:c1","format":1,"kind":"record",'
+        b'"messages":[{"digest":"sha256:'
+        + canonical.sha256_hex(
+            b'{"kind":"tool_result","parts":[{"call_id":"c1","is_error":false,"output":"out",'
+            b'"type":"tool_result"}],"role":"tool"}'
+        )
+        .removeprefix("sha256:")
+        .encode()
+        + b'","id":"tool-results:c1","kind":"tool_result","parts":[{"call_id":"c1",'
+        b'"is_error":false,"output":"out","type":"tool_result"}],"role":"tool"}],"prev":"'
+        + prev.encode()
+        + b'","request_digest":null,"reset":false,"seq":1,"type":"tool_results"}'
+    )
+    _, [record], _ = decode_chain(root_bytes, [data], "c")
+    assert record.format == FORMAT
+    assert record.messages[0].parts == (ToolResultPart("c1", "out"),)
+
+
+@pytest.mark.parametrize("claimed", [FORMAT, FORMAT_WIRE])
+def test_images_under_an_older_format_are_refused(claimed: int) -> None:
+    root_bytes, [data] = _records((SHOT,), **({"wire": {}} if claimed == FORMAT_WIRE else {}))
+    bad = data.replace(b'"format":7,', b'"format":%d,' % claimed)
+    with pytest.raises(CheckpointError, match="record 1: not in canonical form"):
+        decode_chain(root_bytes, [bad], "c")
+
+
+def test_format_7_without_images_is_refused() -> None:
+    root_bytes, [data] = _records(())
+    bad = data.replace(b'"format":1,', b'"format":7,')
+    with pytest.raises(CheckpointError, match="record 1: not in canonical form"):
+        decode_chain(root_bytes, [bad], "c")
