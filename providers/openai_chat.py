@@ -20,18 +20,18 @@ Images in tool results: a ``tool`` message's content is a string or text parts o
 (openai-python ``ChatCompletionToolMessageParam.content: Union[str,
 Iterable[ChatCompletionContentPartTextParam]]``; "Chat Completions only supports text
 content for tool messages, although images are supported in user messages",
-VectifyAI/OpenKB#242; an image part there is not processed, BerriAI/litellm#20403).
-So, by one fixed rule, as harnesses do it (the LiteLLM hook of open-webui/open-terminal#89
+VectifyAI/OpenKB#242; an image part there is not processed, BerriAI/litellm#20403). So,
+by one fixed rule, as harnesses do it (the LiteLLM hook of open-webui/open-terminal#89
 "injects a user message after the tool response containing the image"): a result with
 images keeps its output as the first text part of its ``tool`` message and gets a second
-text part, ``[N image(s) of this result follow in a user message after the tool
-results]``; after the batch's last ``tool`` message comes ONE ``user`` message holding,
-per result with images in batch order, a text part ``[N image(s) of the result of tool
-call <id>]`` (the wire id) and its ``image_url`` parts (data URLs), in order. The tool
-messages stay right after the assistant message that made the calls (the service
-refuses a ``tool`` message that does not answer a preceding ``tool_calls``). Everything
-depends on the one canonical tool-result message only: the same history always gives
-the same bytes, and the next request extends them.
+text part, ``[1 image of this result follows in a user message after the tool results]``
+(``[N images ... follow ...]``); after the batch's last ``tool`` message comes ONE
+``user`` message holding, per result with images in batch order, a text part ``[N
+image(s) of the result of tool call <id>]`` (the wire id) and its ``image_url`` parts
+(data URLs), in order. The tool messages stay right after the assistant message that
+made the calls (the service refuses a ``tool`` message that does not answer a preceding
+``tool_calls``). Everything depends on the one canonical tool-result message only: the
+same history always gives the same bytes, and the next request extends them.
 
 Tool call ids: the API refuses a ``tool_calls[].id`` (and so a ``tool_call_id``) longer
 than 40 characters: 400 "Invalid 'messages[2].tool_calls[0].id': string too long.
@@ -96,7 +96,8 @@ def _plural(count: int) -> str:
 
 def _images_note(count: int) -> str:
     """The text part after a result's output in its ``tool`` message."""
-    return f"[{_plural(count)} of this result follow in a user message after the tool results]"
+    verb = "follows" if count == 1 else "follow"
+    return f"[{_plural(count)} of this result {verb} in a user message after the tool results]"
 
 
 def _images_label(count: int, wire_id: str) -> str:

@@ -477,3 +477,127 @@ def test_format_7_without_images_is_refused() -> None:
     bad = data.replace(b'"format":1,', b'"format":7,')
     with pytest.raises(CheckpointError, match="record 1: not in canonical form"):
         decode_chain(root_bytes, [bad], "c")
+
+
+# -- scenarios ------------------------------------------------------------------------
+
+SCENARIO = """\
+name: tool image
+conversation: conv-tool-img
+steps:
+  - user: {event: u1, query: "What is on the screenshot?", timestamp: "2026-03-02T09:00:00Z"}
+  - assistant:
+      tool_calls: [{id: c1, name: read_file, arguments: {path: shot.png}}]
+  - tool_results:
+      - call_id: c1
+        output: Read shot.png.
+        images: [{media_type: MEDIA, data: "DATA"}]
+  - assistant: {text: A login form.}
+"""
+
+
+def _scenario_file(tmp_path: Path, media_type: str = "image/png", data: str = PNG_B64) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.replace("MEDIA", media_type).replace("DATA", data), encoding="utf-8")
+    return path
+
+
+BUNDLES: dict[Path, Any] = {}
+
+
+def test_a_scenario_tool_result_image_reaches_the_history_and_every_wire(tmp_path: Path) -> None:
+    from prefixlock.review.replay import replay, replay_bodies
+    from prefixlock.review.scenario import load_scenario
+
+    path = _scenario_file(tmp_path)
+    calls = replay(load_scenario(path, bundles=BUNDLES))
+    last = calls[-1].request.messages[-1]
+    assert last.parts == (ToolResultPart("c1", "Read shot.png.", False, (SHOT,)),)
+    bodies = replay_bodies(load_scenario(path, bundles=BUNDLES), list(providers.NAMES))
+    anthropic = canonical.loads(bodies["anthropic"][-1])["messages"][-1]["content"][0]
+    assert anthropic["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+    }
+    chat = canonical.loads(bodies["openai-chat"][-1])["messages"][-1]
+    assert chat == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[1 image of the result of tool call c1]"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+        ],
+    }
+
+
+def test_a_scenario_tool_result_image_with_bad_data_is_a_schema_error(tmp_path: Path) -> None:
+    from prefixlock.core.errors import SpecErrors
+    from prefixlock.review.scenario import load_scenario
+
+    path = _scenario_file(tmp_path, data="not base64!")
+    with pytest.raises(SpecErrors) as info:
+        load_scenario(path, bundles=BUNDLES)
+    assert str(info.value).startswith(f"{path}:10:")
+    assert "$.steps[2].tool_results[0].images[0].data: expected a string matching" in str(
+        info.value
+    )
+
+
+def test_a_tool_result_image_type_a_provider_refuses_is_refused_at_its_step(
+    tmp_path: Path,
+) -> None:
+    from prefixlock.core.errors import SpecErrors
+    from prefixlock.review.replay import replay
+    from prefixlock.review.scenario import load_scenario
+
+    path = _scenario_file(tmp_path, "image/tiff")
+    with pytest.raises(SpecErrors) as info:
+        replay(load_scenario(path, bundles=BUNDLES))
+    message = str(info.value)
+    assert message.startswith(f"{path}:7:5: $.steps[2].tool_results: tool results ")
+    assert "not stored, a configured provider would refuse it" in message
+    assert "not 'image/tiff'" in message
+
+
+# -- the cache simulator --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai-chat", "gemini"])
+def test_the_simulator_counts_a_result_image_as_part_of_its_block(name: str) -> None:
+    from prefixlock.cache.simulator import simulate
+    from prefixlock.cache.tokens import ByteEstimate
+
+    big = ImagePart("image/png", "A" * 4000)  # 4,000 base64 characters: 1,000 tokens
+    with_image = request(
+        CTX,
+        RT,
+        assistant(1, call("call_a", "read_file", path="shot.png")),
+        results(ToolResultPart("call_a", "Read shot.png", False, (big,))),
+    )
+    without = request(
+        CTX,
+        RT,
+        assistant(1, call("call_a", "read_file", path="shot.png")),
+        results(ToolResultPart("call_a", "Read shot.png")),
+    )
+    wire = providers.get(name)
+    tokens = [
+        simulate(name, [wire.serialize(req)]).totals.input_tokens for req in (with_image, without)
+    ]
+    # the blocks that hold the result, each counted as every block is (UTF-8 bytes / 4 of
+    # its canonical JSON, markers left out): a user turn's image is counted the same way
+    estimate = ByteEstimate()
+
+    def result_tokens(req: ModelRequest) -> int:
+        body = wire.body(req)
+        if name == "anthropic":
+            blocks = body["messages"][-1]["content"]
+        elif name == "openai-chat":
+            after = max(i for i, m in enumerate(body["messages"]) if m["role"] == "assistant")
+            blocks = body["messages"][after + 1 :]
+        else:
+            blocks = body["contents"][-1]["parts"]
+        bare = [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
+        return sum(estimate.count(canonical.dumps(b)) for b in bare)
+
+    assert tokens[0] - tokens[1] == result_tokens(with_image) - result_tokens(without)
+    assert tokens[0] - tokens[1] >= 1000  # the image's 4,000 base64 characters
