@@ -601,3 +601,156 @@ def test_the_simulator_counts_a_result_image_as_part_of_its_block(name: str) -> 
 
     assert tokens[0] - tokens[1] == result_tokens(with_image) - result_tokens(without)
     assert tokens[0] - tokens[1] >= 1000  # the image's 4,000 base64 characters
+
+
+# -- converters -----------------------------------------------------------------------
+
+
+def _claude_transcript(tmp_path: Path) -> Path:
+    from convert_fixtures import PNG, ClaudeSession
+
+    s = ClaudeSession()
+    s.user("What is on the screenshot?")
+    s.assistant(
+        "msg_1",
+        [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.png"}}],
+        read=0,
+        write=3000,
+    )
+    s.user(
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                    },
+                    {
+                        "type": "image",
+                        "source": {"type": "url", "url": "https://example.com/b.png"},
+                    },
+                ],
+            }
+        ]
+    )
+    s.assistant("msg_2", [{"type": "text", "text": "A login form."}], read=3000, write=100)
+    path = tmp_path / "claude.jsonl"
+    path.write_text(s.text(), encoding="utf-8")
+    return path
+
+
+def test_claude_code_tool_result_images_become_result_images(tmp_path: Path) -> None:
+    from convert_fixtures import PNG
+    from prefixlock.review.convert import convert
+
+    path = _claude_transcript(tmp_path)
+    c = convert("claude-code", path)
+    results_step = c.scenario["steps"][2]
+    assert results_step == {
+        "tool_results": [
+            {
+                "call_id": "toolu_1",
+                "output": "[image]",
+                "timestamp": "2026-03-06T10:00:21.000Z",
+                "images": [{"media_type": "image/png", "data": PNG}],
+            }
+        ]
+    }
+    counts = c.report["counts"]
+    assert counts["tool_result_images"] == 1
+    assert counts["tool_result_images_as_placeholders"] == 1  # the URL one
+    assert {
+        "where": f"{path}:3",
+        "what": "an image in a tool result",
+        "why": "not inline base64 data: an [image] placeholder",
+    } in c.report["dropped"]
+    assert not any("base64" in d["what"] for d in c.report["dropped"])
+
+
+def _codex_rollout(tmp_path: Path, output: Any) -> Path:
+    import json
+
+    lines = [
+        {"timestamp": "2026-03-06T10:00:00.000Z", "type": "session_meta", "payload": {"id": "cx"}},
+        {
+            "timestamp": "2026-03-06T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Look at a.png."}],
+            },
+        },
+        {
+            "timestamp": "2026-03-06T10:00:02.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "view_image",
+                "arguments": '{"path":"a.png"}',
+                "call_id": "call_1",
+            },
+        },
+        {
+            "timestamp": "2026-03-06T10:00:03.000Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "call_1", "output": output},
+        },
+        {
+            "timestamp": "2026-03-06T10:00:04.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "A login form."}],
+            },
+        },
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_codex_function_call_output_images_become_result_images(tmp_path: Path) -> None:
+    from prefixlock.review.convert import convert
+    from prefixlock.review.replay import replay
+    from prefixlock.review.scenario import load_scenario
+
+    output = [
+        {"type": "input_text", "text": "Viewed a.png"},
+        {"type": "input_image", "image_url": PNG_URL, "detail": "high"},
+        {"type": "input_image", "image_url": "https://example.com/b.png"},
+    ]
+    path = _codex_rollout(tmp_path, output)
+    c = convert("codex", path)
+    [step] = [s for s in c.scenario["steps"] if "tool_results" in s]
+    assert step == {
+        "tool_results": [
+            {
+                "call_id": "call_1",
+                "output": "Viewed a.png\n[image]",
+                "timestamp": "2026-03-06T10:00:03.000Z",
+                "images": [{"media_type": "image/png", "data": PNG_B64}],
+            }
+        ]
+    }
+    assert c.report["counts"]["tool_result_images"] == 1
+    assert c.report["counts"]["tool_result_images_as_placeholders"] == 1
+    # the converted scenario replays: the image reaches the tool result
+    from prefixlock.review.convert import write_converted
+
+    written = write_converted(c, tmp_path / "out" / "s.yaml")
+    calls = replay(load_scenario(written[0] if isinstance(written, list) else written))
+    assert calls[-1].request.messages[-1].parts[0].images == (SHOT,)
+
+
+def test_a_codex_text_output_is_unchanged(tmp_path: Path) -> None:
+    from prefixlock.review.convert import convert
+
+    c = convert("codex", _codex_rollout(tmp_path, "plain text"))
+    [step] = [s for s in c.scenario["steps"] if "tool_results" in s]
+    assert step["tool_results"][0]["output"] == "plain text"
+    assert "images" not in step["tool_results"][0]
+    assert "tool_result_images" not in c.report["counts"]
