@@ -584,6 +584,7 @@ class Provider(Transport):
         *,
         notes: dict[str, Any] | None = None,
         tools: bool = True,
+        model: str | None = None,
     ) -> None:
         """Raise :class:`SerializationError` if this wire would refuse ``message`` (the
         messages before it in its history are ``earlier``; ``tools``: whether the
@@ -596,6 +597,9 @@ class Provider(Transport):
         default variant). Opaque parts of another
         provider are left out: they are only ever sent back to the provider that made
         them (:meth:`own_opaque`), so a history holding them is bound to that provider.
+
+        ``model``: the model the requests go to (the root's settings), for a wire whose
+        refusals depend on it (:meth:`model_variant`); None: the default variant.
 
         ``notes``: for a caller that keeps the :meth:`fragment_key` fold's notes after
         ``earlier`` itself (admission, one stored message after another): the key comes
@@ -633,7 +637,9 @@ class Provider(Transport):
             )
             key = keys[-1]
         index = len(earlier)
-        items = self._message_items(message, index, _NO_MARKERS, key, ())
+        by_model = None if model is None else self.model_variant(model)
+        variant: Any = () if by_model is None else ((), by_model)
+        items = self._message_items(message, index, _NO_MARKERS, key, variant)
         known = _encoded_texts(message)
         for item in items:
             # The encoder's refusals without its work; the encoder names a refusal.
@@ -643,7 +649,7 @@ class Provider(Transport):
                 self._encode_item(message, item)
                 raise
         if self.MERGE_SAME_ROLE:
-            at = MessageAt(self.name, message, index, _NO_MARKERS, key, ())
+            at = MessageAt(self.name, message, index, _NO_MARKERS, key, variant)
             self._role_blocks(items, at)
 
     # ------------------------------------------------------------ frame (overridable)

@@ -754,3 +754,60 @@ def test_a_codex_text_output_is_unchanged(tmp_path: Path) -> None:
     assert step["tool_results"][0]["output"] == "plain text"
     assert "images" not in step["tool_results"][0]
     assert "tool_result_images" not in c.report["counts"]
+
+
+# -- Bedrock Converse: Claude and Nova only -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "anthropic.claude-sonnet-4-5-v1:0",
+        "us.anthropic.claude-opus-4-1-v1:0",
+        "amazon.nova-pro-v1:0",
+    ],
+)
+def test_converse_sends_result_images_to_claude_and_nova(model: str) -> None:
+    body = produce("bedrock-converse", _request(_with_model("bedrock-converse", model)))
+    [last] = _last("bedrock-converse", body)
+    assert last["content"][0]["toolResult"]["content"][1] == {
+        "image": {"format": "png", "source": {"bytes": PNG_B64}}
+    }
+
+
+def test_converse_refuses_result_images_for_other_models() -> None:
+    model = "meta.llama3-3-70b-instruct-v1:0"
+    req = _request(_with_model("bedrock-converse", model))
+    expected = (
+        "bedrock-converse: message 'tool-results:call_a' part 0: bedrock-converse takes "
+        "images in a tool result only on Amazon Nova and Anthropic Claude models "
+        f"(ToolResultContentBlock.image), not {model!r}"
+    )
+    assert refused("bedrock-converse", req) == expected
+    wire = providers.get("bedrock-converse")
+    with pytest.raises(SerializationError) as info:
+        wire.check_message(req.messages[-1], req.messages[:-1], model=model)
+    assert str(info.value) == expected
+    # the same model without images: nothing changes
+    plain = request(CTX, RT, settings=_with_model("bedrock-converse", model))
+    produce("bedrock-converse", plain)
+    # and the check without a model cannot know
+    wire.check_message(req.messages[-1], req.messages[:-1])
+
+
+def test_admission_asks_by_the_roots_models() -> None:
+    from prefixlock.runtime.admission import Admission
+
+    req = _request()
+    names = ["bedrock-converse", "gemini"]
+    Admission(names, models=["anthropic.claude-sonnet-4-5-v1:0", "gemini-2.5-pro"]).check(
+        req.messages[-1:], req.messages[:-1], "tool_results"
+    )
+    with pytest.raises(SerializationError) as info:
+        Admission(names, models=["mistral.mistral-large-2407-v1:0", "gemini-3-pro"]).check(
+            req.messages[-1:], req.messages[:-1], "tool_results"
+        )
+    assert str(info.value).startswith(
+        "tool_results: not stored, a configured provider would refuse it: bedrock-converse: "
+        "message 'tool-results:call_a' part 0: bedrock-converse takes images in a tool result"
+    )

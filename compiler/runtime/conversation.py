@@ -878,7 +878,11 @@ class Conversation:
         admitted = tuple(self._user_content(m) for m in messages)
         if self._admission is None:
             root = self.history.root
-            self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
+            self._admission = Admission(
+                [s.provider for s in root.settings],
+                tools=bool(root.tools),
+                models=[s.model for s in root.settings],
+            )
         earlier = () if reset else self.history.messages
         self._admission.check(admitted, earlier, field)
         return admitted
