@@ -418,8 +418,9 @@ def bedrock_tool_result_images_claude_or_nova(body: Mapping[str, Any]) -> list[s
     # botocore bedrock-runtime service model, ToolResultContentBlock.image: "A tool result
     # that is an image. This field is only supported by Amazon Nova and Anthropic Claude 3
     # and 4 models."
-    model = str(body.get("modelId", ""))
-    if "anthropic.claude" in model or "amazon.nova" in model:
+    # The POSTed body (a golden file) has no modelId (a URI member): nothing to judge.
+    model = body.get("modelId")
+    if not isinstance(model, str) or "anthropic.claude" in model or "amazon.nova" in model:
         return []
     out = []
     for i, message in enumerate(_messages(body)):
