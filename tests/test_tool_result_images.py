@@ -811,3 +811,30 @@ def test_admission_asks_by_the_roots_models() -> None:
         "tool_results: not stored, a configured provider would refuse it: bedrock-converse: "
         "message 'tool-results:call_a' part 0: bedrock-converse takes images in a tool result"
     )
+
+
+@pytest.mark.parametrize("images", [(), (SHOT, PHOTO)])
+def test_the_results_digest_is_the_same_without_the_encoded_parts(
+    images: tuple[ImagePart, ...],
+) -> None:
+    from prefixlock.runtime.conversation import results_digest
+
+    created = results(ToolResultPart("c1", "out", False, images), ToolResultPart("c2", "x", True))
+    bare = CanonicalMessage(created.id, created.kind, created.role, created.parts, created.digest)
+    assert bare.parts_json is None and created.parts_json is not None
+    assert results_digest(bare) == results_digest(created)
+
+
+def test_redaction_redacts_the_output_and_keeps_the_images(tmp_path: Path) -> None:
+    from test_redact import policy_bundle
+
+    bundle = policy_bundle(tmp_path, "redact")
+    conv = Conversation.open(SQLiteStore(tmp_path / "r.db"), bundle, CONV)
+    conv.handle(user("u1"))
+    conv.assistant(None, [ToolCall("c1", "read_file", {"path": "shot.png"})])
+    secret = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0kLmN"
+    sent = conv.tool_results([ToolResult("c1", f"key {secret}", images=[SHOT])])
+    [part] = sent.messages[-1].parts
+    assert isinstance(part, ToolResultPart)
+    assert secret not in part.output and "[REDACTED]" in part.output
+    assert part.images == (SHOT,)
