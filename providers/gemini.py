@@ -37,9 +37,25 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
                             per result; ``response`` is ``{"output": text}``, or
                             ``{"error": text}`` when ``is_error`` (the reference:
                             'Use "output" key to specify function output and
-                            "error" key to specify error details')
+                            "error" key to specify error details'); a result's
+                            images as below
 ==================  ======  =====================================================
 
+* Images in tool results ("multimodal function responses",
+  https://ai.google.dev/gemini-api/docs/function-calling#multimodal-function-responses;
+  google-genai ``FunctionResponse.parts``: "Ordered Parts that constitute a function
+  response", each a ``FunctionResponsePart`` with ``inlineData``): on a model that takes
+  them, the result's ``functionResponse`` gets a last member ``"parts": [{"inlineData":
+  {"mimeType","data"}}...]``, the images in order. Gemini 2.x refuses that member
+  (NousResearch/hermes-agent#96466: "2.x rejects ``parts``"; maximhq/bifrost#4202:
+  older models answer 400), so for a model named ``gemini-<major>`` with major below 3
+  the images go as sibling ``{"inlineData"}`` parts of the same ``user`` content, right
+  after that result's ``functionResponse`` part: gemini-cli's rule
+  (``convertToFunctionResponse``: "Nest inlineData if supported by the model ...
+  Otherwise treat as siblings"), with its model test (``supportsMultimodalFunctionResponse``:
+  ``^gemini(-live)?-([0-9]+)`` with major >= 3; any other name nests). The choice depends
+  on the settings' model only (:meth:`Gemini.model_variant`), so one conversation's
+  bytes never change form between calls.
 * ``thoughtSignature``: a text or tool-call part's ``thought_signature`` is sent back
   on that part exactly as received (``{"text":..,"thoughtSignature":..}``), also on a
   blank text part (the runtime keeps those; see :mod:`prefixlock.runtime.admission`).
@@ -276,8 +292,23 @@ class Gemini(Provider):
     def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         return [self._content(message, at)]
 
+    def model_variant(self, model: str) -> Hashable:
+        """What the message bytes depend on from ``model``: ``(signs, nested)``, whether
+        the model refuses an unsigned function call (:func:`signs_every_step`) and
+        whether it takes images inside a ``functionResponse`` (True: Gemini 3 and later,
+        and names that are not ``gemini-<major>``; see "Images in tool results" in the
+        module docstring)."""
+        return (signs_every_step(model), multimodal_function_responses(model))
+
     def tool_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
-        return [self._content(message, at)]
+        parts = []
+        for index, part in enumerate(message.parts):
+            wire_part = self.part(part, at.part(index))
+            parts.append(wire_part)
+            if isinstance(part, ToolResultPart) and part.images and not _nested(at):
+                # an older model: the images as sibling parts right after the response
+                parts.extend(self._inline_data(image, at.part(index)) for image in part.images)
+        return [Ordered(role=self.ROLES[message.role], parts=parts)]
 
     def _content(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
         return Ordered(role=self.ROLES[message.role], parts=self.parts(message, at))
@@ -292,12 +323,13 @@ class Gemini(Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"gemini accepts images only in user messages, not {at.message.kind}")
+        return self._inline_data(part, at)
+
+    def _inline_data(self, part: ImagePart, at: PartAt) -> Any:
+        """``{"inlineData": {"mimeType", "data"}}``: a ``Part`` and a
+        ``FunctionResponsePart`` alike."""
         mime_type = self.image_media_type(part, at, self.IMAGE_TYPES)
         return Ordered(inlineData=Ordered(mimeType=mime_type, data=part.data))
-
-    def model_variant(self, model: str) -> Hashable:
-        """Whether the model refuses an unsigned function call (:func:`signs_every_step`)."""
-        return signs_every_step(model)
 
     def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
         if at.message.role != "assistant":
@@ -333,6 +365,10 @@ class Gemini(Provider):
         answer = Ordered(id=part.call_id, name=self.tool_name(name, at), response=response)
         if part.call_id.startswith(LOCAL_ID_PREFIX):
             del answer["id"]  # answered by name and position, as the call was made
+        if part.images and _nested(at.at):
+            # FunctionResponse.parts: "Ordered Parts that constitute a function response"
+            # (google-genai types.FunctionResponsePart: inline_data / file_data)
+            answer["parts"] = [self._inline_data(image, at) for image in part.images]
         return Ordered(functionResponse=answer)
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
@@ -342,16 +378,45 @@ class Gemini(Provider):
         return value
 
 
+def _by_model(at: MessageAt) -> tuple[bool, bool]:
+    """The model part of the frame's variant, ``(signs, nested)``
+    (:meth:`Gemini.model_variant`); under admission's default variant ``()``: no
+    dummy signatures, images nested (both forms refuse the same images)."""
+    variant = at.variant
+    if isinstance(variant, tuple) and len(variant) == 2 and isinstance(variant[1], tuple):
+        signs, nested = variant[1]
+        return bool(signs), bool(nested)
+    return False, True
+
+
 def _signs_every_step(at: PartAt) -> bool:
     """Whether this request's model wants every step's first call signed (the last item
     of the frame's variant: :meth:`Gemini.model_variant`)."""
-    variant = at.at.variant
-    return isinstance(variant, tuple) and len(variant) == 2 and variant[1] is True
+    return _by_model(at.at)[0]
 
 
 def _first_call(at: PartAt) -> bool:
     """Whether the part at ``at`` is the first tool call of its message (its step)."""
     return not any(isinstance(p, ToolCallPart) for p in at.message.parts[: at.index])
+
+
+#: ``gemini-<major>`` (also ``gemini-live-<major>``), after an optional ``models/``.
+_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini(?:-live)?-(\d+)")
+
+
+def multimodal_function_responses(model: str) -> bool:
+    """Whether ``model`` takes images inside ``functionResponse.parts``: a Gemini of
+    major version 3 or later, or a name that is not ``gemini-<major>`` (the test of
+    gemini-cli's and pi-ai's ``supportsMultimodalFunctionResponse``)."""
+    match = _GEMINI_MAJOR.match(model.lower())
+    return match is None or int(match.group(1)) >= 3
+
+
+def _nested(at: MessageAt) -> bool:
+    """Whether this request's model takes a result's images inside its
+    ``functionResponse`` (the message variant's model part; the default variant ``()``,
+    admission's, says yes: both forms refuse the same images)."""
+    return _by_model(at)[1]
 
 
 def _signed(wire_part: Ordered, signature: str | None) -> Ordered:

@@ -45,7 +45,10 @@ with string content -- the output-message form needs the server's ``id`` and ``s
 which a canonical message does not carry), tool call -> ``function_call`` item
 (``call_id``, ``name``, ``arguments`` string), own opaque part (a ``reasoning`` item
 with ``encrypted_content``, or any output item recorded verbatim) -> that item as
-received; tool results -> one ``function_call_output`` item per result.
+received; tool results -> one ``function_call_output`` item per result (``output`` the
+output string; for a result with images, the list ``[{"type":"input_text","text":
+output}, {"type":"input_image","detail":"auto","image_url":"data:..."}...]``, the
+images in order).
 
 Call ids: the API refuses a ``call_id`` longer than 64 characters: 400
 ``string_above_max_length`` "Invalid 'input[95].call_id': string too long. Expected a
@@ -225,6 +228,9 @@ class OpenAIResponses(OpenAICache, Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"openai-responses accepts images only in user messages, not {at.message.kind}")
+        return self._input_image(part, at)
+
+    def _input_image(self, part: ImagePart, at: PartAt) -> Any:
         # the media type: one of OPENAI_IMAGE_TYPES (images-vision guide; see data_url)
         url = self.data_url(part, at)
         return Ordered(type="input_image", detail=self.IMAGE_DETAIL, image_url=url)
@@ -243,8 +249,17 @@ class OpenAIResponses(OpenAICache, Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
+        output: Any = part.output
+        if part.images:
+            # FunctionCallOutput.output: "Union[str, ResponseFunctionCallOutputItemListParam]"
+            # ("Text, image, or file output of the function tool call"; the list's items
+            # ResponseInputTextContentParam / ResponseInputImageContentParam, openai-python
+            # types/responses/response_input_item_param.py): the output as input_text,
+            # then each image as input_image, in order. Without images: the string.
+            output = [Ordered(type="input_text", text=part.output)]
+            output.extend(self._input_image(image, at) for image in part.images)
         return Ordered(
-            type="function_call_output", call_id=wire_call_id(part.call_id), output=part.output
+            type="function_call_output", call_id=wire_call_id(part.call_id), output=output
         )
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:

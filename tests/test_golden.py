@@ -56,6 +56,7 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "section-revert": [f"request-context:u{n}" for n in range(1, 5)],
     "section-compaction": ["request-context:u6"],
     "imported-session": ["request-context:u1"],
+    "tool-result-image": ["request-context:u1"],
 }
 
 

@@ -66,6 +66,18 @@ def _text_first_in_one_message(body: dict[str, Any]) -> None:
     content.insert(0, {"type": "text", "text": "note"})
 
 
+def _user_between_tool_messages(body: dict[str, Any]) -> None:
+    # a tool-result image message between the batch's tool messages
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    body["messages"].insert(5, {"role": "user", "content": [image]})
+
+
+def _tool_result_image_on_llama(body: dict[str, Any]) -> None:
+    body["modelId"] = "meta.llama3-70b-instruct-v1:0"
+    image = {"image": {"format": "png", "source": {"bytes": "AAAA"}}}
+    body["messages"][2]["content"][0]["toolResult"]["content"].append(image)
+
+
 def _five_breakpoints(body: dict[str, Any]) -> None:
     # tools, system, context and the top-level one are the good body's four
     body["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
@@ -102,6 +114,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
         ),
         "bedrock_at_most_four_cache_points": (_five_cache_points, "5 cachePoint blocks"),
+        "bedrock_tool_result_images_claude_or_nova": (
+            _tool_result_image_on_llama,
+            "$.messages[2].content[0].toolResult.content[1].image: only Amazon Nova and",
+        ),
         "bedrock_tool_blocks_need_tool_config": (
             lambda body: body.pop("toolConfig"),
             "$.toolConfig: must be defined when using toolUse and toolResult content blocks",
@@ -157,6 +173,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
     },
     "openai-chat": {
+        "chat_tool_messages_answer_preceding_calls": (
+            _user_between_tool_messages,
+            "$.messages[6].role: messages with role 'tool' must be a response to a preceding",
+        ),
         "chat_tool_call_ids_at_most_40": (
             _set(("messages", 4, "tool_call_id"), "call_" + "a" * 36),
             "$.messages[4].tool_call_id: string too long (41): at most 40",
@@ -181,6 +201,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
     },
     "gemini": {
+        "gemini_function_response_parts_are_media": (
+            _set(("contents", 3, "parts", 0, "functionResponse", "parts"), [{"text": "x"}]),
+            "$.contents[3].parts[0].functionResponse.parts[0]: each multimodal part must",
+        ),
         "gemini_request_fields_at_top_level": (
             _set(("generationConfig", "toolConfig"), {"functionCallingConfig": {"mode": "ANY"}}),
             "$.generationConfig.toolConfig: a top-level GenerateContentRequest field",
