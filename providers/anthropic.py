@@ -268,8 +268,16 @@ class Anthropic(TurnMarkers, Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
+        content: Any = part.output
+        if part.images:
+            # ToolResultBlockParam.content: "Union[str, Iterable[Content]]", Content the
+            # text and image block params (anthropic-sdk-python
+            # types/tool_result_block_param.py): the output as a text block, then the
+            # images in order. A result without images keeps its string content.
+            content = [Ordered(type="text", text=part.output)]
+            content.extend(self.image_part(image, at) for image in part.images)
         out = Ordered(
-            type="tool_result", tool_use_id=wire_tool_use_id(part.call_id), content=part.output
+            type="tool_result", tool_use_id=wire_tool_use_id(part.call_id), content=content
         )
         if part.is_error:
             out["is_error"] = True

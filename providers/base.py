@@ -584,6 +584,7 @@ class Provider(Transport):
         *,
         notes: dict[str, Any] | None = None,
         tools: bool = True,
+        model: str | None = None,
     ) -> None:
         """Raise :class:`SerializationError` if this wire would refuse ``message`` (the
         messages before it in its history are ``earlier``; ``tools``: whether the
@@ -596,6 +597,9 @@ class Provider(Transport):
         default variant). Opaque parts of another
         provider are left out: they are only ever sent back to the provider that made
         them (:meth:`own_opaque`), so a history holding them is bound to that provider.
+
+        ``model``: the model the requests go to (the root's settings), for a wire whose
+        refusals depend on it (:meth:`model_variant`); None: the default variant.
 
         ``notes``: for a caller that keeps the :meth:`fragment_key` fold's notes after
         ``earlier`` itself (admission, one stored message after another): the key comes
@@ -633,7 +637,9 @@ class Provider(Transport):
             )
             key = keys[-1]
         index = len(earlier)
-        items = self._message_items(message, index, _NO_MARKERS, key, ())
+        by_model = None if model is None else self.model_variant(model)
+        variant: Any = () if by_model is None else ((), by_model)
+        items = self._message_items(message, index, _NO_MARKERS, key, variant)
         known = _encoded_texts(message)
         for item in items:
             # The encoder's refusals without its work; the encoder names a refusal.
@@ -643,7 +649,7 @@ class Provider(Transport):
                 self._encode_item(message, item)
                 raise
         if self.MERGE_SAME_ROLE:
-            at = MessageAt(self.name, message, index, _NO_MARKERS, key, ())
+            at = MessageAt(self.name, message, index, _NO_MARKERS, key, variant)
             self._role_blocks(items, at)
 
     # ------------------------------------------------------------ frame (overridable)
@@ -737,6 +743,16 @@ class Provider(Transport):
         Responses' ``store`` policy. It joins each message's fragment-cache key and
         reaches the handlers as :attr:`MessageAt.variant`. Default: ``()``."""
         return ()
+
+    def model_variant(self, model: str) -> Hashable:
+        """What every message's bytes depend on from the settings' model, or None (the
+        default: nothing). Otherwise the frame's variant is ``(frame_variant,
+        model_variant)``, so it joins each message's fragment-cache key and reaches the
+        handlers as the last item of :attr:`MessageAt.variant` (a stored template's basis
+        holds the model already: the settings). Gemini: whether the model wants every
+        step's first call signed and whether it takes images inside a
+        ``functionResponse``. Admission checks messages under the default variant ``()``."""
+        return None
 
     def fragment_key(self, message: CanonicalMessage, earlier: dict[str, Any]) -> Hashable:
         """What ``message``'s bytes depend on besides its own content and cache markers:
@@ -1025,6 +1041,9 @@ class Provider(Transport):
             field, why = problems[0]
             raise SerializationError(f"{self.name}: settings {'.'.join(field)}: {why}")
         variant = self.frame_variant(options, markers)
+        by_model = self.model_variant(settings.model)
+        if by_model is not None:  # only a wire whose message bytes depend on the model
+            variant = (variant, by_model)
         nested, top_level = self.split_options(options)
         if nested and self.CONFIG_KEY is None:
             raise TypeError(f"{self.name}: split_options nests options but CONFIG_KEY is None")
@@ -1055,7 +1074,7 @@ class Provider(Transport):
             code_fingerprint(),
             self.name,
             canonical.dumps(settings.to_json()),
-            repr(self.message_variant(options)),
+            repr(self.message_variant(options)) + ("" if by_model is None else repr(by_model)),
             "preamble" if frame.has_preamble else "",
         )
         return attrs.evolve(frame, variant=variant, basis=stored_basis)

@@ -46,16 +46,23 @@ assistant           assistant  text -> ``{"text"}``; tool call -> ``{"toolUse":
                                {"toolUseId","name","input"}}`` (``input`` the
                                arguments object)
 tool_result         user       one ``{"toolResult": {"toolUseId", "content":
-                               [{"text": output}], "status": "error"?}}`` per result
-                               (``status`` only when ``is_error``; the API default is
-                               success)
+                               [{"text": output}, {"image": ...}...], "status":
+                               "error"?}}`` per result (the result's images follow
+                               its text, each ``{"image": {"format", "source":
+                               {"bytes"}}}``; ``status`` only when ``is_error``; the
+                               API default is success)
 ==================  =========  ===================================================
 
 * An ``OpaquePart(provider="bedrock-converse")`` is one whole ``ContentBlock`` as the
   model returned it (``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``
   or ``{"reasoningContent": {"redactedContent": ...}}``) and is emitted verbatim.
-* Refused: images outside user-role messages or in tool-result messages (a result's
-  image cannot be attached to a call without guessing), anything but tool results (and
+* A result's images go to Amazon Nova and Anthropic Claude models only
+  (``ToolResultContentBlock.image``: "only supported by Amazon Nova and Anthropic Claude
+  3 and 4 models"): for another model they are refused, by serialize and by the check
+  before saving (:meth:`BedrockConverse.model_variant`).
+* Refused: images outside user-role messages, and image parts beside the results of a
+  tool-result message (such an image cannot be attached to a call without guessing; a
+  result's own images travel in its ``toolResult.content``), anything but tool results (and
   own opaque parts) in a tool-result message, foreign opaque parts, bad names and ids.
 
 Cache rule (fixed; the same positions as Anthropic's stable breakpoints plus the tail):
@@ -138,6 +145,11 @@ class BedrockConverse(TurnMarkers, Provider):
         "The toolConfig field must be defined when using toolUse and toolResult content blocks."
     )
     URI_MEMBERS = ("modelId",)
+    #: Model id parts of the families that take images in a tool result:
+    #: ``ToolResultContentBlock.image`` "is only supported by Amazon Nova and Anthropic
+    #: Claude 3 and 4 models" (botocore bedrock-runtime service model). Inference
+    #: profiles (``us.anthropic.claude-...``) and ARNs hold them too.
+    TOOL_RESULT_IMAGE_MODELS: ClassVar[tuple[str, ...]] = ("anthropic.claude", "amazon.nova")
     #: "A conversation must alternate between user and assistant roles" (see above):
     #: same-role neighbours become blocks of one wire message; the first is a user one.
     MERGE_SAME_ROLE = True
@@ -248,10 +260,17 @@ class BedrockConverse(TurnMarkers, Provider):
     def tool_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         return [self._message(message, at)]
 
+    def model_variant(self, model: str) -> Hashable:
+        """None for a model that takes images in a tool result (Claude, Nova: the
+        message bytes do not depend on the model); else the model, which
+        :meth:`tool_result_part` names when it refuses a result's images."""
+        return None if any(family in model for family in self.TOOL_RESULT_IMAGE_MODELS) else model
+
     def _message(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
         content = self.parts(message, at, sent_indexes(message))  # no Gemini-only parts
         if at.markers & self.MESSAGE_MARKERS:
-            content.append(self._cache_point(message_ttl(at.variant, at.markers)))
+            policy = _policy(at.variant)
+            content.append(self._cache_point(message_ttl(policy, at.markers)))
         return Ordered(role=self.ROLES[message.role], content=content)
 
     # ------------------------------------------------------------------------ parts
@@ -270,6 +289,11 @@ class BedrockConverse(TurnMarkers, Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"bedrock-converse accepts images only in user messages, not {at.message.kind}")
+        return self._image_block(part, at)
+
+    def _image_block(self, part: ImagePart, at: PartAt) -> Any:
+        """``{"image": {"format", "source": {"bytes"}}}`` (``ImageBlock``; a user message's
+        content block and a tool result's content item alike)."""
         image_format = self.IMAGE_FORMATS.get(part.media_type)
         if image_format is None:
             at.fail(
@@ -296,10 +320,17 @@ class BedrockConverse(TurnMarkers, Provider):
                 "bedrock-converse rejects a tool result whose text is empty or whitespace-only "
                 f"(output is {part.output!r}); send a non-empty output such as the error text"
             )
-        result = Ordered(
-            toolUseId=self._tool_use_id(part.call_id, at),
-            content=[Ordered(text=part.output)],
-        )
+        model = _without_tool_result_images(at.at.variant) if part.images else None
+        if model is not None:
+            at.fail(
+                f"bedrock-converse takes images in a tool result only on Amazon Nova and "
+                f"Anthropic Claude models (ToolResultContentBlock.image), not {model!r}"
+            )
+        # ToolResultContentBlock is a union of text, image, ...: the output, then each
+        # image as an ImageBlock, in order (botocore bedrock-runtime service model).
+        content = [Ordered(text=part.output)]
+        content.extend(self._image_block(image, at) for image in part.images)
+        result = Ordered(toolUseId=self._tool_use_id(part.call_id, at), content=content)
         if part.is_error:
             result["status"] = "error"
         return Ordered(toolResult=result)
@@ -314,6 +345,20 @@ class BedrockConverse(TurnMarkers, Provider):
         if not self.TOOL_USE_ID_PATTERN.fullmatch(call_id):
             at.fail(f"tool use id {call_id!r} must be 1-64 characters of a-z, A-Z, 0-9, '_.:-'")
         return call_id
+
+
+def _policy(variant: Any) -> Any:
+    """The cache TTL policy of a message variant: the variant itself, or its first member
+    when :meth:`BedrockConverse.model_variant` named a model (``(policy, model)``)."""
+    return variant[0] if isinstance(variant, tuple) and len(variant) == 2 else variant
+
+
+def _without_tool_result_images(variant: Any) -> str | None:
+    """The model of a variant ``(policy, model)`` (one that takes no images in a tool
+    result), else None."""
+    if isinstance(variant, tuple) and len(variant) == 2 and isinstance(variant[1], str):
+        return variant[1]
+    return None
 
 
 def _without_cache_points(blocks: list[Any]) -> list[Any]:

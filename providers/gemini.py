@@ -37,12 +37,31 @@ tool_result         user    one ``{"functionResponse":{"id","name","response"}}`
                             per result; ``response`` is ``{"output": text}``, or
                             ``{"error": text}`` when ``is_error`` (the reference:
                             'Use "output" key to specify function output and
-                            "error" key to specify error details')
+                            "error" key to specify error details'); a result's
+                            images as below
 ==================  ======  =====================================================
 
+* Images in tool results ("multimodal function responses",
+  https://ai.google.dev/gemini-api/docs/function-calling#multimodal-function-responses;
+  google-genai ``FunctionResponse.parts``: "Ordered Parts that constitute a function
+  response", each a ``FunctionResponsePart`` with ``inlineData``): on a model that takes
+  them, the result's ``functionResponse`` gets a last member ``"parts": [{"inlineData":
+  {"mimeType","data"}}...]``, the images in order. Gemini 2.x refuses that member
+  (NousResearch/hermes-agent#96466: "2.x rejects ``parts``"; maximhq/bifrost#4202:
+  older models answer 400), so for a model named ``gemini-<major>`` with major below 3
+  the images go as sibling ``{"inlineData"}`` parts of the same ``user`` content, right
+  after that result's ``functionResponse`` part: gemini-cli's rule
+  (``convertToFunctionResponse``: "Nest inlineData if supported by the model ...
+  Otherwise treat as siblings"), with its model test (``supportsMultimodalFunctionResponse``:
+  ``^gemini(-live)?-([0-9]+)`` with major >= 3; any other name nests). The choice depends
+  on the settings' model only (:meth:`Gemini.model_variant`), so one conversation's
+  bytes never change form between calls.
 * ``thoughtSignature``: a text or tool-call part's ``thought_signature`` is sent back
   on that part exactly as received (``{"text":..,"thoughtSignature":..}``), also on a
   blank text part (the runtime keeps those; see :mod:`prefixlock.runtime.admission`).
+  On Gemini 3 and later (:func:`signs_every_step`) the first tool call of an assistant
+  message that has none gets :data:`SKIP_SIGNATURE`, on every turn (a service rule, with
+  its sources there).
 * ``functionCall.id`` is the :class:`ToolCallPart`'s call id, the model's own: a
   ``functionCall`` that arrived without ``id`` gets a local id from the reader
   (:data:`LOCAL_ID_PREFIX`), which is never sent: that call and its
@@ -103,6 +122,37 @@ from .base import Markers, MessageAt, PartAt, Provider
 #: other call. They are never sent: the ``functionCall`` and its ``functionResponse`` go
 #: back without ``id``, as the model made them (Gemini matches them by name and order).
 LOCAL_ID_PREFIX = "gemini-local-"
+
+#: The ``thoughtSignature`` of a function call Gemini did not make, on Gemini 3 and later
+#: (:func:`signs_every_step`). Google's thought-signatures page, FAQ: "You can set the
+#: following dummy signatures of either "context_engineering_is_the_way_to_go" or
+#: "skip_thought_signature_validator"" for a conversation transferred from another model
+#: or a custom function call (https://ai.google.dev/gemini-api/docs/thought-signatures#faqs,
+#: as quoted by pydantic-ai's Gemini model); Vertex AI's page names this one ("You can set
+#: thought_signature to skip_thought_signature_validator",
+#: https://cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures), so it is
+#: the one both services take. Proto JSON reads it as URL-safe base64 (``bytes``).
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+
+#: A Gemini model id's major version (``gemini-3-pro-preview``, ``models/gemini-3.8-flash``).
+_MAJOR = re.compile(r"(?:models/)?gemini-(\d+)")
+
+
+def signs_every_step(model: str) -> bool:
+    """Whether ``model`` refuses an unsigned function call: Gemini 3 and later. "When
+    using Gemini 3 models, you must pass back thought signatures during function
+    calling, otherwise you will get a validation error (4xx status code)" (the
+    thought-signatures page); the service answers 400 INVALID_ARGUMENT "Function call is
+    missing a thought_signature in functionCall parts. This is required for tools to work
+    correctly, and missing thought_signature may lead to degraded model performance.
+    Additional data, function call `default_api:Bash` , position 2. Please refer to
+    https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+    (lbjlaq/Antigravity-Manager#3202; the same on gemini-3.1-flash-lite-preview,
+    nearai/ironclaw#1510, and gemini-3.5-flash, BigPizzaV3/CodexPlusPlus#332). Gemini 2.5
+    does not (nanbingxyz/5ire#405: "this does not happen with gemini-2.5"). Later majors
+    (the example's gemini-4-argon) are taken to keep the rule: NOT VERIFIED."""
+    found = _MAJOR.match(model)
+    return found is not None and int(found.group(1)) >= 3
 
 
 class Gemini(Provider):
@@ -242,8 +292,23 @@ class Gemini(Provider):
     def assistant_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
         return [self._content(message, at)]
 
+    def model_variant(self, model: str) -> Hashable:
+        """What the message bytes depend on from ``model``: ``(signs, nested)``, whether
+        the model refuses an unsigned function call (:func:`signs_every_step`) and
+        whether it takes images inside a ``functionResponse`` (True: Gemini 3 and later,
+        and names that are not ``gemini-<major>``; see "Images in tool results" in the
+        module docstring)."""
+        return (signs_every_step(model), multimodal_function_responses(model))
+
     def tool_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
-        return [self._content(message, at)]
+        parts = []
+        for index, part in enumerate(message.parts):
+            wire_part = self.part(part, at.part(index))
+            parts.append(wire_part)
+            if isinstance(part, ToolResultPart) and part.images and not _nested(at):
+                # an older model: the images as sibling parts right after the response
+                parts.extend(self._inline_data(image, at.part(index)) for image in part.images)
+        return [Ordered(role=self.ROLES[message.role], parts=parts)]
 
     def _content(self, message: CanonicalMessage, at: MessageAt) -> Ordered:
         return Ordered(role=self.ROLES[message.role], parts=self.parts(message, at))
@@ -258,12 +323,26 @@ class Gemini(Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"gemini accepts images only in user messages, not {at.message.kind}")
+        return self._inline_data(part, at)
+
+    def _inline_data(self, part: ImagePart, at: PartAt) -> Any:
+        """``{"inlineData": {"mimeType", "data"}}``: a ``Part`` and a
+        ``FunctionResponsePart`` alike."""
         mime_type = self.image_media_type(part, at, self.IMAGE_TYPES)
         return Ordered(inlineData=Ordered(mimeType=mime_type, data=part.data))
 
     def tool_call_part(self, part: ToolCallPart, at: PartAt) -> Any:
         if at.message.role != "assistant":
             at.fail(f"a tool call in a {at.message.kind} message")
+        signature = part.thought_signature
+        if signature is None and _signs_every_step(at) and _first_call(at):
+            # A call Gemini did not make (another provider's, a scenario's, an older
+            # Gemini's): the documented dummy signature. Gemini 3 validates only "the
+            # current turn" and, in a step of parallel calls, the first call's signature
+            # (the thought-signatures page); it is sent on every turn all the same, so a
+            # call's bytes do not change when its turn ends (the append-only invariant),
+            # and only on the first call of each step, where Gemini puts its own.
+            signature = SKIP_SIGNATURE
         call = Ordered(
             id=part.call_id,
             name=self.tool_name(part.name, at),
@@ -271,7 +350,7 @@ class Gemini(Provider):
         )
         if part.call_id.startswith(LOCAL_ID_PREFIX):
             del call["id"]  # the model sent none: never send one it did not make
-        return _signed(Ordered(functionCall=call), part.thought_signature)
+        return _signed(Ordered(functionCall=call), signature)
 
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
@@ -286,6 +365,10 @@ class Gemini(Provider):
         answer = Ordered(id=part.call_id, name=self.tool_name(name, at), response=response)
         if part.call_id.startswith(LOCAL_ID_PREFIX):
             del answer["id"]  # answered by name and position, as the call was made
+        if part.images and _nested(at.at):
+            # FunctionResponse.parts: "Ordered Parts that constitute a function response"
+            # (google-genai types.FunctionResponsePart: inline_data / file_data)
+            answer["parts"] = [self._inline_data(image, at) for image in part.images]
         return Ordered(functionResponse=answer)
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
@@ -293,6 +376,47 @@ class Gemini(Provider):
         if not isinstance(value, dict):
             at.fail("a gemini opaque part must be one Part object as received")
         return value
+
+
+def _by_model(at: MessageAt) -> tuple[bool, bool]:
+    """The model part of the frame's variant, ``(signs, nested)``
+    (:meth:`Gemini.model_variant`); under admission's default variant ``()``: no
+    dummy signatures, images nested (both forms refuse the same images)."""
+    variant = at.variant
+    if isinstance(variant, tuple) and len(variant) == 2 and isinstance(variant[1], tuple):
+        signs, nested = variant[1]
+        return bool(signs), bool(nested)
+    return False, True
+
+
+def _signs_every_step(at: PartAt) -> bool:
+    """Whether this request's model wants every step's first call signed (the last item
+    of the frame's variant: :meth:`Gemini.model_variant`)."""
+    return _by_model(at.at)[0]
+
+
+def _first_call(at: PartAt) -> bool:
+    """Whether the part at ``at`` is the first tool call of its message (its step)."""
+    return not any(isinstance(p, ToolCallPart) for p in at.message.parts[: at.index])
+
+
+#: ``gemini-<major>`` (also ``gemini-live-<major>``), after an optional ``models/``.
+_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini(?:-live)?-(\d+)")
+
+
+def multimodal_function_responses(model: str) -> bool:
+    """Whether ``model`` takes images inside ``functionResponse.parts``: a Gemini of
+    major version 3 or later, or a name that is not ``gemini-<major>`` (the test of
+    gemini-cli's and pi-ai's ``supportsMultimodalFunctionResponse``)."""
+    match = _GEMINI_MAJOR.match(model.lower())
+    return match is None or int(match.group(1)) >= 3
+
+
+def _nested(at: MessageAt) -> bool:
+    """Whether this request's model takes a result's images inside its
+    ``functionResponse`` (the message variant's model part; the default variant ``()``,
+    admission's, says yes: both forms refuse the same images)."""
+    return _by_model(at)[1]
 
 
 def _signed(wire_part: Ordered, signature: str | None) -> Ordered:

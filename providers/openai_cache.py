@@ -9,9 +9,10 @@ message, the shape of openai-python 3.63.0's ``PromptCacheBreakpoint`` (Chat
 in :mod:`prefixlock.cache.rules`). They go where the Anthropic markers go, under the same
 ``cache_ttl`` policy (:mod:`.cache_ttl`):
 
-* the stable root: Chat's developer message (INSTRUCTIONS; tools cannot carry one, and
-  the developer message's prefix holds them); Responses has none (its ``instructions`` is
-  a top-level string and takes no breakpoint): its context marker holds the root;
+* the stable root: the developer message (INSTRUCTIONS; tools cannot carry one, and
+  the developer message's prefix holds them): Chat's first message; on Responses the
+  first input item, which carries the instructions on these models instead of the
+  top-level ``instructions`` string (that string has no part to mark);
 * the latest request-context message (CONTEXT);
 * ``auto`` from the epoch's second user turn: the turn's opening message and, on a turn's
   first call, the previous turn's (TURN);

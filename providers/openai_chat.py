@@ -16,6 +16,23 @@ string, verbatim as the model sent it); tool results -> one ``tool`` message per
 result, in order. The wire has no tool-error flag, so ``is_error`` travels only in
 the output text the caller wrote.
 
+Images in tool results: a ``tool`` message's content is a string or text parts only
+(openai-python ``ChatCompletionToolMessageParam.content: Union[str,
+Iterable[ChatCompletionContentPartTextParam]]``; "Chat Completions only supports text
+content for tool messages, although images are supported in user messages",
+VectifyAI/OpenKB#242; an image part there is not processed, BerriAI/litellm#20403). So,
+by one fixed rule, as harnesses do it (the LiteLLM hook of open-webui/open-terminal#89
+"injects a user message after the tool response containing the image"): a result with
+images keeps its output as the first text part of its ``tool`` message and gets a second
+text part, ``[1 image of this result follows in a user message after the tool results]``
+(``[N images ... follow ...]``); after the batch's last ``tool`` message comes ONE
+``user`` message holding, per result with images in batch order, a text part ``[N
+image(s) of the result of tool call <id>]`` (the wire id) and its ``image_url`` parts
+(data URLs), in order. The tool messages stay right after the assistant message that
+made the calls (the service refuses a ``tool`` message that does not answer a preceding
+``tool_calls``). Everything depends on the one canonical tool-result message only: the
+same history always gives the same bytes, and the next request extends them.
+
 Tool call ids: the API refuses a ``tool_calls[].id`` (and so a ``tool_call_id``) longer
 than 40 characters: 400 "Invalid 'messages[2].tool_calls[0].id': string too long.
 Expected a string with maximum length 40, but got a string with length 41 instead."
@@ -71,6 +88,21 @@ def wire_tool_call_id(call_id: str) -> str:
     """``call_id`` as Chat Completions accepts it (at most :data:`TOOL_CALL_ID_MAX`
     characters; see the module docstring)."""
     return capped_id(call_id, TOOL_CALL_ID_MAX)
+
+
+def _plural(count: int) -> str:
+    return "1 image" if count == 1 else f"{count} images"
+
+
+def _images_note(count: int) -> str:
+    """The text part after a result's output in its ``tool`` message."""
+    verb = "follows" if count == 1 else "follow"
+    return f"[{_plural(count)} of this result {verb} in a user message after the tool results]"
+
+
+def _images_label(count: int, wire_id: str) -> str:
+    """The text part before a result's images in the ``user`` message that carries them."""
+    return f"[{_plural(count)} of the result of tool call {wire_id}]"
 
 
 class OpenAIChat(OpenAICache, Provider):
@@ -144,7 +176,18 @@ class OpenAIChat(OpenAICache, Provider):
         return [out]
 
     def tool_result_message(self, message: CanonicalMessage, at: MessageAt) -> list[Any]:
-        return self.parts(message, at)
+        """One ``tool`` message per result, then, when results carry images, ONE ``user``
+        message holding them (see "Images in tool results" in the module docstring)."""
+        items = self.parts(message, at)
+        content: list[Any] = []
+        for index, part in enumerate(message.parts):
+            if isinstance(part, ToolResultPart) and part.images:
+                label = _images_label(len(part.images), wire_tool_call_id(part.call_id))
+                content.append(Ordered(type="text", text=label))
+                content.extend(self._image_url(image, at.part(index)) for image in part.images)
+        if content:
+            items.append(Ordered(role="user", content=content))
+        return items
 
     def _content(
         self, message: CanonicalMessage, at: MessageAt, indexes: list[int] | None = None
@@ -167,6 +210,9 @@ class OpenAIChat(OpenAICache, Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"openai-chat accepts images only in user messages, not {at.message.kind}")
+        return self._image_url(part, at)
+
+    def _image_url(self, part: ImagePart, at: PartAt) -> Any:
         # the media type: one of OPENAI_IMAGE_TYPES (images-vision guide; see data_url)
         return Ordered(type="image_url", image_url=Ordered(url=self.data_url(part, at)))
 
@@ -183,9 +229,11 @@ class OpenAIChat(OpenAICache, Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
-        return Ordered(
-            role="tool", tool_call_id=wire_tool_call_id(part.call_id), content=part.output
-        )
+        content: Any = part.output
+        if part.images:  # text parts only (ChatCompletionToolMessageParam.content)
+            note = Ordered(type="text", text=_images_note(len(part.images)))
+            content = [Ordered(type="text", text=part.output), note]
+        return Ordered(role="tool", tool_call_id=wire_tool_call_id(part.call_id), content=content)
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:
         if at.message.role == "tool":

@@ -3,7 +3,9 @@
 Fields from the official reference (openai-python ``types/responses/
 response_create_params``, ``response_input_item_param``):
 
-* head: ``model``, ``max_output_tokens``, ``instructions`` (top level), ``tools``
+* head: ``model``, ``max_output_tokens``, ``instructions`` (top level; on a model with
+  prompt-cache breakpoints, GPT-5.6 and later, the first input item instead: a
+  ``developer`` message carrying the root's breakpoint, see :meth:`preamble`), ``tools``
   (``FunctionToolParam``: ``type``, ``name``, ``description``, ``parameters``, and the
   required ``strict`` -- sent as ``false`` because our schemas are not written for strict
   mode);
@@ -43,7 +45,10 @@ with string content -- the output-message form needs the server's ``id`` and ``s
 which a canonical message does not carry), tool call -> ``function_call`` item
 (``call_id``, ``name``, ``arguments`` string), own opaque part (a ``reasoning`` item
 with ``encrypted_content``, or any output item recorded verbatim) -> that item as
-received; tool results -> one ``function_call_output`` item per result.
+received; tool results -> one ``function_call_output`` item per result (``output`` the
+output string; for a result with images, the list ``[{"type":"input_text","text":
+output}, {"type":"input_image","detail":"auto","image_url":"data:..."}...]``, the
+images in order).
 
 Call ids: the API refuses a ``call_id`` longer than 64 characters: 400
 ``string_above_max_length`` "Invalid 'input[95].call_id': string too long. Expected a
@@ -73,9 +78,9 @@ from ..core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ..core.model import ModelRequest, ProviderSettings, ToolSpec
+from ..core.model import CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from .base import Markers, MessageAt, PartAt, Provider
-from .openai_cache import OFF, OpenAICache
+from .openai_cache import BREAKPOINT_KEY, OFF, OpenAICache
 from .openai_chat import capped_id
 
 #: ``call_id``: "Expected a string with maximum length 64" (the API's 400
@@ -115,7 +120,32 @@ class OpenAIResponses(OpenAICache, Provider):
     # ------------------------------------------------------------------------ frame
 
     def instructions_fields(self, instructions: str, markers: Markers) -> Ordered:
-        return Ordered(instructions=instructions) if instructions else Ordered()
+        if not instructions or CachePosition.TAIL in markers:  # with breakpoints: preamble
+            return Ordered()
+        return Ordered(instructions=instructions)
+
+    def preamble(
+        self, request: ModelRequest, settings: ProviderSettings, markers: Markers
+    ) -> list[Any]:
+        """On a model with breakpoints, the instructions as the first input item: a
+        developer message (``EasyInputMessageParam``, role ``developer``) whose one
+        ``input_text`` part carries the root's breakpoint. The top-level
+        ``instructions`` string is "A system (or developer) message inserted into the
+        model's context" (openai-python 3.63.0, ``response_create_params``) but has no
+        content part to mark; the developer item is the same message with one, as
+        GPT-5.6's migration guide asks ("Place explicit breakpoints at the actual stable
+        rendered boundary using prompt_cache_breakpoint", quoted in openai/codex#35300).
+        Models before GPT-5.6 keep the string."""
+        if not request.instructions or CachePosition.TAIL not in markers:
+            return []
+        part = Ordered(type="input_text", text=request.instructions)
+        marker = self.root_breakpoint(markers, self._options(settings))
+        if marker is not None:
+            part[BREAKPOINT_KEY] = marker
+        return [Ordered(type="message", role=self.INSTRUCTIONS_ROLE, content=[part])]
+
+    #: Role of the instructions item on a model with breakpoints.
+    INSTRUCTIONS_ROLE: ClassVar[str] = "developer"
 
     def tool(self, spec: ToolSpec, name: str, last: bool, markers: Markers) -> Any:
         return Ordered(
@@ -198,6 +228,9 @@ class OpenAIResponses(OpenAICache, Provider):
     def image_part(self, part: ImagePart, at: PartAt) -> Any:
         if at.message.role != "user":
             at.fail(f"openai-responses accepts images only in user messages, not {at.message.kind}")
+        return self._input_image(part, at)
+
+    def _input_image(self, part: ImagePart, at: PartAt) -> Any:
         # the media type: one of OPENAI_IMAGE_TYPES (images-vision guide; see data_url)
         url = self.data_url(part, at)
         return Ordered(type="input_image", detail=self.IMAGE_DETAIL, image_url=url)
@@ -216,8 +249,17 @@ class OpenAIResponses(OpenAICache, Provider):
     def tool_result_part(self, part: ToolResultPart, at: PartAt) -> Any:
         if at.message.role != "tool":
             at.fail(f"a tool result in a {at.message.kind} message")
+        output: Any = part.output
+        if part.images:
+            # FunctionCallOutput.output: "Union[str, ResponseFunctionCallOutputItemListParam]"
+            # ("Text, image, or file output of the function tool call"; the list's items
+            # ResponseInputTextContentParam / ResponseInputImageContentParam, openai-python
+            # types/responses/response_input_item_param.py): the output as input_text,
+            # then each image as input_image, in order. Without images: the string.
+            output = [Ordered(type="input_text", text=part.output)]
+            output.extend(self._input_image(image, at) for image in part.images)
         return Ordered(
-            type="function_call_output", call_id=wire_call_id(part.call_id), output=part.output
+            type="function_call_output", call_id=wire_call_id(part.call_id), output=output
         )
 
     def opaque_part(self, part: OpaquePart, at: PartAt) -> Any:

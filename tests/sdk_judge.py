@@ -751,12 +751,12 @@ def _responses_store_policy(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**body, "input": patched}
 
 
-def assert_valid(provider: str, body: Mapping[str, Any]) -> None:
+def assert_valid(provider: str, body: Mapping[str, Any], model: str | None = None) -> None:
     """Raise ``AssertionError`` listing every problem unless ``body`` is valid: accepted by
     the SDK judge *and* keeping the service rules the SDK types do not encode
-    (:mod:`service_rules`)."""
+    (:mod:`service_rules`; with ``model``, those that depend on it too)."""
     problems = judge(provider, body)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body rejected by the SDK judge:\n  {listing}")
-    assert_accepted(provider, body)
+    assert_accepted(provider, body, model)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["RULES", "assert_accepted", "violations"]
+__all__ = ["MODEL_RULES", "RULES", "assert_accepted", "violations"]
 
 Rule = Callable[[Mapping[str, Any]], list[str]]
 
@@ -218,6 +218,28 @@ def anthropic_at_most_four_breakpoints(body: Mapping[str, Any]) -> list[str]:
 GEMINI_TOP_LEVEL = ("toolConfig", "safetySettings", "cachedContent", "systemInstruction", "tools")
 
 
+def gemini_function_response_parts_are_media(body: Mapping[str, Any]) -> list[str]:
+    # Multimodal function responses: "multimodal data should be included as parts nested
+    # within functionResponse, and each multimodal part must contain inlineData or
+    # fileData" (Google's function-calling docs, quoted in BerriAI/litellm#29324;
+    # https://ai.google.dev/gemini-api/docs/function-calling#multimodal-function-responses).
+    out = []
+    for i, content in enumerate(_list(body.get("contents"))):
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        for j, part in enumerate(_list(parts)):
+            response = part.get("functionResponse") if isinstance(part, Mapping) else None
+            if not isinstance(response, Mapping) or "parts" not in response:
+                continue
+            for k, media in enumerate(_list(response["parts"])):
+                keys = set(media) if isinstance(media, Mapping) else set()
+                if len(keys & {"inlineData", "fileData"}) != 1:
+                    out.append(
+                        f"$.contents[{i}].parts[{j}].functionResponse.parts[{k}]: each "
+                        "multimodal part must contain inlineData or fileData"
+                    )
+    return out
+
+
 def gemini_request_fields_at_top_level(body: Mapping[str, Any]) -> list[str]:
     # toolConfig, safetySettings and cachedContent are top-level GenerateContentRequest
     # fields (reference above); inside generationConfig the request is malformed.
@@ -248,6 +270,50 @@ def gemini_cached_content_excludes_the_root(body: Mapping[str, Any]) -> list[str
     ]
 
 
+#: A Gemini model id's major version.
+_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini-(\d+)")
+
+
+def gemini_3_current_turn_calls_signed(body: Mapping[str, Any], model: str) -> list[str]:
+    # Gemini 3 and later refuse a step of the current turn whose first functionCall has
+    # no thoughtSignature: 400 INVALID_ARGUMENT "Function call is missing a
+    # thought_signature in functionCall parts. This is required for tools to work
+    # correctly, and missing thought_signature may lead to degraded model performance.
+    # Additional data, function call `default_api:Bash` , position 2. ..."
+    # (lbjlaq/Antigravity-Manager#3202; gemini-3.1-flash-lite-preview in
+    # nearai/ironclaw#1510; not on gemini-2.5, nanbingxyz/5ire#405). Google's
+    # thought-signatures page (https://ai.google.dev/gemini-api/docs/thought-signatures):
+    # "When using Gemini 3 models, you must pass back thought signatures during function
+    # calling, otherwise you will get a validation error (4xx status code)"; only the
+    # current turn is validated (its steps since the latest user text), and in a step of
+    # parallel calls only the first carries one. Later majors are taken to keep the rule.
+    found = _GEMINI_MAJOR.match(model)
+    if found is None or int(found.group(1)) < 3:
+        return []
+    contents = _list(body.get("contents"))
+    start = 0
+    for index, content in enumerate(contents):
+        parts = _list(content.get("parts")) if isinstance(content, Mapping) else []
+        if content.get("role") == "user" and any(
+            isinstance(p, Mapping) and "text" in p for p in parts
+        ):
+            start = index
+    out = []
+    for index in range(start, len(contents)):
+        content = contents[index]
+        if not isinstance(content, Mapping) or content.get("role") != "model":
+            continue
+        parts = _list(content.get("parts"))
+        calls = [j for j, p in enumerate(parts) if isinstance(p, Mapping) and "functionCall" in p]
+        if calls and "thoughtSignature" not in parts[calls[0]]:
+            out.append(
+                f"$.contents[{index}].parts[{calls[0]}]: Function call is missing a "
+                f"thought_signature in functionCall parts ({model}: the first call of each "
+                "step of the current turn)"
+            )
+    return out
+
+
 # ------------------------------------------------------------ OpenAI Chat Completions
 
 #: ``tool_calls[].id`` / ``tool_call_id``: 400 "Invalid 'messages[2].tool_calls[0].id':
@@ -256,6 +322,32 @@ def gemini_cached_content_excludes_the_root(body: Mapping[str, Any]) -> list[str
 #: BerriAI/litellm#17343; 44 characters refused in Portkey-AI/gateway#1062, 51 in
 #: vercel/ai#8132). The SDK type is a plain ``str``.
 CHAT_TOOL_CALL_ID_MAX = 40
+
+
+def chat_tool_messages_answer_preceding_calls(body: Mapping[str, Any]) -> list[str]:
+    # Chat Completions 400 "Invalid parameter: messages with role 'tool' must be a
+    # response to a preceeding message with 'tool_calls'" (param "messages.[4].role";
+    # miurla/morphic#136, smarter-sh/smarter#264, FoundationAgents/OpenManus#744): a tool
+    # message belongs to the run of tool messages right after the assistant message whose
+    # tool_calls it answers. So the user message that carries a batch's tool-result images
+    # comes after the batch's last tool message, never between them.
+    out = []
+    calls: set[Any] = set()
+    for i, message in enumerate(_messages(body)):
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role == "assistant":
+            calls = {
+                c.get("id") for c in _list(message.get("tool_calls")) if isinstance(c, Mapping)
+            }
+        elif role == "tool":
+            if message.get("tool_call_id") not in calls:
+                out.append(
+                    f"$.messages[{i}].role: messages with role 'tool' must be a response to a "
+                    "preceding message with 'tool_calls'"
+                )
+        else:
+            calls = set()
+    return out
 
 
 def chat_tool_call_ids_at_most_40(body: Mapping[str, Any]) -> list[str]:
@@ -366,6 +458,29 @@ def anthropic_tool_blocks_need_tools(body: Mapping[str, Any]) -> list[str]:
     return ["$.tools: requests which include tool_use or tool_result blocks must define tools"]
 
 
+def bedrock_tool_result_images_claude_or_nova(body: Mapping[str, Any]) -> list[str]:
+    # botocore bedrock-runtime service model, ToolResultContentBlock.image: "A tool result
+    # that is an image. This field is only supported by Amazon Nova and Anthropic Claude 3
+    # and 4 models."
+    # The POSTed body (a golden file) has no modelId (a URI member): nothing to judge.
+    model = body.get("modelId")
+    if not isinstance(model, str) or "anthropic.claude" in model or "amazon.nova" in model:
+        return []
+    out = []
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            result = block.get("toolResult") if isinstance(block, Mapping) else None
+            if not isinstance(result, Mapping):
+                continue
+            for k, item in enumerate(_list(result.get("content"))):
+                if isinstance(item, Mapping) and "image" in item:
+                    out.append(
+                        f"$.messages[{i}].content[{j}].toolResult.content[{k}].image: only "
+                        f"Amazon Nova and Anthropic Claude models take it, not {model!r}"
+                    )
+    return out
+
+
 def bedrock_tool_blocks_need_tool_config(body: Mapping[str, Any]) -> list[str]:
     # Converse ValidationException: "The toolConfig field must be defined when using
     # toolUse and toolResult content blocks." (langgenius/dify#17545, elastic/kibana#246943)
@@ -443,7 +558,11 @@ def _openai_breakpoint_rules(history: str) -> Rule:
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "openai-chat": (chat_tool_call_ids_at_most_40, _openai_breakpoint_rules("messages")),
+    "openai-chat": (
+        chat_tool_messages_answer_preceding_calls,
+        chat_tool_call_ids_at_most_40,
+        _openai_breakpoint_rules("messages"),
+    ),
     "openai-responses": (
         responses_stateless_items_carry_no_ids,
         responses_call_ids_at_most_64,
@@ -467,25 +586,40 @@ RULES: dict[str, tuple[Rule, ...]] = {
         bedrock_anthropic_version,
         bedrock_anthropic_no_model_or_stream,
     ),
-    "gemini": (gemini_request_fields_at_top_level, gemini_cached_content_excludes_the_root),
+    "gemini": (
+        gemini_request_fields_at_top_level,
+        gemini_cached_content_excludes_the_root,
+        gemini_function_response_parts_are_media,
+    ),
     "bedrock-converse": (
         bedrock_first_message_is_user,
         bedrock_roles_alternate,
         bedrock_no_blank_text,
         bedrock_at_most_four_cache_points,
         bedrock_tool_blocks_need_tool_config,
+        bedrock_tool_result_images_claude_or_nova,
     ),
 }
 
 
-def violations(provider: str, body: Mapping[str, Any]) -> list[str]:
-    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``."""
-    return [problem for rule in RULES[provider] for problem in rule(body)]
+#: Rules that depend on the model where the body does not name it (Gemini's model is a
+#: path parameter): ``rule(body, model) -> list[str]``, run when the model is given.
+ModelRule = Callable[[Mapping[str, Any], str], list[str]]
+MODEL_RULES: dict[str, tuple[ModelRule, ...]] = {"gemini": (gemini_3_current_turn_calls_signed,)}
 
 
-def assert_accepted(provider: str, body: Mapping[str, Any]) -> None:
+def violations(provider: str, body: Mapping[str, Any], model: str | None = None) -> list[str]:
+    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``;
+    with ``model``, the rules that depend on it too (:data:`MODEL_RULES`)."""
+    out = [problem for rule in RULES[provider] for problem in rule(body)]
+    if model is not None:
+        out += [p for rule in MODEL_RULES.get(provider, ()) for p in rule(body, model)]
+    return out
+
+
+def assert_accepted(provider: str, body: Mapping[str, Any], model: str | None = None) -> None:
     """Raise ``AssertionError`` listing every broken service rule of ``provider``."""
-    problems = violations(provider, body)
+    problems = violations(provider, body, model)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body breaks the service rules:\n  {listing}")

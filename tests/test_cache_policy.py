@@ -362,18 +362,28 @@ def test_openai_auto_marks_root_context_and_turns_where_anthropic_does() -> None
     assert body["messages"][0]["role"] == "developer"
 
 
-def test_openai_responses_has_no_root_breakpoint_its_context_holds_the_root() -> None:
-    """Responses' instructions are a top-level string (no content part to mark): the
-    first breakpoint is the context message's, which holds tools and instructions."""
-    body = json.loads(_openai_bodies("openai-responses", "5m")[0])
-    assert _breakpoints(body, "input") == [("$.input[0].content[0]", "30m")]
-    assert body["input"][0]["content"] == [
-        {
-            "type": "input_text",
-            "text": body["input"][0]["content"][0]["text"],
-            BREAKPOINT: {"mode": "explicit"},
+def test_openai_responses_root_is_a_developer_item_with_its_breakpoint() -> None:
+    """Responses' top-level ``instructions`` string takes no breakpoint; on a model with
+    breakpoints the instructions go as the first input item, a developer message whose
+    one ``input_text`` part carries the root's breakpoint (as Chat's developer message),
+    and the body has no ``instructions``; the context item's breakpoint follows."""
+    scenario = load_scenario(SCENARIO)
+    [call, *_] = replay(scenario)
+    instructions = call.request.instructions
+    for policy, ttl in (("5m", None), ("1h", "12h")):
+        body = json.loads(_openai_bodies("openai-responses", policy)[0])
+        marker = {"mode": "explicit", **({"ttl": ttl} if ttl else {})}
+        assert "instructions" not in body
+        assert body["input"][0] == {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": instructions, BREAKPOINT: marker}],
         }
-    ]
+        assert _breakpoints(body, "input") == [
+            ("$.input[0].content[0]", ttl or "30m"),
+            ("$.input[1].content[0]", ttl or "30m"),
+        ]
+        assert body["input"][1]["role"] == "user"
 
 
 @pytest.mark.parametrize("model", ["gpt-5", "gpt-4.1", "gpt-5.5"])
@@ -398,6 +408,9 @@ def test_openai_models_before_5_6_get_no_breakpoint_and_their_old_form(
         )
         assert BREAKPOINT.encode() not in body and b"prompt_cache_options" not in body
         value = json.loads(body)
+        if provider == "openai-responses":  # the instructions stay the top-level string
+            assert value["instructions"] == request.instructions
+            assert value[history][0]["role"] == "user"
         users = [m for m in value[history] if m.get("role") == "user"]
         assert users and all(isinstance(m["content"], str) for m in users)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from prefixlock import providers as registry
+from prefixlock.cache.policy import cached_prefix
 from prefixlock.cache.rules import (
     BEDROCK_MIN_TOKENS,
     CLAUDE_MIN_TOKENS,
@@ -437,6 +438,18 @@ def _chat_model(tokens: int, model: str, **extra: str) -> bytes:
     return canonical.dumpb({"model": model, "messages": [message], **extra})
 
 
+def _chat_breakpoints(tokens: int, ttl: str | None) -> bytes:
+    """A gpt-5.6-sol Chat body: a developer message of ``tokens`` tokens ending in an
+    explicit breakpoint (with ``ttl``, else the request's), then a user message."""
+    marker = {"mode": "explicit", **({"ttl": ttl} if ttl else {})}
+    part = {"type": "text", "text": "x" * (4 * tokens), "prompt_cache_breakpoint": marker}
+    messages = [
+        {"role": "developer", "content": [part]},
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+    ]
+    return canonical.dumpb({"model": "gpt-5.6-sol", "messages": messages})
+
+
 @pytest.mark.parametrize(
     ("model", "increment", "write"),
     # "Cached-token reporting | Exact eligible boundary ... | ... rounds down to a
@@ -503,11 +516,33 @@ def test_openai_lifetime_by_generation_and_retention(
         (_chat_model(2000, "gpt-5", prompt_cache_retention="in_memory"), 300.0),
         (_chat_model(2000, "gpt-5.6-sol"), 1800.0),
         (_chat_model(2000, "gpt-5.5"), 1800.0),
+        # GPT-5.6 breakpoints: a 12h one keeps its entry 12 hours (the tail's implicit
+        # entry still lives the request's 30 minutes); one without a ttl, 30 minutes
+        (_chat_breakpoints(2000, "12h"), 43200.0),
+        (_chat_breakpoints(2000, None), 1800.0),
     ],
 )
 def test_each_call_carries_the_lifetime_of_its_entries(body: bytes, lifetime: float) -> None:
     provider = "anthropic" if b'"system"' in body else "openai-chat"
     assert Simulation(provider).add(body, at=0.0).lifetime == lifetime
+
+
+@pytest.mark.parametrize(
+    ("body", "short"),
+    [
+        (_anthropic(2000), DEFAULT_TTL),
+        (_anthropic(2000, ttl="1h"), DEFAULT_TTL),
+        (_chat_model(2000, "gpt-5", prompt_cache_retention="24h"), 1800.0),
+        (_chat_breakpoints(2000, "12h"), 1800.0),
+        (_chat_breakpoints(2000, None), 1800.0),
+    ],
+)
+def test_the_keep_alive_ttl_is_that_of_the_shorter_lived_entries(body: bytes, short: float) -> None:
+    """What a keep-alive refreshes lives the shorter TTL: a 12h GPT-5.6 breakpoint does not
+    make the tail's 30-minute entry last longer (cache.policy.cached_prefix)."""
+    provider = "anthropic" if b'"system"' in body else "openai-chat"
+    model = canonical.loads(body)["model"]
+    assert cached_prefix(provider, model, body)[1] == short
 
 
 # --- the floor: an ideal placement of markers under the same lifetimes ------------------

@@ -33,8 +33,8 @@ from prefixlock.store.contract import MemoryStore, Store
 from prefixlock.store.jsonl import export_jsonl, import_jsonl, read_jsonl
 from prefixlock.store.records import (
     FORMAT,
+    FORMAT_TOOL_IMAGES,
     FORMAT_USAGE,
-    FORMAT_WIRE,
     Record,
     RecordType,
     Root,
@@ -126,10 +126,10 @@ def test_wrong_format_version() -> None:
     _, _, root_bytes, record_bytes = rich_chain()
     with pytest.raises(CheckpointError, match="root has format 2; this prefixlock reads format 1"):
         Root.decode(reencode(root_bytes, format=FORMAT + 1))
-    bad = reencode(record_bytes[0], format=FORMAT_WIRE + 1)
+    bad = reencode(record_bytes[0], format=FORMAT_TOOL_IMAGES + 1)
     with pytest.raises(
         CheckpointError,
-        match="record has format 7; this prefixlock reads format 1, 2, 3, 4, 5 and 6",
+        match="record has format 8; this prefixlock reads format 1, 2, 3, 4, 5, 6 and 7",
     ):
         decode_chain(root_bytes, [bad])
     # format 2 is the format of a record with usage: without usage it is not canonical

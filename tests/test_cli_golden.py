@@ -42,7 +42,7 @@ def test_check_names_each_stale_file_and_update_rewrites_them(
     # one line per file: where (JSON path, byte offset), then a short window of each side
     assert err.splitlines()[:4] == [
         "identical-context/gemini/0002.json: differs at $.contents[2].role, byte 28329"
-        " (golden 28994 bytes, replayed 28995)",
+        " (golden 29048 bytes, replayed 29049)",
         """  golden:   '…?\\n</user_query>\\n"}]},{"role":"user","parts":[{"text":"I'll"""
         """ search the codebase…'""",
         """  replayed: '…?\\n</user_query>\\n"}]},{"role":"model","parts":[{"text":"I'll"""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -366,19 +367,20 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert lines[1] == " call  step  sim cached obs cached    sim cost   obs cost"
     # the observed side comes from the transcript's tokens, priced at the model the call
     # went to (a switch step to the transcript's claude-sonnet-4-5, which reads at 0.1x)
-    # by the simulated call's multipliers (observed.py); the simulated one from the
-    # bundle. The example's cache_ttl auto ends calls 3 and 4 (a turn's opening message;
-    # the first turn after the compaction at step 8) with a one-hour marker, so their
-    # writes cost 2x: call 4 is 12 + 500 x 0.1 + 20 x 2, call 2 12 + 3000 x 0.1 + 200 x 1.25
+    # by the transcript's own split of the writes (observed.py): 5-minute writes 1.25x,
+    # one-hour writes 2x, although the example's cache_ttl auto ends calls 3 and 4 with
+    # a one-hour marker in the simulation. Call 1: 12 + 2000 x 1.25 + 1000 x 2; call 2:
+    # 12 + 3000 x 0.1 + 200 x 1.25; call 3: 12 + 3200 x 0.1 + 100 x 1.25; call 4: 12 +
+    # 500 x 0.1 + 20 x 1.25
     observed = [(row[:11], row[24:34], row[-10:]) for row in lines[2:6]]
     assert observed == [
         ("    1     1", "      0.0%", "      4512"),
         ("    2     3", "     93.4%", "       562"),
-        ("    3     5", "     96.6%", "       532"),
-        ("    4     9", "     94.0%", "       102"),
+        ("    3     5", "     96.6%", "       457"),
+        ("    4     9", "     94.0%", "        87"),
     ]
     assert lines[6][:11] == "      total"
-    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5708"
+    assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5618"
     assert lines[7:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "provider's cache prices"
@@ -492,3 +494,47 @@ def test_codex_images_and_claude_interleaved_thinking(tmp_path: Path) -> None:
         }
     }
     assert c.report["counts"]["thinking_moved_before_text_or_calls"] == 1
+
+
+def test_observed_writes_are_priced_by_their_own_ttl(tmp_path: Path) -> None:
+    """The observed side prices each observed write at the provider's price for the TTL
+    the transcript says it had (Anthropic: 5 minutes 1.25x, one hour 2x; reads at 0.1x,
+    the price of claude-sonnet-4-5, the transcript's model, which the converter's switch
+    step sends the calls to), whatever markers the simulated call used: the example's
+    ``cache_ttl: auto`` ends calls 3 and 4 with a one-hour marker (their simulated writes
+    cost 2x), yet 5-minute writes observed there cost 1.25x."""
+    from prefixlock.review.observed import compare_observed
+
+    out = write_converted(convert("claude-code", DATA / "claude-small.jsonl"), tmp_path / "s.yaml")[
+        0
+    ]
+    usage = json.loads((tmp_path / "s.usage.json").read_text())
+    rows = [
+        (12, 0, 2000, 1000),  # call 1: 12 + 2000 x 1.25 + 1000 x 2 = 4512
+        (12, 3000, 200, 0),  # call 2: 12 + 3000 x 0.1 + 200 x 1.25 = 562
+        (12, 3200, 100, 0),  # call 3: 12 + 3200 x 0.1 + 100 x 1.25 = 457
+        (12, 500, 0, 20),  # call 4: 12 + 500 x 0.1 + 20 x 2 = 102
+    ]
+    for row, (uncached, read, five, hour) in zip(usage["calls"], rows, strict=True):
+        row["observed"] = {
+            "uncached_tokens": uncached,
+            "cache_read_tokens": read,
+            "cache_write_5m_tokens": five,
+            "cache_write_1h_tokens": hour,
+            "output_tokens": 40,
+        }
+    path = tmp_path / "u.usage.json"
+    path.write_text(json.dumps(usage))
+    report = compare_observed(out, path)
+    assert [row.observed.cost for row in report.rows if row.observed] == [
+        Fraction(4512),
+        Fraction(562),
+        Fraction(457),
+        Fraction(102),
+    ]
+    # the same tokens written for 5 minutes cost 1.25x on call 4, not its marker's 2x
+    usage["calls"][3]["observed"]["cache_write_5m_tokens"] = 20
+    usage["calls"][3]["observed"]["cache_write_1h_tokens"] = 0
+    path.write_text(json.dumps(usage))
+    row4 = compare_observed(out, path).rows[3].observed
+    assert row4 is not None and row4.cost == Fraction(12) + Fraction(50) + Fraction(25)

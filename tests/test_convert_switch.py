@@ -133,7 +133,7 @@ def test_verify_observed_prices_each_call_at_the_model_it_used(tmp_path: Path) -
     call 4 to claude-opus-5-5 (0.05x; compiler/cache/rules.py CLAUDE_READ_PRICES): each
     side of each call is priced at its own model, and the call after the switch starts
     in the new model's cache namespace (nothing read). Observed call 3: 12 uncached +
-    3,200 read x 0.1 + 100 written x 2 (the simulated call ends on a one-hour marker)."""
+    3,200 read x 0.1 + 100 five-minute writes x 1.25 (the transcript's split)."""
     path = _claude_small_ending_on(tmp_path, "claude-opus-5-5")
     out, usage = write_converted(convert("claude-code", path), tmp_path / "s.yaml")[:2]
     report = compare_observed(out, usage)
@@ -146,7 +146,8 @@ def test_verify_observed_prices_each_call_at_the_model_it_used(tmp_path: Path) -
     ]
     assert value["model"] == "claude-sonnet-4-5"
     observed = [row.observed for row in report.rows]
-    assert observed[2] is not None and observed[2].cost == 12 + Fraction(3200, 10) + 100 * 2
-    assert observed[3] is not None and observed[3].cost == 12 + Fraction(500 * 5, 100) + 20 * 2
+    five = Fraction(125, 100)
+    assert observed[2] is not None and observed[2].cost == 12 + Fraction(3200, 10) + 100 * five
+    assert observed[3] is not None and observed[3].cost == 12 + Fraction(500 * 5, 100) + 20 * five
     assert report.rows[3].simulated.cache_read_tokens == 0
     assert report.table()[0] == f"{out}: anthropic claude-sonnet-4-5 → claude-opus-5-5"

@@ -24,11 +24,14 @@ from prefixlock.providers.readers.base import Listener
 from prefixlock.providers.transport import HttpRequest
 from prefixlock.runtime.conversation import Conversation
 from prefixlock.runtime.tools import ToolResult
+from sdk_judge import assert_valid
 
 ANTHROPIC = expected("anthropic", "turn1")  # thinking, redacted thinking, text, two calls
 BEDROCK = expected("bedrock-converse", "turn1_reasoning_parallel_tools")
 CLAUDE_ON_BEDROCK = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 EXAMPLE_CLAUDE = "claude-sonnet-5-5"  # rules/providers.yaml
+#: Gemini 3's dummy signature for a call it did not make (prefixlock.providers.gemini).
+SKIP = "skip_thought_signature_validator"
 
 
 def _answered(output: ModelOutput) -> Conversation:
@@ -119,7 +122,10 @@ def test_thinking_to_a_model_that_is_not_claude_is_left_out() -> None:
     assert "reasoningContent" not in json.dumps(body)
     openai = _body(conv, "openai-responses")
     assert ANTHROPIC.parts[0].data not in json.dumps(openai)  # type: ignore[union-attr]
-    assert [i["type"] for i in openai["input"] if i.get("role") != "user"][:3] == [
+    # the first item is the developer message holding the instructions (GPT-5.6)
+    assert [i["type"] for i in openai["input"] if i.get("role") not in ("user", "developer")][
+        :3
+    ] == [
         "message",
         "function_call",
         "function_call",
@@ -213,12 +219,17 @@ _CALL_APP, _CALL_TEST = "toolu_01A09q90qw90lq917835lq9", "toolu_01B2c3d4e5f6g7h8
 EXACT: dict[tuple[str, str, str], list[dict[str, Any]]] = {
     # Claude thinking (signed) and redacted thinking to Gemini: both left out; Gemini's
     # thoughtSignature is Gemini's own, a Claude signature is never sent as one.
+    # The example's gemini-4-argon (Gemini 3 and later) refuses a step whose first call
+    # has no thoughtSignature: Claude's first call gets the documented dummy signature.
     ("anthropic", "turn1", "gemini"): [
         {
             "role": "model",
             "parts": [
                 {"text": "I'll read the module and its test."},
-                {"functionCall": {"id": _CALL_APP, "name": "read_file", "args": _READ_APP}},
+                {
+                    "functionCall": {"id": _CALL_APP, "name": "read_file", "args": _READ_APP},
+                    "thoughtSignature": SKIP,
+                },
                 {"functionCall": {"id": _CALL_TEST, "name": "read_file", "args": _READ_TEST}},
             ],
         }
@@ -289,7 +300,8 @@ EXACT: dict[tuple[str, str, str], list[dict[str, Any]]] = {
                         "id": "call_Qw12Er34Ty56",
                         "name": "read_file",
                         "args": {"path": "a.py"},
-                    }
+                    },
+                    "thoughtSignature": SKIP,
                 },
                 {
                     "functionCall": {
@@ -356,3 +368,90 @@ def test_a_part_the_target_does_not_take_is_left_out_of_that_calls_body_only(
     signed = [c.thought_signature for c in output.tool_calls if c.thought_signature]
     assert all(f'"thoughtSignature":"{s}"' in own for s in signed)
     assert not any(s in json.dumps(body) for s in signed)
+    if source != "gemini":  # the dummy signature is never in the history
+        assert SKIP not in json.dumps([m.to_json() for m in before])
+
+
+# -- Gemini 3 and later: a function call Gemini did not make gets the dummy signature ---
+
+_APP_CALL = {"id": _CALL_APP, "name": "read_file", "args": _READ_APP}
+_TEST_CALL = {"id": _CALL_TEST, "name": "read_file", "args": _READ_TEST}
+#: Claude's turn-1 step on a Gemini 3 model: the first call signed with the dummy.
+_CLAUDE_STEP_SIGNED = {
+    "role": "model",
+    "parts": [
+        {"text": "I'll read the module and its test."},
+        {"functionCall": _APP_CALL, "thoughtSignature": SKIP},
+        {"functionCall": _TEST_CALL},
+    ],
+}
+
+
+def test_failover_to_gemini_3_mid_tool_loop_signs_the_first_call_of_each_step() -> None:
+    """Anthropic answered with two parallel calls; the next call of the loop goes to
+    gemini-3-pro-preview: the step's first call carries the dummy signature Google
+    documents for calls another model made, the parallel one none (Gemini 3 validates
+    the first call of each step), the results as they are. The history is untouched."""
+    conv = _answered(ANTHROPIC)
+    before = list(conv.history.messages)
+    body = _body(conv, "gemini", "gemini-3-pro-preview")
+    assert body["contents"][2:] == [
+        _CLAUDE_STEP_SIGNED,
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {**_named(_CALL_APP), "response": {"output": "ok"}}},
+                {"functionResponse": {**_named(_CALL_TEST), "response": {"output": "ok"}}},
+            ],
+        },
+    ]
+    assert conv.history.messages == before
+    assert_valid("gemini", body)
+
+
+def _named(call_id: str) -> dict[str, str]:
+    return {"id": call_id, "name": "read_file"}
+
+
+def test_gemini_2_5_gets_no_dummy_signature() -> None:
+    """Gemini 2.5 does not refuse an unsigned call: its body carries the calls as made."""
+    body = _body(_answered(ANTHROPIC), "gemini", "gemini-2.5-flash")
+    assert body["contents"][2] == {
+        "role": "model",
+        "parts": [
+            {"text": "I'll read the module and its test."},
+            {"functionCall": _APP_CALL},
+            {"functionCall": _TEST_CALL},
+        ],
+    }
+    assert SKIP not in json.dumps(body)
+
+
+def test_the_dummy_signature_stays_when_the_turn_ends() -> None:
+    """The service validates only the current turn's calls, but the signature is kept on
+    an earlier turn's call too: the next turn's body starts with the same bytes (the
+    append-only invariant), and its model turn is the same."""
+    conv = _answered(ANTHROPIC)
+    wire = providers.get("gemini")
+    first = wire.serialize(conv.request(provider="gemini", model="gemini-3-pro-preview"))
+    conv.record(expected("anthropic", "turn2"))
+    conv.handle(user("u2", "and the docs", context=CONTEXT_A))
+    second = wire.serialize(conv.request(provider="gemini", model="gemini-3-pro-preview"))
+    head = first[: first.index(b',"contents":[') + len(b',"contents":[')]
+    history = first[len(head) :].rsplit(b"]", 1)[0]
+    assert second.startswith(head + history + b",")
+    assert json.loads(second)["contents"][2] == _CLAUDE_STEP_SIGNED
+
+
+def test_gemini_own_signature_is_kept_and_nothing_is_added_to_its_step() -> None:
+    """A step Gemini made carries its signature on the first call (Gemini 3's rule): it
+    goes back as received on a Gemini 3 model, the parallel call unsigned, no dummy."""
+    conv = _answered(expected("gemini", "turn1"))
+    body = _body(conv, "gemini", "gemini-3-pro-preview")
+    step = next(c for c in body["contents"] if c["role"] == "model")
+    calls = [p for p in step["parts"] if "functionCall" in p]
+    assert [c.get("thoughtSignature") for c in calls] == [
+        "CiQB0e2Kb7TqHqYqgV8sdVJ5Q2oYb0q1Zt3vN6hX9kTq1bOeY2E=",
+        None,
+    ]
+    assert SKIP not in json.dumps(body)

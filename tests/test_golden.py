@@ -57,6 +57,7 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "section-compaction": ["request-context:u6"],
     "imported-session": ["request-context:u1"],
     "provider-switch": ["request-context:u1"],
+    "tool-result-image": ["request-context:u1"],
 }
 
 

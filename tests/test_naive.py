@@ -228,9 +228,11 @@ def test_on_long_session_the_ttl_is_what_keeps_the_perfect_bound_out_of_reach() 
         # tool loop go uncached where a perfect cache reads them (1.16x, Converse and the
         # Messages body on InvokeModel alike).
         # GPT-5.6 (the example's OpenAI model) matches only at breakpoints where the
-        # perfect cache reads every prefix; Responses' root has no breakpoint of its own
-        # (its instructions take none): 1.102x.
-        limit = {"bedrock-converse": 1.20, "bedrock-anthropic": 1.20, "openai-responses": 1.11}
+        # perfect cache reads every prefix; Responses' root breakpoint sits on its
+        # developer item, as Chat's on its developer message: both reach the bound
+        # (1.000x; Responses was 1.102x when its instructions went as the top-level
+        # string, which takes none).
+        limit = {"bedrock-converse": 1.20, "bedrock-anthropic": 1.20, "openai-responses": 1.0}
         limit = limit.get(row.provider, 1.10)
         assert bound.ratio(untimed.report().cost) <= limit, row.provider
         (whole_row,) = [r for r in whole_rows if r.provider == row.provider]

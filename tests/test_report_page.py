@@ -442,10 +442,10 @@ def test_cold_calls_are_marked_where_the_cache_expired_in_the_gap(structure_page
     4); long-session's pauses (20-40 minutes) all come after one-hour entries, so none of
     its calls is cold (call 28, after the compaction, was before ``auto`` kept one-hour
     markers there). Gemini's implicit entries live five minutes: every gap is cold.
-    OpenAI's GPT-5.6 calls count their 30-minute entries (the implicit tail's, the
-    request's default ``ttl``): only long-session's 40-minute gap outlasts them (the
-    30-minute one does not: an entry is found while ``now <= until``); neither of
-    automatic-compaction's gaps (20 and 25 minutes) does."""
+    OpenAI's GPT-5.6 calls under ``auto`` end their root, context and turn entries with
+    12h breakpoints, as the one-hour markers of the Claude wires: no gap of either case
+    outlasts them (only the implicit tail's 30-minute entry expires in long-session's
+    40-minute gap, as the Claude wires' 5-minute ones do), so none is cold."""
     lanes = {}
     for case in STRUCTURE_CASES:
         section = _case(structure_page, case)
@@ -459,7 +459,7 @@ def test_cold_calls_are_marked_where_the_cache_expired_in_the_gap(structure_page
     assert lanes["long-session"]["gemini"] == [14, 17, 21, 25, 28]
     for name in ("openai-chat", "openai-responses"):
         assert lanes["automatic-compaction"][name] == [], name
-        assert lanes["long-session"][name] == [14], name
+        assert lanes["long-session"][name] == [], name
     # the first turn's calls are back to back: nothing before them to expire
     assert all(n > 13 for n in itertools.chain(*lanes["long-session"].values()))
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import service_rules
 from prefixlock.core import canonical
@@ -67,6 +69,18 @@ def _text_first_in_one_message(body: dict[str, Any]) -> None:
     content.insert(0, {"type": "text", "text": "note"})
 
 
+def _user_between_tool_messages(body: dict[str, Any]) -> None:
+    # a tool-result image message between the batch's tool messages
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    body["messages"].insert(5, {"role": "user", "content": [image]})
+
+
+def _tool_result_image_on_llama(body: dict[str, Any]) -> None:
+    body["modelId"] = "meta.llama3-70b-instruct-v1:0"
+    image = {"image": {"format": "png", "source": {"bytes": "AAAA"}}}
+    body["messages"][2]["content"][0]["toolResult"]["content"].append(image)
+
+
 def _five_breakpoints(body: dict[str, Any]) -> None:
     # tools, system, context and the top-level one are the good body's four
     body["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
@@ -103,6 +117,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
         ),
         "bedrock_at_most_four_cache_points": (_five_cache_points, "5 cachePoint blocks"),
+        "bedrock_tool_result_images_claude_or_nova": (
+            _tool_result_image_on_llama,
+            "$.messages[2].content[0].toolResult.content[1].image: only Amazon Nova and",
+        ),
         "bedrock_tool_blocks_need_tool_config": (
             lambda body: body.pop("toolConfig"),
             "$.toolConfig: must be defined when using toolUse and toolResult content blocks",
@@ -158,6 +176,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
     },
     "openai-chat": {
+        "chat_tool_messages_answer_preceding_calls": (
+            _user_between_tool_messages,
+            "$.messages[6].role: messages with role 'tool' must be a response to a preceding",
+        ),
         "chat_tool_call_ids_at_most_40": (
             _set(("messages", 4, "tool_call_id"), "call_" + "a" * 36),
             "$.messages[4].tool_call_id: string too long (41): at most 40",
@@ -182,6 +204,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
         ),
     },
     "gemini": {
+        "gemini_function_response_parts_are_media": (
+            _set(("contents", 3, "parts", 0, "functionResponse", "parts"), [{"text": "x"}]),
+            "$.contents[3].parts[0].functionResponse.parts[0]: each multimodal part must",
+        ),
         "gemini_request_fields_at_top_level": (
             _set(("generationConfig", "toolConfig"), {"functionCallingConfig": {"mode": "ANY"}}),
             "$.generationConfig.toolConfig: a top-level GenerateContentRequest field",
@@ -275,7 +301,64 @@ def test_gpt_5_6_breakpoints_stay_off_assistant_messages_and_at_most_four(
     assert rule(body) == [f"$.{history}: 5 breakpoints; a request writes at most 4"]
 
 
+def _gemini(model: str) -> dict[str, Any]:
+    """The tool-loop case's Gemini body on ``model``, cut after the calls' results: its
+    current turn (since the runtime text) holds the step of two parallel calls."""
+    request = tool_loop()
+    settings = tuple(
+        attrs.evolve(s, model=model) if s.provider == "gemini" else s for s in request.settings
+    )
+    body = get("gemini").body(attrs.evolve(request, settings=settings))
+    body["contents"] = body["contents"][:4]
+    return body
+
+
+SKIP = "skip_thought_signature_validator"
+UNSIGNED = (
+    "$.contents[2].parts[1]: Function call is missing a thought_signature in functionCall "
+    "parts (gemini-3-pro-preview: the first call of each step of the current turn)"
+)
+
+
+def test_gemini_3_refuses_an_unsigned_first_call_of_the_current_turn() -> None:
+    """The Gemini 3 rule (a model rule: Gemini's body has no model): the body prefixlock
+    sends keeps it (the dummy signature on the step's first call, none on the parallel
+    one); the same body without it breaks it, on Gemini 3 and later only."""
+    body = _gemini("gemini-3-pro-preview")
+    step = body["contents"][2]
+    assert step["role"] == "model"
+    assert [p.get("thoughtSignature") for p in step["parts"]] == [None, SKIP, None]
+    assert violations("gemini", body, "gemini-3-pro-preview") == []
+    assert_valid("gemini", body, "gemini-3-pro-preview")
+    broken = copy.deepcopy(body)
+    del broken["contents"][2]["parts"][1]["thoughtSignature"]
+    rule = service_rules.gemini_3_current_turn_calls_signed
+    assert rule(broken, "gemini-3-pro-preview") == [UNSIGNED]
+    assert rule(broken, "models/gemini-4-argon") == [
+        UNSIGNED.replace("gemini-3-pro-preview", "models/gemini-4-argon")
+    ]
+    assert violations("gemini", broken) == []  # no model given: the SDK-level rules only
+    with pytest.raises(AssertionError, match="breaks the service rules"):
+        assert_accepted("gemini", broken, "gemini-3-pro-preview")
+    with pytest.raises(AssertionError, match="service rules"):
+        assert_valid("gemini", broken, "gemini-3-pro-preview")
+    assert rule(broken, "gemini-2.5-pro") == []  # Gemini 2.5 takes unsigned calls
+    older = _gemini("gemini-2.5-pro")
+    assert SKIP not in json.dumps(older) and rule(older, "gemini-2.5-pro") == []
+
+
+def test_gemini_3_validates_the_current_turn_only() -> None:
+    """An unsigned call of an earlier turn (a user text came after it) is not refused:
+    Google validates the current turn's calls only."""
+    body = _gemini("gemini-3-pro-preview")
+    del body["contents"][2]["parts"][1]["thoughtSignature"]
+    body["contents"].append({"role": "user", "parts": [{"text": "next turn"}]})
+    assert service_rules.gemini_3_current_turn_calls_signed(body, "gemini-3-pro-preview") == []
+
+
 GOLDEN_BODIES = sorted(GOLDEN.glob("*/*/0*.json"))
+#: The model of the example's Gemini settings (rules/providers.yaml), for the model rules.
+GOLDEN_MODELS = {"gemini": "gemini-4-argon"}
 
 
 def test_golden_bodies_exist_for_every_provider() -> None:
@@ -301,8 +384,14 @@ def _wire(path: Path) -> str:
 def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
     paths = [p for p in GOLDEN_BODIES if _wire(p) == provider]
     assert paths
+    model = GOLDEN_MODELS.get(provider)
     for path in paths:
-        assert violations(provider, canonical.loads(path.read_bytes())) == [], path
+        assert violations(provider, canonical.loads(path.read_bytes()), model) == [], path
+
+
+def test_the_golden_models_are_the_examples() -> None:
+    text = (GOLDEN.parent / "rules" / "providers.yaml").read_text(encoding="utf-8")
+    assert "  gemini:\n    model: gemini-4-argon\n" in text
 
 
 def test_stateless_reasoning_needs_encrypted_content_asked_back() -> None:

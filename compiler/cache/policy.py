@@ -139,10 +139,11 @@ def cached_prefix(
     entries live: the body simulated alone (a fresh cache writes everything it can hold;
     its one-hour writes survive a pause the five-minute ones do not). The lifetime is the
     rules' TTL for the marker wires (the five-minute entries are the ones lost) and the
-    call's own lifetime for the implicit caches (OpenAI's by its retention)."""
+    call's shorter-lived entries' for the others (OpenAI's by its retention; GPT-5.6's
+    tail entry by the request's ``ttl``, whatever its 12h breakpoints keep)."""
     simulation = Simulation(provider, model=model, tokenizer=tokenizer)
     call = simulation.add(body)
-    ttl = simulation.rules.ttl if simulation.rules.explicit else call.lifetime
+    ttl = simulation.rules.ttl if simulation.rules.explicit else call.short_lifetime
     prefix = CachedPrefix(
         call.cache_write_tokens, call.cache_write_tokens - call.cache_write_1h_tokens
     )

@@ -382,8 +382,13 @@ class CallCache:
     #: ``ttl: 1h``); the perfect-cache bound prices the call's writes at it.
     write_multiplier: Fraction
     #: Seconds the entries this call wrote or read live after it (the longest TTL its
-    #: markers ask for, its ``prompt_cache_retention``, else the rules' TTL).
+    #: markers ask for: Anthropic's and Bedrock's ``1h``, OpenAI GPT-5.6's ``12h``; its
+    #: ``prompt_cache_retention``, else the rules' TTL).
     lifetime: float = DEFAULT_TTL
+    #: Seconds its shorter-lived entries live (those a pause loses first: the 5-minute
+    #: ones after one-hour markers, GPT-5.6's tail entry of the request's ``ttl``); equal
+    #: to :attr:`lifetime` where every entry lives as long.
+    short_lifetime: float = DEFAULT_TTL
     #: Of :attr:`cache_write_tokens`, those written as one-hour entries (Anthropic's
     #: ``B - A`` of "Mixing different TTLs", :mod:`prefixlock.cache.rules`), priced at
     #: :attr:`write_multiplier_1h`.
@@ -1156,7 +1161,8 @@ class Simulation:
             entries.forget_expired(now)
         elif rules.considered_breakpoints and not self.floor:  # OpenAI GPT-5.6 and later
             short = _request_ttl(body, short)
-            lifetime = short
+            # a 12h breakpoint's entry outlives the request's ttl (the implicit tail's)
+            lifetime = max(rules.long_ttl, short) if long_marks else short
             book = self.breakpoint_entries.get(namespace)
             if book is None:
                 book = self.breakpoint_entries[namespace] = _Book()
@@ -1221,6 +1227,7 @@ class Simulation:
             read_multiplier=rules.read_multiplier,
             write_multiplier=write_multiplier,
             lifetime=lifetime,
+            short_lifetime=short,
             cache_write_1h_tokens=write_1h,
             write_multiplier_1h=one_hour_price or Fraction(0),
             bound_read_tokens=bound_read,

@@ -77,12 +77,27 @@ class ToolCallPart:
 
 
 @attrs.frozen
+class ImagePart:
+    """An inline image (base64). Not every provider accepts it in every role."""
+
+    media_type: str
+    data: str
+
+
+@attrs.frozen
 class ToolResultPart:
-    """The output of one tool call."""
+    """The output of one tool call: its text, whether the tool failed, and the images it
+    returned (a screenshot, a PNG it read), in order, after the text.
+
+    ``images`` is left out of the canonical encoding when empty, so a result without
+    images encodes (and digests) exactly as before images existed; with images it is
+    the member ``"images": [{"data", "media_type"}, ...]``. Each wire carries them by its
+    own rule (docs/providers.md, "Images in tool results")."""
 
     call_id: str
     output: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
 
 
 @attrs.frozen
@@ -102,14 +117,6 @@ class OpaquePart:
     @property
     def value(self) -> Any:
         return canonical.loads(self.data)
-
-
-@attrs.frozen
-class ImagePart:
-    """An inline image (base64). Not every provider accepts it in every role."""
-
-    media_type: str
-    data: str
 
 
 Part = TextPart | ToolCallPart | ToolResultPart | OpaquePart | ImagePart
@@ -134,7 +141,37 @@ def part_to_json(part: Part) -> dict[str, Any]:
         value = getattr(part, field.name)
         if value is not None:
             out[field.name] = value
+    if type(part) is ToolResultPart:
+        images = out.pop("images")
+        if images:  # absent when empty: results without images encode as before
+            out["images"] = [image_json(image) for image in images]
     return out
+
+
+def image_json(image: ImagePart) -> dict[str, Any]:
+    """A tool result's image as its canonical member holds it: ``{"data", "media_type"}``
+    (no ``type``: it is always an image)."""
+    return {"data": image.data, "media_type": image.media_type}
+
+
+def _images_from_json(value: Any) -> tuple[ImagePart, ...]:
+    """A stored ``images`` member: a non-empty list of ``{"data", "media_type"}`` objects
+    whose values are strings (an empty list is never written: it is left out)."""
+    if not isinstance(value, list) or not value:
+        raise CheckpointError("tool_result part: images must be a non-empty list")
+    out = []
+    for index, item in enumerate(value):
+        if (
+            not isinstance(item, dict)
+            or set(item) != {"data", "media_type"}
+            or not isinstance(item["data"], str)
+            or not isinstance(item["media_type"], str)
+        ):
+            raise CheckpointError(
+                f"tool_result part: images[{index}] must be an object of string data and media_type"
+            )
+        out.append(ImagePart(item["media_type"], item["data"]))
+    return tuple(out)
 
 
 def _exact_builders() -> dict[tuple[str, ...], tuple[str, Callable[[Mapping[str, Any]], Part]]]:
@@ -159,6 +196,12 @@ def _exact_builders() -> dict[tuple[str, ...], tuple[str, Callable[[Mapping[str,
             "tool_result",
             lambda d: ToolResultPart(d["call_id"], d["output"], d["is_error"]),
         ),
+        ("call_id", "images", "is_error", "output", "type"): (
+            "tool_result",
+            lambda d: ToolResultPart(
+                d["call_id"], d["output"], d["is_error"], _images_from_json(d["images"])
+            ),
+        ),
     }
 
 
@@ -176,8 +219,11 @@ def part_from_json(data: Mapping[str, Any]) -> Part:
     if not data.keys() <= _FIELD_NAMES[cls]:
         extra = data.keys() - _FIELD_NAMES[cls]
         raise CheckpointError(f"unknown field(s) {sorted(extra)} in {kind} part")
+    fields = {k: v for k, v in data.items() if k != "type"}
+    if cls is ToolResultPart and "images" in fields:
+        fields["images"] = _images_from_json(fields["images"])
     try:
-        part: Part = cls(**{k: v for k, v in data.items() if k != "type"})
+        part: Part = cls(**fields)
     except TypeError as err:
         raise CheckpointError(f"bad {kind} part: {err}") from None
     return part
@@ -200,7 +246,12 @@ def _part_text(part: Part) -> str | None:
     kind = type(part)
     p: Any = part
     if kind is ToolResultPart:
-        if type(p.call_id) is str and type(p.output) is str and type(p.is_error) is bool:
+        if (
+            type(p.call_id) is str
+            and type(p.output) is str
+            and type(p.is_error) is bool
+            and p.images == ()
+        ):
             return (
                 '{"call_id":'
                 + _string(p.call_id)

@@ -7,8 +7,11 @@ cache read, cache writes for 5 minutes and for an hour). The scenario is replaye
 body serialized for the usage file's provider (or the one given) and priced by the cache
 simulator (:func:`~prefixlock.review.verify.simulate_calls`'s rules) at the call's
 observed time (the transcript's stamp of the call's input, tool results included, where
-the scenario only dates user turns). Both sides are priced in base input-token units by
-the simulated call's multipliers, so the two costs differ only by what was cached.
+the scenario only dates user turns). Both sides are priced in base input-token units at
+the provider's prices for the model: the simulated side by what it simulated (its
+markers' TTLs), the observed side by the observed split (a 5-minute write at the 5-minute
+price, a one-hour write at the one-hour price), so the two costs differ only by what was
+cached and for how long.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
-from ..cache.simulator import CallCache, Simulation
+from ..cache.rules import CacheRules, rules_for
+from ..cache.simulator import Simulation
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, InputError
 from ..core.files import read_review_file
@@ -157,19 +161,30 @@ def _read_usage(path: Path) -> dict[str, Any]:
     return value
 
 
-def _observed(call: CallCache, usage: Mapping[str, Any]) -> Side:
+def _observed(rules: CacheRules, usage: Mapping[str, Any]) -> Side:
+    """One call's observed side, priced from the observed split at the provider's prices
+    (``rules``): a 5-minute write at its write price, a one-hour write at its one-hour
+    price, whatever markers the simulated call used (its multipliers only price what it
+    simulated). A long prompt's factor is taken by the observed prompt's length. Codex
+    usage has no write split (its converter writes no writes): every token it did not
+    read is priced at the base price there (a GPT-5.6 write, 1.25x, is then under-priced)."""
     read = int(usage.get("cache_read_tokens", 0))
     five = int(usage.get("cache_write_5m_tokens", 0))
     hour = int(usage.get("cache_write_1h_tokens", 0))
     uncached = int(usage.get("uncached_tokens", 0))
-    one_hour_price = call.write_multiplier_1h or call.write_multiplier
+    total = uncached + read + five + hour
+    one_hour_price = rules.write_multiplier_1h
+    if one_hour_price is None:  # no TTL setting: a write is a write
+        one_hour_price = rules.write_multiplier
+    long_prompt = rules.long_prompt
+    factor = long_prompt[1] if long_prompt is not None and total > long_prompt[0] else 1
     cost = (
         uncached
-        + five * call.write_multiplier
+        + five * rules.write_multiplier
         + hour * one_hour_price
-        + read * call.read_multiplier
-    ) * call.price_factor
-    return Side(uncached + read + five + hour, read, five + hour, cost)
+        + read * rules.read_multiplier
+    ) * factor
+    return Side(total, read, five + hour, Fraction(cost))
 
 
 def compare_observed(
@@ -219,7 +234,12 @@ def compare_observed(
                 simulated=Side(
                     sim.input_tokens, sim.cache_read_tokens, sim.cache_write_tokens, sim.cost
                 ),
-                observed=_observed(sim, seen) if isinstance(seen, dict) else None,
+                # each call's observed tokens at the prices of the model it went to
+                observed=(
+                    _observed(rules_for(name, call.target(name)), seen)
+                    if isinstance(seen, dict)
+                    else None
+                ),
                 model=call.target(name),
             )
         )

@@ -367,6 +367,8 @@ class _Page:
                 error = " (error)" if part.is_error else ""
                 add(f"  - result {code_span(part.call_id)}{error}")
                 self.lines.extend(_block(fold(part.output)))
+                for image in part.images:  # the tool's images, after its output
+                    add(f"  - image {image.media_type} ({len(image.data)} base64 characters)")
             elif isinstance(part, OpaquePart):
                 add(f"  - opaque {part.provider} data ({len(part.data)} characters)")
             elif isinstance(part, ImagePart):

@@ -13,7 +13,7 @@ The format is a public contract (``DESIGN.md``, "Scenario format")::
                tool_results?: [...]}      # pending calls' results, then the query  # model call
       - assistant: {thinking?: [{provider, text?, summary?, signature?, redacted?}],
                     text?: "...", tool_calls?: [{id, name, arguments}]}
-      - tool_results: [{call_id, output, is_error?, timestamp?}]           # model call
+      - tool_results: [{call_id, output, is_error?, timestamp?, images?}]  # model call
       - background: {event: b1, text: "..."}                               # model call
       - injected: {event: i1, text: "..."}                                 # model call
       - note: {event: n1, text: "..."}  # appended to the next call; no call of its own
@@ -565,7 +565,10 @@ def _base64(text: str) -> bool:
 
 
 def _results(raw: Iterable[Mapping[str, Any]]) -> tuple[ToolResult, ...]:
-    return tuple(ToolResult(r["call_id"], r["output"], r.get("is_error", False)) for r in raw)
+    return tuple(
+        ToolResult(r["call_id"], r["output"], r.get("is_error", False), r.get("images", ()))
+        for r in raw
+    )
 
 
 def _map_path(path: str, given: str, body: Mapping[str, Any], base: Mapping[str, Any]) -> str:

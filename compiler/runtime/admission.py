@@ -148,9 +148,20 @@ class Admission:
     check after the history's own append-only epoch list reads only the messages stored
     since the previous check; per-call work does not grow with the history."""
 
-    def __init__(self, names: Sequence[str], *, tools: bool = True) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        *,
+        tools: bool = True,
+        models: Sequence[str | None] | None = None,
+    ) -> None:
         #: Whether the conversation's requests define tools (its root's tools).
         self.tools = tools
+        #: Per provider (same order as ``names``), the model its requests go to: a wire
+        #: whose refusals depend on the model asks by it (None: not known).
+        self._models: tuple[str | None, ...] = (
+            tuple(models) if models is not None else (None,) * len(names)
+        )
         self._providers: tuple[Provider, ...] = tuple(get(name) for name in names)
         self._folds: dict[str, _Fold] = {
             p.name: _Fold()
@@ -171,13 +182,15 @@ class Admission:
         """Raise :class:`SerializationError` naming ``field`` if a configured provider
         would refuse one of ``messages`` appended, in order, after ``earlier`` (best: the
         history's epoch list itself, which only ever grows)."""
-        for provider in self._providers:
+        for provider, model in zip(self._providers, self._models, strict=True):
             fold = self._folds.get(provider.name)
             notes = None if fold is None else fold.after(provider, earlier)
             for index, message in enumerate(messages):
                 before = _Joined(earlier, messages[:index]) if index else earlier
                 try:
-                    provider.check_message(message, before, notes=notes, tools=self.tools)
+                    provider.check_message(
+                        message, before, notes=notes, tools=self.tools, model=model
+                    )
                 except SerializationError as err:
                     raise SerializationError(
                         f"{field}: not stored, a configured provider would refuse it: {err}"

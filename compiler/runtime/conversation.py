@@ -51,6 +51,7 @@ from ..core.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    part_to_json,
 )
 from ..core.model import ModelRequest
 from ..core.names import hint
@@ -816,7 +817,7 @@ class Conversation:
             raise HistoryError("an empty batch of tool results")
         parts = tuple(_result_part(r, i) for i, r in enumerate(results))
         for part in parts:  # types checked and blanks normalized: now their content
-            ToolResult(part.call_id, part.output, part.is_error).check()
+            ToolResult(part.call_id, part.output, part.is_error, part.images).check()
             self.limits.check_tool_output(part.call_id, utf8_size(part.output))
         if self.bundle.redact_user_content:  # the spec's opt-in: before anything is saved
             parts = tuple(attrs.evolve(p, output=redact_text(p.output)) for p in parts)
@@ -877,7 +878,11 @@ class Conversation:
         admitted = tuple(self._user_content(m) for m in messages)
         if self._admission is None:
             root = self.history.root
-            self._admission = Admission([s.provider for s in root.settings], tools=bool(root.tools))
+            self._admission = Admission(
+                [s.provider for s in root.settings],
+                tools=bool(root.tools),
+                models=[s.model for s in root.settings],
+            )
         earlier = () if reset else self.history.messages
         self._admission.check(admitted, earlier, field)
         return admitted
@@ -1085,8 +1090,19 @@ def results_digest(message: CanonicalMessage) -> str:
     member's bytes occur nowhere else."""
     data = message.parts_json
     if data is None or not all(isinstance(p, ToolResultPart) for p in message.parts):
-        return canonical.digest([attrs.asdict(p) for p in message.parts])
+        # the same fields as the bytes below hold: images only when there are some
+        return canonical.digest([_result_fields(p) for p in message.parts])
     return canonical.sha256_hex(data.replace(_RESULT_TYPE_MEMBER, b"}"))
+
+
+def _result_fields(part: Part) -> dict[str, Any]:
+    """A part's fields as :func:`results_digest` hashes them (a tool result's
+    ``images`` only when it has some, as its canonical encoding)."""
+    fields = part_to_json(part)
+    if isinstance(part, ToolResultPart):
+        del fields["type"]
+        return fields
+    return attrs.asdict(part)
 
 
 def _result_part(result: ToolResult, index: int) -> ToolResultPart:
@@ -1099,4 +1115,5 @@ def _result_part(result: ToolResult, index: int) -> ToolResultPart:
     output = tool_output(result.output, f"{field} (call {call_id!r}).output")
     if not isinstance(result.is_error, bool):
         raise HistoryError(f"{field}.is_error: expected true or false, got {result.is_error!r}")
-    return ToolResultPart(call_id, output, result.is_error)
+    images = result.image_parts(f"{field} (call {call_id!r}).images")
+    return ToolResultPart(call_id, output, result.is_error, images)

@@ -37,12 +37,16 @@ By target (tests/test_failover.py pins the exact bodies): to **Gemini**, Claude 
 never sent as a ``thoughtSignature``, which only Gemini's own parts carry back to Gemini.
 To **Claude** (either wire), Gemini's thought parts and the ``thoughtSignature`` of its
 text and call parts are left out, OpenAI encrypted reasoning too. To **OpenAI**, every
-other provider's opaque part is left out. Known limit: Gemini 3 models refuse a
-``functionCall`` of the current turn without a ``thoughtSignature`` ("Function call is
-missing a thought_signature in functionCall parts", HTTP 400;
-https://ai.google.dev/gemini-api/docs/thought-signatures, whose FAQ names a sentinel
-signature for calls another model made); a failover to Gemini 3 in the middle of another
-model's tool loop is not yet given that sentinel.
+other provider's opaque part is left out. To **Gemini 3 and later**, which refuse a step
+of the current turn whose first ``functionCall`` has no ``thoughtSignature`` ("Function
+call is missing a thought_signature in functionCall parts", HTTP 400;
+https://ai.google.dev/gemini-api/docs/thought-signatures, whose FAQ gives a dummy
+signature for calls another model made), another provider's calls get that dummy on the
+first call of each step: the Gemini wire writes it (:mod:`prefixlock.providers.gemini`,
+``SKIP_SIGNATURE``), keyed by the model, so the rule holds on every path that sends a
+Gemini body (a failover, a model switch, a replayed scenario) and never touches the
+history; it is sent on every turn so that a call's bytes do not change when its turn
+ends.
 
 A switch of provider or model is a cache reset: no provider shares cache entries across
 providers or models (each (provider, model) is its own namespace in

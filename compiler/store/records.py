@@ -30,6 +30,13 @@ Encoding (format version :data:`FORMAT`), canonical JSON throughout:
   ``[basis, template per message]`` (:mod:`prefixlock.core.wire`). Hydration hands the
   templates to the serializers (a cold serialize joins stored bytes); a record without
   them (every record written before) is serialized the slow way, to the same bytes.
+* a record any of whose tool-result messages holds a result with images (a part
+  ``{"call_id", "images": [{"data", "media_type"}, ...], "is_error", "output",
+  "type": "tool_result"}``) has format :data:`FORMAT_TOOL_IMAGES`, with or without any
+  of the members above, so a prefixlock that predates such parts refuses the record by
+  its format ("this prefixlock reads format 1, ... and 6") instead of by a part it does
+  not know. Records without such a result keep their formats: stores written before
+  open unchanged, and their bytes are the same.
 
 A record with ``reset: true`` starts a new compaction epoch: the current history becomes
 exactly its messages. Otherwise its messages are appended. Decoding verifies the format,
@@ -52,7 +59,13 @@ import attrs
 
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, CheckpointError
-from ..core.messages import CanonicalMessage, MessageKind, Role, part_from_json
+from ..core.messages import (
+    CanonicalMessage,
+    MessageKind,
+    Role,
+    ToolResultPart,
+    part_from_json,
+)
 from ..core.model import ProviderSettings, ToolSpec
 from ..core.output import Usage
 from ..core.timestamps import stamp_problem, timestamp_problem
@@ -71,6 +84,9 @@ FORMAT_RESPONSE = 5
 #: The format of a record that carries its messages' stored wire templates (with or
 #: without a response id, usage, a timestamp or sections).
 FORMAT_WIRE = 6
+#: The format of a record whose tool results carry images (with or without any of the
+#: members of the formats before it).
+FORMAT_TOOL_IMAGES = 7
 #: Every record format this prefixlock reads.
 RECORD_FORMATS = (
     FORMAT,
@@ -79,7 +95,19 @@ RECORD_FORMATS = (
     FORMAT_SECTIONS,
     FORMAT_RESPONSE,
     FORMAT_WIRE,
+    FORMAT_TOOL_IMAGES,
 )
+
+
+def has_tool_images(messages: Iterable[CanonicalMessage]) -> bool:
+    """Whether a tool-result message of ``messages`` holds a result with images (the
+    record is then of :data:`FORMAT_TOOL_IMAGES`)."""
+    return any(
+        type(part) is ToolResultPart and part.images
+        for message in messages
+        if message.kind is MessageKind.TOOL_RESULT
+        for part in message.parts
+    )
 
 
 class RecordType(StrEnum):
@@ -227,6 +255,8 @@ class Record:
     @property
     def format(self) -> int:
         """The record format these members are written in."""
+        if has_tool_images(self.messages):
+            return FORMAT_TOOL_IMAGES  # with or without any of the members below
         if self.wire is not None:
             return FORMAT_WIRE  # with or without any of the members below
         if self.response_id is not None:
@@ -698,6 +728,7 @@ _TIMESTAMP_FORMAT = str(FORMAT_TIMESTAMP)
 _SECTIONS_FORMAT = str(FORMAT_SECTIONS)
 _RESPONSE_FORMAT = str(FORMAT_RESPONSE)
 _WIRE_FORMAT = str(FORMAT_WIRE)
+_TOOL_IMAGES_FORMAT = str(FORMAT_TOOL_IMAGES)
 #: A usage member as the writer encodes it (:meth:`Usage.to_json`, keys sorted): counts
 #: without leading zeros (up to 15 digits; a longer one, which no provider reports, goes
 #: to the checked path), a provider without escapes; ``raw`` is scanned, then the rest.
@@ -821,8 +852,11 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
     request_digest, reset, response_id, sections_text, _, stamp, record_type = match.groups()
     pos = match.end()
     sections = None
+    tool_images = record_format == _TOOL_IMAGES_FORMAT
+    if tool_images != has_tool_images(messages):  # then, and only then, such results
+        raise _NotFast
     wired = record_format == _WIRE_FORMAT
-    if wired:  # then, and only then, wire templates last; any of the members below
+    if wired or tool_images:  # wire templates last (maybe, with images); any of below
         if response_id == "" or (stamp is not None and timestamp_problem(stamp) is not None):
             raise _NotFast
         if sections_text is not None:
@@ -878,7 +912,7 @@ def _scan(data: bytes, conversation_id: str, seq: int, prev: str, chained: bool)
             provider,
         )
     wire = None
-    if wired:
+    if wired or (tool_images and text.startswith(_WIRE_KEY, pos)):
         if not text.startswith(_WIRE_KEY, pos):
             raise _NotFast
         start = pos + len(_WIRE_KEY)

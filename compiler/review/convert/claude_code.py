@@ -36,8 +36,8 @@ apart: each agent's records (by ``agentId``) are converted the same way into a s
 of their own, and their billed calls counted. Thinking blocks become the reply's
 ``thinking`` parts of provider ``anthropic`` (text and signature; ``redacted_thinking``
 its data), first in the reply; an unsigned one is reported as dropped. A prompt's inline
-(base64) images become the turn's ``images``; an image in a tool result stays an
-``[image]`` placeholder (a scenario's tool result is text), counted. Bookkeeping records
+(base64) images become the turn's ``images``, a tool result's its ``images`` (an image by
+another source stays an ``[image]`` placeholder, reported and counted). Bookkeeping records
 are reported as dropped; ``isMeta`` user records (command caveats, reminders the
 harness adds) become ``note`` steps, sent with the next call.
 """
@@ -200,6 +200,33 @@ def _image(block: dict[str, Any]) -> dict[str, str] | None:
     return {"media_type": media, "data": data}
 
 
+def _result_content(build: Builder, line: int, content: Any) -> tuple[str, list[dict[str, str]]]:
+    """A ``tool_result`` block's content: its texts (joined by newlines) and its inline
+    (base64) images as the result's ``images`` (a screenshot, the ``Read`` of a PNG); an
+    image by another source stays an ``[image]`` placeholder in the text (counted)."""
+    if not isinstance(content, list):
+        return _text(content), []
+    texts, images = [], []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif block.get("type") == "image":
+            image = _image(block)
+            if image is None:
+                build.tally("tool_result_images_as_placeholders")
+                build.drop(
+                    line,
+                    "an image in a tool result",
+                    "not inline base64 data: an [image] placeholder",
+                )
+                texts.append("[image]")
+            else:
+                images.append(image)
+    return "\n".join(texts), images
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -326,19 +353,15 @@ def _play(chain: list[tuple[int, dict[str, Any]]], build: Builder) -> None:
             results = []
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    output = _text(block.get("content"))
-                    if isinstance(block.get("content"), list) and any(
-                        isinstance(b, dict) and b.get("type") == "image" for b in block["content"]
-                    ):
-                        # a scenario's tool result is text (as the library's)
-                        build.tally("tool_result_images_as_placeholders")
-                    results.append(
-                        {
-                            "call_id": str(block.get("tool_use_id")),
-                            "output": output,
-                            "is_error": block.get("is_error") is True,
-                        }
-                    )
+                    output, result_images = _result_content(build, number, block.get("content"))
+                    result: dict[str, Any] = {
+                        "call_id": str(block.get("tool_use_id")),
+                        "output": output,
+                        "is_error": block.get("is_error") is True,
+                    }
+                    if result_images:
+                        result["images"] = result_images
+                    results.append(result)
             text = "\n".join(
                 str(b.get("text", ""))
                 for b in content

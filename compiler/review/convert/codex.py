@@ -13,7 +13,9 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
   ``user`` / ``assistant`` / ``developer``, parts ``input_text`` / ``output_text`` /
   ``input_image`` with an ``image_url``, a ``data:`` URL for a pasted image),
   ``reasoning``, ``function_call`` {``name``, ``arguments`` (a JSON string), ``call_id``},
-  ``function_call_output`` {``call_id``, ``output``}, ``custom_tool_call`` /
+  ``function_call_output`` {``call_id``, ``output``: a string, or content items
+  ``input_text`` / ``input_image`` as ``view_image`` returns, whose ``data:`` images
+  become the result's ``images``}, ``custom_tool_call`` /
   ``custom_tool_call_output``, ``local_shell_call``;
 - ``event_msg``: UI events; ``token_count`` carries ``info.last_token_usage`` (the last
   call's ``input_tokens``, of them ``cached_input_tokens``, ``output_tokens``,
@@ -143,10 +145,17 @@ def convert_codex(path: Path, file: str | None = None, tools: ToolMap = DEFAULT_
                 reply.flush(build, number, None)
                 output = payload.get("output")
                 if isinstance(output, dict):
-                    output = output.get("content", canonical.dumps(output))
-                build.results(
-                    number, [{"call_id": str(payload.get("call_id")), "output": str(output)}], stamp
-                )
+                    output = output.get("content_items") or output.get(
+                        "content", canonical.dumps(output)
+                    )
+                result: dict[str, Any] = {"call_id": str(payload.get("call_id"))}
+                if isinstance(output, list):  # content items: texts and images (view_image)
+                    result["output"], images = _output_items(build, number, output)
+                    if images:
+                        result["images"] = images
+                else:
+                    result["output"] = str(output)
+                build.results(number, [result], stamp)
             elif ptype == "reasoning":
                 part = _reasoning(payload)
                 if part is None:
@@ -180,6 +189,36 @@ class _Reply:
             return
         build.assistant(line, "\n".join(self.items), self.calls, usage, self.model, self.thinking)
         self.items, self.calls, self.thinking = [], [], []
+
+
+def _output_items(build: Builder, line: int, items: list[Any]) -> tuple[str, list[dict[str, str]]]:
+    """A function call output given as content items (codex-rs ``FunctionCallOutputBody::
+    ContentItems``: ``input_text`` {text} / ``input_image`` {image_url, detail?}, what
+    ``view_image`` returns): the texts joined by newlines, and the images with a base64
+    ``data:`` URL as the result's ``images``; an image by another URL stays an
+    ``[image]`` placeholder (reported and counted), any other item is reported."""
+    texts, images = [], []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "input_text":
+            texts.append(str(item.get("text", "")))
+        elif kind == "input_image":
+            match = _DATA_URL.match(str(item.get("image_url") or ""))
+            if match is None:
+                build.tally("tool_result_images_as_placeholders")
+                build.drop(
+                    line,
+                    "an image in a tool result",
+                    "not a base64 data URL: an [image] placeholder",
+                )
+                texts.append("[image]")
+            else:
+                images.append({"media_type": match.group(1), "data": match.group(2)})
+        else:
+            build.drop(
+                line, f"a {kind!r} item of a tool output", "the scenario format has no such part"
+            )
+    return "\n".join(texts), images
 
 
 _DATA_URL = re.compile(r"data:(image/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})\Z")

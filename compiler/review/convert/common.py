@@ -345,9 +345,10 @@ class Builder:
     def results(
         self, line: int, results: list[dict[str, Any]], stamp: Any, *, send: bool = True
     ) -> None:
-        """Tool results of one transcript record. They are gathered until every pending
-        call has one (Claude Code writes parallel calls' results as one record each),
-        then sent as one batch (``send``; else they wait for the user turn)."""
+        """Tool results of one transcript record (``{call_id, output, is_error?,
+        images?}``). They are gathered until every pending call has one (Claude Code
+        writes parallel calls' results as one record each), then sent as one batch
+        (``send``; else they wait for the user turn)."""
         at = self._stamp(line, stamp)
         for r in results:
             if r["call_id"] not in self.pending or any(
@@ -360,6 +361,9 @@ class Builder:
                 item["is_error"] = True
             if at is not None:
                 item["timestamp"] = at
+            if r.get("images"):  # {media_type, data}: the images the tool returned
+                item["images"] = r["images"]
+                self.tally("tool_result_images", len(r["images"]))
             if not self.gathered:
                 self.gathered_line = line
             self.gathered.append(item)
