@@ -647,7 +647,7 @@ def test_claude_code_tool_result_images_become_result_images(tmp_path: Path) -> 
 
     path = _claude_transcript(tmp_path)
     c = convert("claude-code", path)
-    results_step = c.scenario["steps"][2]
+    results_step = c.scenario["steps"][3]  # after the switch to the transcript's model
     assert results_step == {
         "tool_results": [
             {
