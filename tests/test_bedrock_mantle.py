@@ -42,6 +42,8 @@ from prefixlock.runtime.tools import ToolResult
 from prefixlock.spec.build import build_bundle
 from prefixlock.store.contract import MemoryStore
 from provider_cases import (
+    CTX,
+    RT,
     image,
     long_text,
     opaque,
@@ -293,6 +295,31 @@ def test_a_one_hour_ttl_follows_bedrocks_rule_by_model_on_mantle_too() -> None:
     assert "'1h' asks for one-hour cache entries: Bedrock accepts cachePoint ttl '1h'" in message
     body = get(NAME).serialize(req)  # Claude 4.5: taken, on every marker
     assert body.count(b'"ttl":"1h"') == body.count(b'"cache_control"') > 0
+
+
+def test_the_cache_simulator_prices_mantle_bodies_by_bedrocks_rules() -> None:
+    """Claude Opus 4.7 caches from 2,048 tokens on the Anthropic API and from 4,096 on
+    Bedrock (prefixlock.cache.rules): a ~3,000-token root is cached by the first and not
+    on the mantle endpoint, which is Bedrock's."""
+    from prefixlock.cache.simulator import simulate
+
+    def bodies(name: str, model: str) -> list[bytes]:
+        reqs = [request(CTX, RT, instructions="word " * 2400), tool_loop()]
+        out = []
+        for req in reqs:
+            req = attrs.evolve(req, instructions="word " * 2400)
+            settings = tuple(
+                attrs.evolve(s, model=model) if s.provider == name else s for s in req.settings
+            )
+            out.append(get(name).serialize(mantle(attrs.evolve(req, settings=settings))))
+        return out
+
+    on_bedrock = simulate(NAME, bodies(NAME, "anthropic.claude-opus-4-7"))
+    first_party = simulate("anthropic", bodies("anthropic", "claude-opus-4-7"))
+    assert [c.cache_write_tokens for c in on_bedrock.calls] == [0, 0]
+    assert [c.cache_read_tokens for c in on_bedrock.calls] == [0, 0]
+    assert first_party.calls[0].cache_write_tokens > 2048
+    assert first_party.calls[1].cache_read_tokens >= first_party.calls[0].cache_write_tokens
 
 
 # -- the SDK judge ----------------------------------------------------------------------
