@@ -407,7 +407,12 @@ class Client(_Core):
     ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, with or without its ``/v1``) and the
     public API. Bedrock signs with AWS SigV4 (``region`` or ``AWS_REGION``; explicit
     keys, else botocore's credential chain; needs ``prefixlock[bedrock]``), or sends a
-    Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``).
+    Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``). A call for another
+    endpoint of the provider (:attr:`HttpRequest.endpoint`: ``bedrock-anthropic``'s
+    ``mantle``, Claude's Messages API on bedrock-mantle) goes to that endpoint's host
+    (``ANTHROPIC_BEDROCK_MANTLE_BASE_URL``, else ``bedrock-mantle.REGION.api.aws``; a
+    ``base_url`` given serves every endpoint), signed for its SigV4 service and read by
+    its reader.
 
     ``sleep`` and ``clock`` are injectable so tests never wait."""
 
