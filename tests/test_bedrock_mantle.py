@@ -172,6 +172,25 @@ def test_own_thinking_goes_back_verbatim_and_anthropics_is_refused() -> None:
     )
 
 
+def test_failover_keeps_claude_thinking_signatures_to_and_from_mantle() -> None:
+    from prefixlock.runtime.failover import retarget
+
+    block = json.loads(THINKING)
+
+    def blocks(body: bytes) -> list[Any]:
+        return [b for m in json.loads(body)["messages"] for b in m["content"]]
+
+    to_mantle = get(NAME).serialize(retarget(mantle(opaque("anthropic", THINKING)), NAME))
+    assert block in blocks(to_mantle)
+    to_anthropic = get("anthropic").serialize(retarget(mantle(opaque(NAME, THINKING)), "anthropic"))
+    assert block in blocks(to_anthropic)
+    to_converse = get("bedrock-converse").serialize(
+        retarget(mantle(opaque(NAME, THINKING)), "bedrock-converse")
+    )
+    reasoning = {"text": block["thinking"], "signature": block["signature"]}
+    assert {"reasoningContent": {"reasoningText": reasoning}} in blocks(to_converse)
+
+
 @pytest.mark.parametrize("key", ["model", "stream", "system", "cache_control"])
 def test_options_may_not_set_what_the_wire_carries(key: str) -> None:
     refused(NAME, mantle(simple(), **{key: "x"}), "reserved key(s)", repr(key))
@@ -337,6 +356,12 @@ def test_the_judge_refuses_what_the_mantle_client_sends_elsewhere() -> None:
         "$.modelId: not a body member on bedrock-mantle (InvokeModel's path; here 'model' "
         "is a body member)",
     ]
+    assert judge(NAME, {**full, "max_tokens": "x"}, endpoint="mantle") == [
+        "$.max_tokens: expected integer, got string 'x'"
+    ]
+    assert judge(NAME, {**full, "bogus": 1}, endpoint="mantle")[0].startswith(
+        "$.bogus: unknown key for MessageCreateParamsNonStreaming (known: "
+    )
     without_model = {k: v for k, v in full.items() if k != "model"}
     assert judge(NAME, without_model, endpoint="mantle") == [
         "$: missing required key 'model' of MessageCreateParamsNonStreaming"
