@@ -4,6 +4,7 @@ breaks it, and every body prefixlock produces (golden files, provider cases) kee
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -338,13 +339,25 @@ def test_golden_bodies_exist_for_every_provider() -> None:
     assert {path.parent.name for path in GOLDEN_BODIES} == set(NAMES)
 
 
+@functools.cache
+def _endpoint(case: Path, provider: str) -> str:
+    """The endpoint a golden case's settings choose for ``provider`` (bedrock-anthropic's
+    ``mantle`` in golden/bedrock-mantle, whose own bundle says so)."""
+    from prefixlock.review.scenario import load_scenario
+
+    settings = load_scenario(case / "scenario.yaml").bundle.settings
+    return get(provider).endpoint(next(s for s in settings if s.provider == provider))
+
+
 @pytest.mark.parametrize("provider", NAMES)
 def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
     paths = [p for p in GOLDEN_BODIES if p.parent.name == provider]
     assert paths
     model = GOLDEN_MODELS.get(provider)
     for path in paths:
-        assert violations(provider, canonical.loads(path.read_bytes()), model) == [], path
+        endpoint = _endpoint(path.parent.parent, provider)
+        body = canonical.loads(path.read_bytes())
+        assert violations(provider, body, model, endpoint) == [], path
 
 
 def test_the_golden_models_are_the_examples() -> None:
