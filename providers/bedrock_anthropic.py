@@ -40,15 +40,26 @@ Thinking blocks (opaque parts) carry the provider name ``bedrock-anthropic``; a 
 between this wire and ``anthropic`` or ``bedrock-converse`` keeps their signatures
 (:mod:`prefixlock.runtime.failover`).
 
-Newer Claude models on Bedrock: Anthropic's Bedrock page calls InvokeModel and Converse
-"the legacy Amazon Bedrock integration" for "Opus 4.6 and earlier"; models on the
-Messages-API Bedrock endpoint take the plain Messages API at ``/anthropic/v1/messages``
-with SSE streaming (platform.claude.com/docs/en/build-with-claude/claude-on-amazon-bedrock-legacy;
-AWS, "Inference using Anthropic Messages API", base URL
-``https://bedrock-runtime.{region}.amazonaws.com/anthropic`` or
-``https://bedrock-mantle.{region}.api.aws/anthropic/v1/messages``). That body is the
-``anthropic`` wire's (``model`` in the body, the ``anthropic-version`` header): see
-docs/providers-gemini-bedrock.md for which wire to configure for which model.
+Newer Claude models on Bedrock (``options: {endpoint: mantle}``): Anthropic's Bedrock
+page calls InvokeModel and Converse "the legacy Amazon Bedrock integration" for "Opus
+4.6 and earlier"; newer models take the plain Messages API at ``/anthropic/v1/messages``
+with SSE streaming (platform.claude.com/docs/en/build-with-claude/claude-on-amazon-bedrock-legacy).
+With ``endpoint: mantle`` this wire sends that call instead: ``POST /anthropic/v1/messages``
+on ``https://bedrock-mantle.{region}.api.aws`` (AWS, "Inference using Anthropic Messages
+API", docs.aws.amazon.com/bedrock/latest/userguide/inference-messages-api.html: "Base
+URL https://bedrock-mantle.{region}.api.aws/anthropic/v1/messages"; the anthropic SDK's
+``AnthropicBedrockMantle``, ``lib/bedrock/_mantle.py``, base URL
+``https://bedrock-mantle.{region}.api.aws/anthropic`` and its ``messages.create``
+posting ``/v1/messages``). The body is then the ``anthropic`` wire's byte for byte
+(``model`` first, no ``anthropic_version`` member; ``"stream": true`` for a stream),
+the version is the ``anthropic-version`` header ("bedrock-mantle: Set
+``anthropic-version: 2023-06-01`` as an HTTP header", the same AWS page; the
+``anthropic_version`` option may name another, as on ``anthropic``), and the answer is
+SSE, read by the Anthropic stream reader. Everything that is Bedrock's stays: the
+model ids, the one-hour TTL rule by model, the cache simulator's minimum tokens and
+prices, the opaque parts' provider name (so failover keeps thinking signatures as on
+InvokeModel). The endpoint is part of the settings, so it is in the lock and in each
+conversation's root.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..core.canonical import Ordered
+from ..core.limits import ENDPOINT_OPTION, bedrock_endpoint
 from ..core.model import ModelRequest, ProviderSettings
 from .anthropic import Anthropic
 from .base import Markers
@@ -77,12 +89,29 @@ class BedrockAnthropic(Anthropic):
         {VERSION_KEY, "model", "stream", "modelId"}
     )
 
+    #: The endpoint of ``options: {endpoint: mantle}`` (the Messages API on bedrock-mantle).
+    MANTLE = "mantle"
+
+    def endpoint(self, settings: ProviderSettings) -> str:
+        """The Bedrock endpoint the settings choose: ``""`` for InvokeModel (this wire's
+        default route), ``"mantle"`` for the Messages API on bedrock-mantle."""
+        return self.MANTLE if bedrock_endpoint(settings.options_value) == self.MANTLE else ""
+
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The InvokeModel params: ``modelId`` first, then :meth:`wire_body` (the JSON
-        ``body``)."""
-        out = Ordered(modelId=self._settings(request).model)
+        ``body``). On the mantle endpoint the body itself (``model`` is a member)."""
+        settings = self._settings(request)
+        if self.endpoint(settings):
+            return super().body(request)
+        out = Ordered(modelId=settings.model)
         out.update(super().body(request))
         return out
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        # endpoint is prefixlock's own (core.limits): it picks the route, never a body key
+        nested, sent = super().split_options(options)
+        sent.pop(ENDPOINT_OPTION, None)
+        return nested, sent
 
     def head(
         self,
@@ -91,6 +120,10 @@ class BedrockAnthropic(Anthropic):
         markers: Markers,
         nested: Mapping[str, Any],
     ) -> Ordered:
-        out = Ordered([(VERSION_KEY, VERSION)])
+        if self.endpoint(settings):
+            # the anthropic wire's head: the model first (MODEL_KEY is None here)
+            out = Ordered([("model", settings.model)])
+        else:
+            out = Ordered([(VERSION_KEY, VERSION)])
         out.update(super().head(request, settings, markers, nested))
         return out

@@ -16,7 +16,9 @@ and ``"stream": true`` (docs.anthropic.com/en/api/messages, /en/api/streaming); 
 ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
 (ai.google.dev/api/generate-content); Bedrock ``POST /model/{modelId}/converse`` and
 ``/converse-stream``, ``/model/{modelId}/invoke`` and ``/invoke-with-response-stream``
-(docs.aws.amazon.com/bedrock/latest/APIReference).
+(docs.aws.amazon.com/bedrock/latest/APIReference); Claude's Messages API on
+``bedrock-mantle``, ``POST /anthropic/v1/messages`` (an endpoint of ``bedrock-anthropic``,
+:data:`ENDPOINT_ROUTES`; docs.aws.amazon.com/bedrock/latest/userguide/inference-messages-api.html).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..core.output import ModelOutput
 from .frame import BodyFragments
 from .readers import StreamReader, reader
 
-__all__ = ["ROUTES", "HttpRequest", "Route", "Transport", "error_details"]
+__all__ = ["ENDPOINT_ROUTES", "ROUTES", "HttpRequest", "Route", "Transport", "error_details"]
 
 
 @attrs.frozen
@@ -56,6 +58,11 @@ class HttpRequest:
     fragments: BodyFragments
     #: the provider whose reader reads the response (``anthropic``)
     provider: str = ""
+    #: which of the provider's endpoints the call is for: ``""`` its only (or default)
+    #: one, ``"mantle"`` for ``bedrock-anthropic``'s Messages API on bedrock-mantle
+    #: (:data:`ENDPOINT_ROUTES`); the client picks the host, the SigV4 service name and
+    #: the reader by it
+    endpoint: str = ""
 
     @functools.cached_property
     def body(self) -> bytes:
@@ -166,6 +173,32 @@ ROUTES: Mapping[str, Route] = {
 }
 
 
+#: (provider, endpoint) -> the route of a provider's other endpoint (``HttpRequest.endpoint``).
+ENDPOINT_ROUTES: Mapping[tuple[str, str], Route] = {
+    # Claude's Messages API on bedrock-mantle (bedrock-anthropic with endpoint: mantle):
+    # AWS, "Inference using Anthropic Messages API" (inference-messages-api.html): base URL
+    # "https://bedrock-mantle.{region}.api.aws/anthropic/v1/messages", "bedrock-mantle:
+    # Set anthropic-version: 2023-06-01 as an HTTP header"; streaming is the Messages
+    # API's ("stream": true, SSE). The anthropic SDK's AnthropicBedrockMantle
+    # (lib/bedrock/_mantle.py) posts /v1/messages under ".../anthropic" and reads its
+    # answers and errors as the first-party API's (the Anthropic error object, the
+    # request-id header: NOT in the AWS page; the SDK's choice, taken here). An error AWS
+    # itself answers (authentication, throttling at the gateway) may name its type in
+    # x-amzn-ErrorType, as on bedrock-runtime: read first when present.
+    ("bedrock-anthropic", "mantle"): Route(
+        "/anthropic/v1/messages",
+        "/anthropic/v1/messages",
+        (("anthropic-version", "2023-06-01"), *_JSON),
+        _SSE,
+        b'"stream":true',
+        request_id_header="request-id",
+        error_type_keys=("type",),
+        error_type_header="x-amzn-errortype",
+        header_options=((API_VERSION_OPTION, "anthropic-version"),),
+    ),
+}
+
+
 class Transport:
     """HTTP requests and response reading for a :class:`~.base.Provider`."""
 
@@ -180,11 +213,16 @@ class Transport:
     def _settings(self, request: ModelRequest) -> ProviderSettings:
         raise NotImplementedError
 
+    def endpoint(self, settings: ProviderSettings) -> str:
+        """Which endpoint these settings send to (``""``: the provider's only one)."""
+        return ""
+
     def http_request(self, request: ModelRequest, *, stream: bool = False) -> HttpRequest:
         """The exact call: method, path, the headers the body needs, and the body as
         fragments (:attr:`HttpRequest.fragments`; :attr:`HttpRequest.body` joins them)."""
         settings = self._settings(request)
-        route = ROUTES[self.name]
+        endpoint = self.endpoint(settings)
+        route = ENDPOINT_ROUTES[self.name, endpoint] if endpoint else ROUTES[self.name]
         if stream and route.stream_fields:
             stream_key = route.stream_fields.split(b'"')[1].decode()
             if stream_key in settings.options_value:
@@ -206,29 +244,32 @@ class Transport:
                     headers[header] = value
         if stream:
             headers.update(route.stream_headers)
-        return HttpRequest("POST", path, headers, body, self.name)
+        return HttpRequest("POST", path, headers, body, self.name, endpoint)
 
-    def parse_response(self, body: bytes, *, candidate: int | None = None) -> ModelOutput:
+    def parse_response(
+        self, body: bytes, *, candidate: int | None = None, endpoint: str = ""
+    ) -> ModelOutput:
         """The :class:`ModelOutput` of a whole JSON response; ``candidate=i`` picks one
         of several outputs (Gemini candidates, Chat choices), which are refused without
-        it."""
-        return reader(self.name).parse_response(body, candidate=candidate)
+        it. ``endpoint``: the call's :attr:`HttpRequest.endpoint`."""
+        return reader(self.name, endpoint).parse_response(body, candidate=candidate)
 
-    def stream_reader(self, *, candidate: int | None = None) -> StreamReader:
-        """A reader for one streamed response: ``feed(chunk)``, then ``result()``."""
-        return reader(self.name).stream_reader(candidate=candidate)
+    def stream_reader(self, *, candidate: int | None = None, endpoint: str = "") -> StreamReader:
+        """A reader for one streamed response: ``feed(chunk)``, then ``result()``
+        (``endpoint``: the call's :attr:`HttpRequest.endpoint`)."""
+        return reader(self.name, endpoint).stream_reader(candidate=candidate)
 
-    def is_retryable(self, status: int, body: bytes) -> bool:
+    def is_retryable(self, status: int, body: bytes, *, endpoint: str = "") -> bool:
         """Whether sending the same request again may succeed after this HTTP error."""
-        return reader(self.name).is_retryable(status, body)
+        return reader(self.name, endpoint).is_retryable(status, body)
 
 
 def error_details(
-    provider: str, headers: Mapping[str, str], body: bytes
+    provider: str, headers: Mapping[str, str], body: bytes, endpoint: str = ""
 ) -> tuple[str | None, str | None, str | None]:
     """``(error type, message, request id)`` of an error response, each ``None`` where
     the provider sent none (``headers`` with lower-case names)."""
-    route = ROUTES[provider]
+    route = ENDPOINT_ROUTES[provider, endpoint] if endpoint else ROUTES[provider]
     request_id = headers.get(route.request_id_header) if route.request_id_header else None
     kind: str | None = None
     if route.error_type_header and headers.get(route.error_type_header):

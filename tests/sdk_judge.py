@@ -62,6 +62,14 @@ Per provider, the source of truth:
     and ``anthropic_beta`` (a list of strings: the client moves the ``anthropic-beta``
     header there). A ``model`` or ``stream`` member in the JSON is an error: the
     client never sends one (the path carries both).
+``bedrock-anthropic`` with ``endpoint="mantle"`` (``options: {endpoint: mantle}``)
+    The JSON as the anthropic SDK's ``AnthropicBedrockMantle`` client
+    (``anthropic.lib.bedrock._mantle``) takes it in ``messages.create``:
+    ``MessageCreateParamsNonStreaming``, ``model`` included (the client posts the body
+    as given to ``/v1/messages`` under ``.../anthropic``; no ``model``-to-path move),
+    and nothing the client would send elsewhere: ``anthropic_version`` and
+    ``anthropic_beta`` are headers there (``anthropic-version``, ``anthropic-beta``), so
+    either as a body member is an error, as is InvokeModel's ``modelId``.
 ``bedrock-converse``
     botocore's own ``ParamValidator`` on the ``Converse`` operation's input shape (from
     the installed ``bedrock-runtime`` service model), plus the checks it lacks: ``bool``
@@ -711,11 +719,34 @@ def _judge_bedrock_anthropic(body: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _judge_bedrock_mantle(body: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    wire = dict(body)
+    for key, where in (
+        ("anthropic_version", "the anthropic-version header"),
+        ("anthropic_beta", "the anthropic-beta header"),
+        ("modelId", "InvokeModel's path; here 'model' is a body member"),
+    ):
+        if key in wire:
+            problems.append(f"$.{key}: not a body member on bedrock-mantle ({where})")
+            wire.pop(key)
+    walker = _Walker(_typeddict_only, bytes_b64=False)
+    problems += walker.check(wire, _root("anthropic"), "$")
+    return problems
+
+
+#: The endpoints a provider's bodies may be judged for besides its default one.
+ENDPOINTS = {("bedrock-anthropic", "mantle"): _judge_bedrock_mantle}
+
+
 # ------------------------------------------------------------------------------- API
 
 
-def judge(provider: str, body: Mapping[str, Any]) -> list[str]:
-    """All problems of ``body`` as the request of ``provider``; ``[]`` when it is valid."""
+def judge(provider: str, body: Mapping[str, Any], *, endpoint: str = "") -> list[str]:
+    """All problems of ``body`` as the request of ``provider`` (to its ``endpoint``,
+    ``""``: the default one); ``[]`` when it is valid."""
+    if endpoint:
+        return ENDPOINTS[provider, endpoint](body)
     if provider == "bedrock-converse":
         return _judge_bedrock(body)
     if provider == "bedrock-anthropic":
@@ -751,12 +782,15 @@ def _responses_store_policy(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**body, "input": patched}
 
 
-def assert_valid(provider: str, body: Mapping[str, Any], model: str | None = None) -> None:
+def assert_valid(
+    provider: str, body: Mapping[str, Any], model: str | None = None, *, endpoint: str = ""
+) -> None:
     """Raise ``AssertionError`` listing every problem unless ``body`` is valid: accepted by
     the SDK judge *and* keeping the service rules the SDK types do not encode
-    (:mod:`service_rules`; with ``model``, those that depend on it too)."""
-    problems = judge(provider, body)
+    (:mod:`service_rules`; with ``model``, those that depend on it too). ``endpoint``:
+    the provider's endpoint the body is for (``""``: its default one)."""
+    problems = judge(provider, body, endpoint=endpoint)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body rejected by the SDK judge:\n  {listing}")
-    assert_accepted(provider, body, model)
+    assert_accepted(provider, body, model, endpoint)

@@ -607,19 +607,32 @@ RULES: dict[str, tuple[Rule, ...]] = {
 ModelRule = Callable[[Mapping[str, Any], str], list[str]]
 MODEL_RULES: dict[str, tuple[ModelRule, ...]] = {"gemini": (gemini_3_current_turn_calls_signed,)}
 
+#: (provider, endpoint) -> the rules of a provider's other endpoint: Claude's Messages
+#: API on bedrock-mantle takes the first-party body (``model`` in it, the version a
+#: header), so its rules are the anthropic wire's.
+ENDPOINT_RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
+    ("bedrock-anthropic", "mantle"): RULES["anthropic"],
+}
 
-def violations(provider: str, body: Mapping[str, Any], model: str | None = None) -> list[str]:
-    """Every service rule of ``provider`` that ``body`` breaks, as ``"$.path: message"``;
-    with ``model``, the rules that depend on it too (:data:`MODEL_RULES`)."""
-    out = [problem for rule in RULES[provider] for problem in rule(body)]
+
+def violations(
+    provider: str, body: Mapping[str, Any], model: str | None = None, endpoint: str = ""
+) -> list[str]:
+    """Every service rule of ``provider`` (to ``endpoint``, ``""``: its default one) that
+    ``body`` breaks, as ``"$.path: message"``; with ``model``, the rules that depend on
+    it too (:data:`MODEL_RULES`)."""
+    rules = ENDPOINT_RULES[provider, endpoint] if endpoint else RULES[provider]
+    out = [problem for rule in rules for problem in rule(body)]
     if model is not None:
         out += [p for rule in MODEL_RULES.get(provider, ()) for p in rule(body, model)]
     return out
 
 
-def assert_accepted(provider: str, body: Mapping[str, Any], model: str | None = None) -> None:
+def assert_accepted(
+    provider: str, body: Mapping[str, Any], model: str | None = None, endpoint: str = ""
+) -> None:
     """Raise ``AssertionError`` listing every broken service rule of ``provider``."""
-    problems = violations(provider, body, model)
+    problems = violations(provider, body, model, endpoint)
     if problems:
         listing = "\n  ".join(problems)
         raise AssertionError(f"{provider} body breaks the service rules:\n  {listing}")

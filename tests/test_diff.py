@@ -135,6 +135,11 @@ def test_first_difference(old: Any, new: Any, path: str) -> None:
         ({"inferenceConfig": {}, "messages": []}, "bedrock-converse"),
         ({"messages": [], "prompt_cache_key": "k"}, "openai-chat"),
         ({"messages": [], "max_tokens": 1}, "anthropic"),
+        ({"model": "claude-sonnet-5-5", "messages": []}, "anthropic"),
+        ({"anthropic_version": "bedrock-2023-05-31", "messages": []}, "bedrock-anthropic"),
+        # the Messages-API endpoint on Bedrock (endpoint: mantle): a Bedrock model id
+        ({"model": "anthropic.claude-sonnet-5-5", "messages": []}, "bedrock-anthropic"),
+        ({"model": "us.anthropic.claude-opus-5-v1:0", "messages": []}, "bedrock-anthropic"),
     ],
 )
 def test_provider_from_the_body_shape(body: dict[str, Any], provider: str) -> None:

@@ -26,7 +26,7 @@ from prefixlock.cache.policy import with_policy
 from prefixlock.core.model import MessageView, ModelRequest
 from prefixlock.providers import NAMES
 from prefixlock.providers.frame import BodyFragments
-from prefixlock.providers.transport import ROUTES
+from prefixlock.providers.transport import ENDPOINT_ROUTES, ROUTES
 from prefixlock.review.replay import Carrier, _run
 from prefixlock.review.scenario import RestartStep, SwitchStep, load_scenario
 from prefixlock.runtime.conversation import Conversation
@@ -123,10 +123,12 @@ def test_stream_bodies_from_fragments(case: str, name: str) -> None:
     from fragments it is the same bytes, and the fragments before the close are the
     non-streaming call's."""
     provider = providers.get(name)
-    fields = ROUTES[name].stream_fields
     for k, request in enumerate(carried(live_requests(case), name)):
         plain = golden_bodies(case, name)[k]
         call = provider.http_request(request, stream=True)
+        # the route of the call's endpoint (bedrock-anthropic's mantle streams in the body)
+        route = ENDPOINT_ROUTES[name, call.endpoint] if call.endpoint else ROUTES[name]
+        fields = route.stream_fields
         expected = plain[:-1] + b"," + fields + b"}" if fields else plain
         assert call.body == expected
         assert b"".join(call.iter_body()) == expected

@@ -18,7 +18,7 @@ import pytest
 from golden_check import check, file_problems, folder_problems, report, write_file
 from prefixlock.core import canonical
 from prefixlock.core.messages import MessageKind
-from prefixlock.providers import NAMES
+from prefixlock.providers import NAMES, get
 from prefixlock.review.render import render_calls
 from prefixlock.review.replay import Call, divergence, replay, serialize_calls, write_bodies
 from prefixlock.review.scenario import AssistantStep, Scenario, load_scenario
@@ -36,6 +36,7 @@ EXPECTED_CONTEXTS: dict[str, list[str]] = {
     "changed-context": ["request-context:u1", "request-context:u2"],
     "context-revert": ["request-context:u1", "request-context:u2", "request-context:u3"],
     "retry": ["request-context:u1", "request-context:u2"],
+    "bedrock-mantle": ["request-context:u1", "request-context:u2"],
     "checkpoint-round-trip": ["request-context:u1", "request-context:u3"],
     # context_updates: sections (the example's): u2's message carried the git section
     # only, so the compacting turn keeps one new message with the full context.
@@ -117,9 +118,12 @@ def test_golden_bodies_pass_the_sdk_judge(case: str, provider: str) -> None:
         data = path.read_bytes() if path.is_file() else r.bodies[provider][number - 1]
         body = canonical.loads(data)
         wire = call.wire(provider)  # after a provider switch, that provider's body
-        if wire.startswith("bedrock-"):  # modelId travels in the URI, not the body
-            body = {"modelId": call.target(provider), **body}
-        assert_valid(wire, body)
+        # the endpoint the case's settings choose (bedrock-anthropic's mantle: the
+        # Messages API on bedrock-mantle, model in the body)
+        endpoint = get(wire).endpoint(call.request.settings_for(wire))
+        if wire.startswith("bedrock-") and not endpoint:
+            body = {"modelId": call.target(provider), **body}  # modelId travels in the URI
+        assert_valid(wire, body, endpoint=endpoint)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -195,8 +199,12 @@ def test_golden_folder_holds_only_cases() -> None:
     for entry in sorted(GOLDEN.iterdir()):
         assert entry.is_dir() and (entry / "scenario.yaml").is_file(), entry
         names = sorted(p.name for p in entry.iterdir())
-        providers = replayed(entry.name).scenario.replayed(NAMES)
-        assert names == sorted(["calls.md", "scenario.yaml", *providers]), entry
+        scenario = replayed(entry.name).scenario
+        providers = scenario.replayed(NAMES)
+        # a case may hold its own bundle (golden/bedrock-mantle/bundle: its `bundle:`)
+        bundle = scenario.bundle_root.resolve()
+        own = [bundle.name] if bundle.parent == entry.resolve() else []
+        assert names == sorted(["calls.md", "scenario.yaml", *providers, *own]), entry
 
 
 def test_golden_files_are_binary_in_git() -> None:

@@ -380,13 +380,24 @@ def _wire(path: Path) -> str:
     return path.parent.name if route is None else route[0]
 
 
+def _endpoint(case: Path, provider: str) -> str:
+    """The endpoint a golden case's settings choose for ``provider`` (bedrock-anthropic's
+    ``mantle`` in golden/bedrock-mantle, whose own bundle says so)."""
+    from prefixlock.review.scenario import load_scenario
+
+    settings = load_scenario(case / "scenario.yaml").bundle.settings
+    return get(provider).endpoint(next(s for s in settings if s.provider == provider))
+
+
 @pytest.mark.parametrize("provider", NAMES)
 def test_every_golden_body_keeps_the_service_rules(provider: str) -> None:
     paths = [p for p in GOLDEN_BODIES if _wire(p) == provider]
     assert paths
     model = GOLDEN_MODELS.get(provider)
     for path in paths:
-        assert violations(provider, canonical.loads(path.read_bytes()), model) == [], path
+        endpoint = _endpoint(path.parent.parent, provider)
+        body = canonical.loads(path.read_bytes())
+        assert violations(provider, body, model, endpoint) == [], path
 
 
 def test_the_golden_models_are_the_examples() -> None:

@@ -37,8 +37,10 @@ from typing import Any
 __all__ = [
     "ANTHROPIC_VERSIONS",
     "API_VERSION_OPTION",
+    "BEDROCK_ENDPOINTS",
     "BEDROCK_WIRES",
     "CACHE_TTL_OPTION",
+    "ENDPOINT_OPTION",
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_RESPONSE_LINE_BYTES",
@@ -49,6 +51,7 @@ __all__ = [
     "OPENAI_BREAKPOINT_MODELS",
     "OPENAI_EXTENDED_RETENTION",
     "REMOVED_IN_2026_10_21",
+    "bedrock_endpoint",
     "keepalive_output_limit",
     "one_hour_ttl_refusal",
     "openai_breakpoints",
@@ -193,15 +196,87 @@ REMOVED_IN_2026_10_21 = ("temperature", "top_p", "top_k")
 ANTHROPIC_VERSIONS = ("2023-06-01", "2026-10-21")
 
 
+#: prefixlock's own ``bedrock-anthropic`` option choosing the Bedrock endpoint Claude's
+#: Messages body goes to (never sent): ``invoke-model`` (the default: ``InvokeModel`` on
+#: ``bedrock-runtime``, the body's ``anthropic_version`` member, AWS event-stream
+#: responses) or ``mantle`` (the Messages API on ``bedrock-mantle``,
+#: ``POST /anthropic/v1/messages``: the plain Messages body with ``model``, the
+#: ``anthropic-version`` header, SSE; AWS, "Inference using Anthropic Messages API",
+#: docs.aws.amazon.com/bedrock/latest/userguide/inference-messages-api.html; the
+#: anthropic SDK's ``AnthropicBedrockMantle``, ``lib/bedrock/_mantle.py``).
+ENDPOINT_OPTION = "endpoint"
+#: Its values; the first is the default.
+BEDROCK_ENDPOINTS = ("invoke-model", "mantle")
+#: The wire that has the option.
+_ENDPOINT_WIRE = "bedrock-anthropic"
+#: The body member carrying betas on InvokeModel; on mantle the SDK sends them as the
+#: ``anthropic-beta`` header instead (``lib/bedrock/_client.py`` moves the header into
+#: this member for InvokeModel only; ``_mantle.py`` leaves it a header).
+_BETA_MEMBER = "anthropic_beta"
+
+
+def bedrock_endpoint(options: Mapping[str, Any]) -> str:
+    """The Bedrock endpoint ``bedrock-anthropic`` settings options choose (a value
+    :func:`settings_problems` refuses reads as the default)."""
+    value = options.get(ENDPOINT_OPTION)
+    return value if value in BEDROCK_ENDPOINTS else BEDROCK_ENDPOINTS[0]
+
+
+def _endpoint_problems(
+    provider: str, options: Mapping[str, Any]
+) -> list[tuple[tuple[str, ...], str]]:
+    """``endpoint`` where it means nothing or names no endpoint, and the options it
+    contradicts."""
+    if ENDPOINT_OPTION not in options:
+        return []
+    value = options[ENDPOINT_OPTION]
+    field = ("options", ENDPOINT_OPTION)
+    if provider != _ENDPOINT_WIRE:
+        return [
+            (
+                field,
+                f"{ENDPOINT_OPTION} chooses the Bedrock endpoint of {_ENDPOINT_WIRE} "
+                f"(invoke-model or mantle); {provider} has one endpoint",
+            )
+        ]
+    if value not in BEDROCK_ENDPOINTS:
+        return [(field, f"expected 'invoke-model' or 'mantle', got {value!r}")]
+    if value == "mantle" and _BETA_MEMBER in options:
+        return [
+            (
+                ("options", _BETA_MEMBER),
+                "anthropic_beta is InvokeModel's body member; the mantle endpoint takes "
+                "betas as the anthropic-beta header, which prefixlock does not send: "
+                "remove it, or set endpoint: invoke-model",
+            )
+        ]
+    return []
+
+
 def settings_problems(
     provider: str, model: str, options: Mapping[str, Any]
 ) -> list[tuple[tuple[str, ...], str]]:
     """``(field, why)`` for each value of one provider's settings (``model``, the parsed
     ``options``) that its service refuses with the others: ``field`` is the path under
     the provider's entry of ``rules/providers.yaml``, ``("options", "cache_ttl")``."""
-    found: list[tuple[tuple[str, ...], str]] = []
+    found = _endpoint_problems(provider, options)
     version = options.get(API_VERSION_OPTION)
-    if version is not None and provider != "anthropic":
+    # The Messages API's version header: anthropic's, and bedrock-anthropic's on the
+    # mantle endpoint ("bedrock-mantle: Set anthropic-version: 2023-06-01 as an HTTP
+    # header", AWS inference-messages-api.html); InvokeModel's version is the body member.
+    header_wire = provider == "anthropic" or (
+        provider == _ENDPOINT_WIRE and options.get(ENDPOINT_OPTION) == "mantle"
+    )
+    if version is not None and provider == _ENDPOINT_WIRE and not header_wire:
+        found.append(
+            (
+                ("options", API_VERSION_OPTION),
+                f"{API_VERSION_OPTION} is the Messages API's version header, sent with "
+                "endpoint: mantle only; InvokeModel's version is the body member "
+                "'bedrock-2023-05-31', which prefixlock sets",
+            )
+        )
+    elif version is not None and not header_wire:
         found.append(
             (
                 ("options", API_VERSION_OPTION),

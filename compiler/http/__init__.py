@@ -13,7 +13,9 @@
 
 The client sends what ``provider.http_request(request, stream=...)`` built, byte for
 byte (the fragments streamed, ``content-length`` set), adds the provider's auth (an API
-key header, or AWS SigV4 for Bedrock through botocore), retries what the provider's
+key header, or AWS SigV4 for Bedrock through botocore, signed for the service of the
+call's endpoint: ``bedrock``, or ``bedrock-mantle`` for Claude's Messages API there,
+:data:`ENDPOINT_VARIANTS`), retries what the provider's
 ``is_retryable`` and :attr:`~prefixlock.ResponseError.retry_safe` call safe with
 exponential backoff, jitter and the server's ``Retry-After``, and reads the answer with
 the provider's reader.
@@ -34,10 +36,11 @@ from __future__ import annotations
 
 from ..core.errors import CallError, CallTimeoutError, ConnectionLostError, ProviderError
 from .client import AsyncClient, Client
-from .config import ENDPOINTS, Endpoint, Retry, Secret, Timeouts
+from .config import ENDPOINT_VARIANTS, ENDPOINTS, Endpoint, Retry, Secret, Timeouts
 
 __all__ = [
     "ENDPOINTS",
+    "ENDPOINT_VARIANTS",
     "AsyncClient",
     "CallError",
     "CallTimeoutError",

@@ -39,8 +39,8 @@ def payload_hash(fragments: Iterable[bytes]) -> str:
 class _PrehashedSigV4(SigV4Auth):  # type: ignore[misc]
     """SigV4 with the payload hash given, so the body needs no single buffer."""
 
-    def __init__(self, credentials: Any, region: str, digest: str) -> None:
-        super().__init__(credentials, SERVICE, region)
+    def __init__(self, credentials: Any, region: str, digest: str, service: str) -> None:
+        super().__init__(credentials, service, region)
         self._digest = digest
 
     def payload(self, request: Any) -> str:
@@ -85,10 +85,16 @@ class SigV4Signer:
         return tuple(v for v in (frozen.secret_key, frozen.token) if v)
 
     def sign(
-        self, method: str, url: str, headers: Mapping[str, str], digest: str
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        digest: str,
+        service: str = SERVICE,
     ) -> dict[str, str]:
-        """``headers`` plus ``X-Amz-Date``, ``Authorization`` (and the session token)."""
+        """``headers`` plus ``X-Amz-Date``, ``Authorization`` (and the session token),
+        signed for ``service``."""
         request = AWSRequest(method=method, url=url, headers=dict(headers))
         frozen = self._credentials.get_frozen_credentials()
-        _PrehashedSigV4(frozen, self.region, digest).add_auth(request)
+        _PrehashedSigV4(frozen, self.region, digest, service).add_auth(request)
         return {name: str(value) for name, value in request.headers.items()}

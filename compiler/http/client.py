@@ -38,7 +38,16 @@ from ..core.output import ModelOutput
 from ..providers.readers import Reader, reader
 from ..providers.readers.base import Listener, StreamReader
 from ..providers.transport import HttpRequest, error_details
-from .config import BEDROCK_PROVIDERS, Retry, Secret, Timeouts, endpoint, join_url, retry_after
+from .config import (
+    BEDROCK_PROVIDERS,
+    ENDPOINT_VARIANTS,
+    Retry,
+    Secret,
+    Timeouts,
+    endpoint,
+    join_url,
+    retry_after,
+)
 
 __all__ = ["ERROR_BODY_LIMIT", "AsyncClient", "Client"]
 
@@ -141,9 +150,23 @@ class _Core:
         elif self._key is None:
             names = " or ".join(point.key_env)
             raise UsageError(f"{provider}: no API key (give api_key=, or set {names})")
+        given = base_url
         if base_url is None:
             base_url = next((environ[v] for v in point.base_url_env if environ.get(v)), None)
         self.base_url = (base_url or point.base_url).replace("{region}", region or "")
+        #: per endpoint of this provider (HttpRequest.endpoint): its base URL, the SigV4
+        #: service its calls are signed for, and its reader (a base_url= given serves
+        #: every endpoint: a proxy or a stand-in server)
+        self._bases = {"": self.base_url}
+        self._services = {"": point.signing_name}
+        self._readers = {"": self._reader}
+        for (name, variant), other in sorted(ENDPOINT_VARIANTS.items()):
+            if name != provider:
+                continue
+            url = given or next((environ[v] for v in other.base_url_env if environ.get(v)), None)
+            self._bases[variant] = (url or other.base_url).replace("{region}", region or "")
+            self._services[variant] = other.signing_name
+            self._readers[variant] = reader(provider, variant)
         secrets = [] if self._key is None else [self._key.value]
         if self._signer is not None:
             secrets += self._signer.secrets()
@@ -165,14 +188,17 @@ class _Core:
                 f"a {call.provider} call sent through a {self.provider} client: "
                 "make one client per provider"
             )
+        if call.endpoint not in self._bases:
+            raise UsageError(f"{self.provider} has no endpoint {call.endpoint!r}")
 
     def _prepare(self, call: HttpRequest, digest: str | None) -> tuple[str, dict[str, str]]:
         """The URL and the headers of one try (a SigV4 signature is made per try)."""
-        url = join_url(self.base_url, call.path)
+        url = join_url(self._bases[call.endpoint], call.path)
         headers = dict(call.headers)
         if self._signer is not None:
             assert digest is not None
-            headers = self._signer.sign(call.method, url, headers, digest)
+            service = self._services[call.endpoint]
+            headers = self._signer.sign(call.method, url, headers, digest, service)
         elif self._key is not None:
             name, prefix = self._key_header
             headers[name] = prefix + self._key.value
@@ -207,7 +233,7 @@ class _Core:
     def _status_failure(
         self, call: HttpRequest, status: int, headers: Mapping[str, str], body: bytes
     ) -> _Failure:
-        kind, message, request_id = error_details(self.provider, headers, body)
+        kind, message, request_id = error_details(self.provider, headers, body, call.endpoint)
         message = None if message is None else self._scrub(message)
         text = f"{self._where(call)}: HTTP {status}"
         if kind:
@@ -216,7 +242,7 @@ class _Core:
             text += f": {message}"
         error = ProviderError(
             text,
-            retry_safe=self._reader.is_retryable(status, body),
+            retry_safe=self._readers[call.endpoint].is_retryable(status, body),
             status=status,
             error_type=kind,
             provider_message=message,
@@ -235,7 +261,7 @@ class _Core:
     ) -> _Failure:
         """A response the reader refused: an error event mid-stream, an unreadable body,
         or (``ended``: refused when the stream was over) a stream cut short."""
-        request_id = _request_id(self.provider, headers)
+        request_id = error_details(self.provider, headers, b"", call.endpoint)[2]
         reason = self._scrub(err.reason)
         kind: type[CallError] = ProviderError
         if ended and err.retry_safe and err.error_type is None:
@@ -327,7 +353,7 @@ class _Core:
     ) -> ModelOutput:
         """A whole response body read, or the try's failure."""
         try:
-            return self._reader.parse_response(body)
+            return self._readers[call.endpoint].parse_response(body)
         except ResponseError as err:
             raise self._read_failure(call, err, status, headers, ended=False) from None
 
@@ -358,8 +384,8 @@ class _Core:
         except ResponseError as err:
             raise self._read_failure(call, err, status, headers, ended=True) from None
 
-    def _stream_reader(self, on_event: Listener | None) -> StreamReader:
-        stream = self._reader.stream_reader()
+    def _stream_reader(self, call: HttpRequest, on_event: Listener | None) -> StreamReader:
+        stream = self._readers[call.endpoint].stream_reader()
         if on_event is not None:
             stream.listener = on_event
         return stream
@@ -367,10 +393,6 @@ class _Core:
 
 def _hint(error: ResponseError) -> str:
     return "a retry with the same event id is safe" if error.retry_safe else "do not retry as is"
-
-
-def _request_id(provider: str, headers: Mapping[str, str]) -> str | None:
-    return error_details(provider, headers, b"")[2]
 
 
 def _lower(headers: httpx.Headers) -> dict[str, str]:
@@ -385,7 +407,12 @@ class Client(_Core):
     ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, with or without its ``/v1``) and the
     public API. Bedrock signs with AWS SigV4 (``region`` or ``AWS_REGION``; explicit
     keys, else botocore's credential chain; needs ``prefixlock[bedrock]``), or sends a
-    Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``).
+    Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``). A call for another
+    endpoint of the provider (:attr:`HttpRequest.endpoint`: ``bedrock-anthropic``'s
+    ``mantle``, Claude's Messages API on bedrock-mantle) goes to that endpoint's host
+    (``ANTHROPIC_BEDROCK_MANTLE_BASE_URL``, else ``bedrock-mantle.REGION.api.aws``; a
+    ``base_url`` given serves every endpoint), signed for its SigV4 service and read by
+    its reader.
 
     ``sleep`` and ``clock`` are injectable so tests never wait."""
 
@@ -469,7 +496,7 @@ class Client(_Core):
                 raise self._status_failure(call, status, got, _read_error(response))
             if not stream:
                 return self._whole(call, response.read(), status, got)
-            reader = self._stream_reader(on_event)
+            reader = self._stream_reader(call, on_event)
             for chunk in response.iter_bytes():
                 self._chunk(call, reader, chunk, status, got, attempts.deadline)
             return self._ended(call, reader, status, got)
@@ -583,7 +610,7 @@ class AsyncClient(_Core):
                 raise self._status_failure(call, status, got, await _aread_error(response))
             if not stream:
                 return self._whole(call, await response.aread(), status, got)
-            reader = self._stream_reader(on_event)
+            reader = self._stream_reader(call, on_event)
             async for chunk in response.aiter_bytes():
                 self._chunk(call, reader, chunk, status, got, attempts.deadline)
             return self._ended(call, reader, status, got)

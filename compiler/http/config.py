@@ -8,7 +8,11 @@ Sources of the defaults: the base URLs and auth headers of each API reference
 api-reference/authentication: ``Authorization: Bearer``; ai.google.dev/api#api-keys:
 ``x-goog-api-key``; docs.aws.amazon.com/bedrock/latest/APIReference: SigV4 for the
 service ``bedrock`` at ``bedrock-runtime.REGION.amazonaws.com``, or a Bedrock API key as
-``Authorization: Bearer``). The environment variables are the official SDKs'.
+``Authorization: Bearer``; Claude's Messages API on Bedrock at
+``bedrock-mantle.REGION.api.aws``, SigV4 for the service ``bedrock-mantle`` or the same
+Bedrock API key: docs.aws.amazon.com/bedrock/latest/userguide/inference-messages-api.html
+and the anthropic SDK's ``lib/bedrock/_mantle.py``). The environment variables are the
+official SDKs'.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..providers import NAMES
 __all__ = [
     "BEDROCK_PROVIDERS",
     "ENDPOINTS",
+    "ENDPOINT_VARIANTS",
     "Endpoint",
     "Retry",
     "Secret",
@@ -59,6 +64,8 @@ class Endpoint:
     key_prefix: str = ""
     #: environment variables holding another base URL (the SDKs' own)
     base_url_env: tuple[str, ...] = ()
+    #: the SigV4 service name a call is signed for (Bedrock's endpoints; "" for none)
+    signing_name: str = ""
 
 
 #: Bedrock runtime, both of its wires (Converse, InvokeModel with the Claude Messages
@@ -69,6 +76,25 @@ _BEDROCK = Endpoint(
     ("AWS_BEARER_TOKEN_BEDROCK",),
     "authorization",
     "Bearer ",
+    signing_name="bedrock",
+)
+#: Claude's Messages API on bedrock-mantle (``bedrock-anthropic`` with ``endpoint: mantle``;
+#: the path, ``/anthropic/v1/messages``, is the route's, so a base URL written with the
+#: SDK's ``/anthropic`` tail is joined without doubling it). AWS, "Inference using
+#: Anthropic Messages API": "bedrock-mantle - Use a Amazon Bedrock API key ... or AWS SigV4
+#: credentials"; the anthropic SDK's AnthropicBedrockMantle (lib/bedrock/_mantle.py):
+#: ``Authorization: Bearer <key>``, else SigV4 with ``DEFAULT_SERVICE_NAME =
+#: "bedrock-mantle"``, base URL ``https://bedrock-mantle.{region}.api.aws/anthropic`` or
+#: ``ANTHROPIC_BEDROCK_MANTLE_BASE_URL``. (The SDK also reads a key from
+#: ``ANTHROPIC_AWS_API_KEY``; here the client's one key, ``AWS_BEARER_TOKEN_BEDROCK``,
+#: serves both endpoints.)
+_MANTLE = Endpoint(
+    "https://bedrock-mantle.{region}.api.aws",
+    ("AWS_BEARER_TOKEN_BEDROCK",),
+    "authorization",
+    "Bearer ",
+    ("ANTHROPIC_BEDROCK_MANTLE_BASE_URL",),
+    signing_name="bedrock-mantle",
 )
 #: The providers Bedrock serves: a region, SigV4 or a Bedrock API key.
 BEDROCK_PROVIDERS = frozenset({"bedrock-anthropic", "bedrock-converse"})
@@ -105,6 +131,12 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "Bearer ",
         ("OPENAI_BASE_URL",),
     ),
+}
+
+#: (provider, endpoint) -> a provider's other endpoint
+#: (``prefixlock.providers.transport.HttpRequest.endpoint``).
+ENDPOINT_VARIANTS: Mapping[tuple[str, str], Endpoint] = {
+    ("bedrock-anthropic", "mantle"): _MANTLE,
 }
 
 

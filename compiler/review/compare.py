@@ -29,6 +29,7 @@ registry's names (:data:`PROVIDERS`, re-exported for the rest of the command).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,10 @@ def history_key(provider: str) -> str:
     return get(provider).MESSAGES_KEY
 
 
+#: A Bedrock Claude model id: ``anthropic.<name>`` after an optional profile prefix, or an ARN.
+_BEDROCK_CLAUDE = re.compile(r"(?:[a-z]{2,6}(?:-[a-z]+)?\.)?anthropic\.|arn:aws")
+
+
 def guess_provider(body: Mapping[str, Any], path: Path | None = None) -> str:
     """The provider of a body: its folder's name if that is a provider, else its shape."""
     if path is not None and path.parent.name in PROVIDERS:
@@ -275,6 +280,11 @@ def guess_provider(body: Mapping[str, Any], path: Path | None = None) -> str:
     if "input" in body:
         return "openai-responses"
     if "anthropic_version" in body:  # Bedrock InvokeModel's Messages body
+        return "bedrock-anthropic"
+    model = body.get("model")
+    if "messages" in body and isinstance(model, str) and _BEDROCK_CLAUDE.match(model):
+        # the Messages-API endpoint on Bedrock (bedrock-anthropic, endpoint: mantle):
+        # the anthropic body naming a Bedrock model id, priced by Bedrock's rules
         return "bedrock-anthropic"
     if "inferenceConfig" in body or "toolConfig" in body:
         return "bedrock-converse"

@@ -24,6 +24,13 @@ is a typed :class:`ResponseError`.
 
 Opaque parts (thinking, redacted thinking, cited text, server tool blocks) carry the
 provider name ``bedrock-anthropic``: they go back to this wire as received.
+
+The Messages API on ``bedrock-mantle`` (``options: {endpoint: mantle}``,
+:class:`BedrockMantleReader`) answers as the first-party Messages API: a ``message`` JSON,
+or SSE with the same events ("Stream responses", AWS inference-messages-api.html; the
+anthropic SDK's ``AnthropicBedrockMantle`` reads both with its first-party ``Stream``
+and error handling, ``lib/bedrock/_mantle.py``). So it is :class:`~.anthropic.AnthropicReader`
+throughout, the opaque parts named ``bedrock-anthropic`` all the same.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from .bedrock_converse import RETRYABLE_STATUS, frame_event
 from .eventstream import Frame
 from .sse import Event
 
-__all__ = ["BedrockAnthropicReader", "BedrockAnthropicStreamReader"]
+__all__ = ["BedrockAnthropicReader", "BedrockAnthropicStreamReader", "BedrockMantleReader"]
 
 PROVIDER = "bedrock-anthropic"
 
@@ -77,6 +84,17 @@ class BedrockAnthropicReader(AnthropicReader):
         # travels in x-amzn-ErrorType, the body is {"message"}): the same table.
         known = RETRYABLE_STATUS.get(status)
         return Reader.is_retryable(self, status, body) if known is None else known
+
+
+class BedrockMantleReader(AnthropicReader):
+    """The Messages API on bedrock-mantle: Anthropic's JSON, SSE and error bodies (and
+    their retry rules), with ``bedrock-anthropic``'s opaque parts."""
+
+    name: ClassVar[str] = PROVIDER
+
+    def stream_reader(self, *, candidate: int | None = None) -> AnthropicStream:
+        one_output(self.name, candidate)
+        return AnthropicStream(PROVIDER)
 
 
 class BedrockAnthropicStreamReader(EventStreamReader):
