@@ -1,4 +1,4 @@
-"""Sending model calls over HTTP: a small client on httpx2 for all five providers.
+"""Sending model calls over HTTP: a small client on httpx2 for all six wires.
 
 ::
 
