@@ -16,7 +16,6 @@ from prefixlock.core.errors import SpecErrors, UsageError
 from prefixlock.review.compare import CONTENT_CHANGE
 from prefixlock.review.diff.folders import diff_folders
 from prefixlock.review.diff.sides import Side
-from prefixlock.review.observed import compare_observed
 from prefixlock.review.policies import price_session, scenario_calls
 from prefixlock.review.render import render_calls
 from prefixlock.review.replay import replay, replay_bodies, serialize_calls, write_bodies
@@ -118,19 +117,13 @@ def test_a_switch_to_a_provider_the_bundle_does_not_configure_is_an_error(
     ]
 
 
-def test_observed_and_the_bench_economics_refuse_a_provider_switch(
+def test_the_bench_economics_refuse_a_provider_switch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """(verify --observed prices one: tests/test_observed_switch.py.)"""
     monkeypatch.chdir(tmp_path)
     _scenario(tmp_path)
-    usage = tmp_path / "u.json"
-    usage.write_text(
-        json.dumps({"format": "prefixlock-usage/1", "provider": "anthropic", "calls": []})
-    )
     why = "does not price a provider switch yet (call 3: anthropic → openai-responses; "
-    with pytest.raises(UsageError) as caught:
-        compare_observed(Path("s.yaml"), usage)
-    assert str(caught.value) == f"s.yaml: verify --observed {why}verify and calls.md do)"
     with pytest.raises(UsageError) as caught:
         long_session(["anthropic"], path=Path("s.yaml"))
     assert str(caught.value) == f"s.yaml: the bench economics {why}verify and calls.md do)"

@@ -5,13 +5,16 @@ The usage file is what ``prefixlock convert`` writes beside a scenario (format
 ``prefixlock-usage/1``: per model call the tokens the transcript observed: uncached,
 cache read, cache writes for 5 minutes and for an hour). The scenario is replayed, each
 body serialized for the usage file's provider (or the one given) and priced by the cache
-simulator (:func:`~prefixlock.review.verify.simulate_calls`'s rules) at the call's
+simulator (:func:`~prefixlock.review.verify.simulate_calls`'s rules: after a provider
+switch, the body of the provider the call went to, in a simulation of that provider's
+own, as ``verify --policy`` prices it) at the call's
 observed time (the transcript's stamp of the call's input, tool results included, where
 the scenario only dates user turns). Both sides are priced in base input-token units at
 the provider's prices for the model: the simulated side by what it simulated (its
 markers' TTLs), the observed side by the observed split (a 5-minute write at the 5-minute
 price, a one-hour write at the one-hour price), so the two costs differ only by what was
-cached and for how long.
+cached and for how long. Each call is priced at the provider and model it went to (a
+``switch`` step's), in that model's base input-token units.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ..core.errors import CanonicalJSONError, InputError
 from ..core.files import read_review_file
 from ..core.timestamps import seconds, timestamp_problem
 from .convert.common import USAGE_FORMAT
-from .replay import Call, refuse_provider_switch, replay, serialize_at
+from .replay import Call, replay, serialize_at
 from .scenario import load_scenario
 from .verify import RootCaches, call_time, name_caches
 
@@ -73,11 +76,14 @@ class ObservedRow:
     observed: Side | None
     #: the model the call went to (the bundle's, or a ``switch`` step's)
     model: str = ""
+    #: the provider the call went to (the replayed one, or a ``switch`` step's)
+    provider: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "call": self.call,
             "step": self.step,
+            "provider": self.provider,
             "model": self.model,
             "simulated": self.simulated.to_json(),
             "observed": None if self.observed is None else self.observed.to_json(),
@@ -112,11 +118,18 @@ class ObservedReport:
             f"{'call':>5} {'step':>5}  {'sim cached':>10} {'obs cached':>10}  "
             f"{'sim cost':>10} {'obs cost':>10}"
         )
-        models = [self.model]  # each model in the order the calls went to it
+        # each (provider, model) in the order the calls went to it; a provider named
+        # where it changes: "anthropic claude-sonnet-5-5 → openai-responses gpt-4.1"
+        targets = [(self.provider, self.model)]
         for row in self.rows:
-            if row.model and row.model != models[-1]:
-                models.append(row.model)
-        lines = [f"{self.scenario}: {self.provider} {' → '.join(models)}", head]
+            target = (row.provider or targets[-1][0], row.model or targets[-1][1])
+            if target != targets[-1]:
+                targets.append(target)
+        names = [
+            model if i and provider == targets[i - 1][0] else f"{provider} {model}"
+            for i, (provider, model) in enumerate(targets)
+        ]
+        lines = [f"{self.scenario}: {' → '.join(names)}", head]
         for row in self.rows:
             sim, obs = row.simulated, row.observed
             lines.append(
@@ -198,7 +211,6 @@ def compare_observed(
     name = provider or str(usage.get("provider") or "anthropic")
     wire = registry.get(name)
     calls: list[Call] = replay(scenario)
-    refuse_provider_switch(scenario, calls, name, "verify --observed")
     rows_in: list[Any] = usage["calls"]
     if len(rows_in) != len(calls):
         raise InputError(
@@ -209,9 +221,15 @@ def compare_observed(
         model = calls[0].target(name) if calls else None
     except KeyError:
         model = None
-    simulation = Simulation(name, model=model)
-    roots = RootCaches(name)
+    # after a provider switch the bodies are another provider's: its own simulation
+    # (as verify --policy prices them), beside the first provider's
+    lanes = {name: (Simulation(name, model=model), RootCaches(name))}
+    priced = []
     for call, row in zip(calls, rows_in, strict=True):
+        target = call.wire(name)
+        if target not in lanes:
+            lanes[target] = (Simulation(target, model=call.target(name)), RootCaches(target))
+        simulation, roots = lanes[target]
         # the model a switch step sent the call to (a transcript's own model): its cache
         # namespace and prices (Gemini and Bedrock name it in the URL, not the body)
         simulation.model = call.target(name)
@@ -222,26 +240,28 @@ def compare_observed(
             else call_time(scenario, call)
         )
         name_caches(simulation, roots(call.request))
-        simulation.add(serialize_at(scenario, call, wire), at)
-    report = simulation.report()
+        # serialize_at sends a switched call through the provider it went to (wire_for)
+        priced.append(simulation.add(serialize_at(scenario, call, wire), at))
     rows = []
-    for call, sim, row in zip(calls, report.calls, rows_in, strict=True):
+    for number, (call, sim, row) in enumerate(zip(calls, priced, rows_in, strict=True), 1):
         seen = row.get("observed") if isinstance(row, dict) else None
         rows.append(
             ObservedRow(
-                call=sim.index,
+                call=number,
                 step=call.step,
                 simulated=Side(
                     sim.input_tokens, sim.cache_read_tokens, sim.cache_write_tokens, sim.cost
                 ),
-                # each call's observed tokens at the prices of the model it went to
+                # each call's observed tokens at the prices of the provider and model it
+                # went to
                 observed=(
-                    _observed(rules_for(name, call.target(name)), seen)
+                    _observed(rules_for(call.wire(name), call.target(name)), seen)
                     if isinstance(seen, dict)
                     else None
                 ),
                 model=call.target(name),
+                provider=call.wire(name),
             )
         )
-    first = rows[0].model if rows else report.model
+    first = rows[0].model if rows else lanes[name][0].report().model
     return ObservedReport(scenario.file, name, first, tuple(rows))
