@@ -38,7 +38,7 @@ steps:
 
 #: Calls 1-2 billed by Anthropic (claude-sonnet-5-5, the bundle's model: the 5-minute /
 #: one-hour split of ``cache_creation``), calls 3-4 by OpenAI (gpt-4.1: its
-#: ``cached_tokens`` as the read, no writes).
+#: ``cached_tokens`` as the read, its 30-minute ``cache_write_tokens`` as the short write).
 USAGE = {
     "format": "prefixlock-usage/1",
     "provider": "anthropic",
@@ -61,17 +61,25 @@ USAGE = {
                 "output_tokens": 5,
             }
         },
-        {"observed": {"uncached_tokens": 3200, "cache_read_tokens": 0, "output_tokens": 5}},
+        {
+            "observed": {
+                "uncached_tokens": 200,
+                "cache_read_tokens": 0,
+                "cache_write_5m_tokens": 3000,
+                "output_tokens": 5,
+            }
+        },
         {"observed": {"uncached_tokens": 40, "cache_read_tokens": 3200, "output_tokens": 5}},
     ],
 }
 
 # The observed costs, in base input-token units of each call's model
 # (compiler/cache/rules.py): claude-sonnet-5-5 writes at 1.25x for 5 minutes, 2x for an
-# hour, reads at 0.05x; gpt-4.1 reads at 0.25x (OpenAI's table, not Claude's 0.1x).
+# hour, reads at 0.05x; gpt-4.1 writes at 1x and reads at 0.25x (OpenAI's table, not
+# Claude's 1.25x and 0.1x).
 #   call 1: 10 + 2000 * 1.25 + 1000 * 2 = 4510
 #   call 2: 20 + 3000 * 0.05 + 100 * 1.25 = 295
-#   call 3: 3200
+#   call 3: 200 + 3000 * 1 = 3200
 #   call 4: 40 + 3200 * 0.25 = 840
 OBSERVED = [
     {
@@ -91,7 +99,7 @@ OBSERVED = [
     {
         "input_tokens": 3200,
         "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
+        "cache_write_tokens": 3000,
         "cached_share": 0.0,
         "cost": 3200.0,
     },
@@ -166,7 +174,7 @@ def test_observed_prices_each_call_at_its_provider_and_model(
     assert out["totals"]["observed"] == {
         "input_tokens": 12570,
         "cache_read_tokens": 6200,
-        "cache_write_tokens": 3100,
+        "cache_write_tokens": 6100,
         "cached_share": 0.4932,
         "cost": 8845.0,
     }
