@@ -383,7 +383,7 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5618"
     assert lines[7:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
-        "provider's cache prices"
+        "cache prices of each call's provider and model"
     ]
 
 

@@ -208,3 +208,7 @@ def test_observed_table_names_the_provider_and_model_sequence(
         f"{'total':>11}  {read / size:>10.1%} {6200 / 12570:>10.1%}  "
         f"{float(total):>10.0f} {8845:>10.0f}"
     )
+    assert lines[7:] == [
+        "4 of 4 calls observed; totals over those; costs in base input-token units at the "
+        "cache prices of each call's provider and model"
+    ]

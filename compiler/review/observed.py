@@ -146,7 +146,7 @@ class ObservedReport:
         observed_calls = sum(1 for r in self.rows if r.observed is not None)
         lines.append(
             f"{observed_calls} of {len(self.rows)} calls observed; totals over those; costs "
-            "in base input-token units at the provider's cache prices"
+            "in base input-token units at the cache prices of each call's provider and model"
         )
         return lines
 
