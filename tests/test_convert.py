@@ -16,6 +16,7 @@ from convert_fixtures import (
     codex_resumed,
     codex_small,
 )
+from prefixlock.cache.prices import PRICE_TABLE
 from prefixlock.core.errors import SpecErrors
 from prefixlock.review.convert import convert, usage_path, write_converted
 from prefixlock.review.replay import replay
@@ -381,9 +382,12 @@ def test_verify_observed_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     ]
     assert lines[6][:11] == "      total"
     assert lines[6][24:34] == "     66.5%" and lines[6][-10:] == "      5618"
-    assert lines[7:] == [
+    # in dollars at claude-sonnet-4-5's list price, $3 per million: 5618 x 3 / 10^6
+    assert lines[7][:11] == "  total USD" and lines[7][-10:] == f"{5618 * 3 / 1e6:>10.4f}"
+    assert lines[8:] == [
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
-        "cache prices of each call's provider and model"
+        "cache prices of each call's provider and model",
+        f"USD at {PRICE_TABLE}",
     ]
 
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cache.simulator import CallCache, Simulation
 from prefixlock.cli import main
 from prefixlock.review.observed import compare_observed
@@ -208,7 +209,46 @@ def test_observed_table_names_the_provider_and_model_sequence(
         f"{'total':>11}  {read / size:>10.1%} {6200 / 12570:>10.1%}  "
         f"{float(total):>10.0f} {8845:>10.0f}"
     )
-    assert lines[7:] == [
+    assert lines[8] == (
         "4 of 4 calls observed; totals over those; costs in base input-token units at the "
         "cache prices of each call's provider and model"
-    ]
+    )
+
+
+def test_observed_totals_in_dollars_add_each_model_at_its_list_price(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a switch the base-unit totals add two models' units; the dollar totals
+    price each call at its own model's list price (compiler/cache/prices.py):
+    claude-sonnet-5-5 ($2 per million base input tokens, as claude-sonnet-5) and
+    gpt-4.1 ($2)."""
+    monkeypatch.chdir(tmp_path)
+    _, usage = _files(tmp_path)
+    priced = _priced(tmp_path / "s.yaml")
+    observed_usd = (Fraction(4510 + 295) * 2 + Fraction(3200 + 840) * 2) / 1_000_000
+    simulated_usd = sum((p.cost * 2 for p in priced), Fraction(0)) / 1_000_000
+    out = compare_observed(Path("s.yaml"), usage).to_json()
+    assert out["usd"] == {
+        "simulated": round(float(simulated_usd), 6),
+        "observed": round(float(observed_usd), 6),
+        "prices": PRICE_TABLE,
+    }
+    assert main(["verify", "s.yaml", "--observed", str(usage)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[7] == (
+        f"{'total USD':>11}  {'':>10} {'':>10}  "
+        f"{float(simulated_usd):>10.4f} {float(observed_usd):>10.4f}"
+    )
+    assert lines[9] == f"USD at {PRICE_TABLE}"
+
+
+def test_observed_dollars_are_none_when_a_model_has_no_list_price(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    scenario, usage = _files(tmp_path)
+    assert input_price("gpt-5.6-luna") is None  # its price was not found (prices.py)
+    scenario.write_text(SCENARIO.replace("gpt-4.1", "gpt-5.6-luna"), encoding="utf-8")
+    report = compare_observed(Path("s.yaml"), usage)
+    assert report.dollars() is None
+    assert report.to_json()["usd"] is None

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from .. import providers as registry
+from ..cache.prices import PRICE_TABLE, input_price
 from ..cache.rules import CacheRules, rules_for
 from ..cache.simulator import Simulation
 from ..core import canonical
@@ -102,8 +103,25 @@ class ObservedReport:
         both = [r for r in self.rows if r.observed is not None]
         return _sum([r.simulated for r in both]), _sum([r.observed for r in both if r.observed])
 
+    def dollars(self) -> tuple[Fraction, Fraction] | None:
+        """Simulated and observed USD over the calls both sides have, each call at its
+        own model's list price (:mod:`prefixlock.cache.prices`): after a ``switch`` the
+        base-unit totals add two models' units, the dollars do not. None when a call's
+        model has no list price (never a guess)."""
+        simulated = observed = Fraction(0)
+        for row in self.rows:
+            if row.observed is None:
+                continue
+            price = input_price(row.model or self.model)
+            if price is None:
+                return None
+            simulated += row.simulated.cost * price / 1_000_000
+            observed += row.observed.cost * price / 1_000_000
+        return simulated, observed
+
     def to_json(self) -> dict[str, Any]:
         simulated, observed = self.totals()
+        dollars = self.dollars()
         return {
             "scenario": self.scenario,
             "provider": self.provider,
@@ -111,6 +129,13 @@ class ObservedReport:
             "calls": [row.to_json() for row in self.rows],
             "observed_calls": sum(1 for r in self.rows if r.observed is not None),
             "totals": {"simulated": simulated.to_json(), "observed": observed.to_json()},
+            "usd": None
+            if dollars is None
+            else {
+                "simulated": round(float(dollars[0]), 6),
+                "observed": round(float(dollars[1]), 6),
+                "prices": PRICE_TABLE,
+            },
         }
 
     def table(self) -> list[str]:
@@ -143,11 +168,19 @@ class ObservedReport:
             f"{'total':>11}  {simulated.cached_share:>10.1%} {observed.cached_share:>10.1%}  "
             f"{float(simulated.cost):>10.0f} {float(observed.cost):>10.0f}"
         )
+        dollars = self.dollars()
+        if dollars is not None:
+            lines.append(
+                f"{'total USD':>11}  {'':>10} {'':>10}  "
+                f"{float(dollars[0]):>10.4f} {float(dollars[1]):>10.4f}"
+            )
         observed_calls = sum(1 for r in self.rows if r.observed is not None)
         lines.append(
             f"{observed_calls} of {len(self.rows)} calls observed; totals over those; costs "
             "in base input-token units at the cache prices of each call's provider and model"
         )
+        if dollars is not None:
+            lines.append(f"USD at {PRICE_TABLE}")
         return lines
 
 
