@@ -80,10 +80,10 @@ def _processing_order(marks: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return rest + top
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize(("provider", "key"), WIRES)
-def test_golden_bodies_per_policy(provider: str, key: str, policy: str) -> None:
-    bodies = _bodies(provider, policy)
+def _golden_values(provider: str, policy: str, bodies: list[bytes]) -> list[Any]:
+    """The bodies, each byte-equal to its golden file under ``DATA/provider/policy``
+    (written there first with ``PREFIXLOCK_UPDATE_POLICY_GOLDEN=1``), parsed; none
+    carries the ``cache_ttl`` option itself."""
     folder = DATA / provider / policy
     if UPDATE:
         folder.mkdir(parents=True, exist_ok=True)
@@ -95,8 +95,15 @@ def test_golden_bodies_per_policy(provider: str, key: str, policy: str) -> None:
     assert [f.name for f in files] == [f"{i:04d}.json" for i in range(1, len(bodies) + 1)]
     for file, body in zip(files, bodies, strict=True):
         assert body == file.read_bytes(), f"{provider}/{policy}/{file.name} differs"
-        value = json.loads(body)
         assert "cache_ttl" not in body.decode()
+    return [json.loads(body) for body in bodies]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("provider", "key"), WIRES)
+def test_golden_bodies_per_policy(provider: str, key: str, policy: str) -> None:
+    bodies = _bodies(provider, policy)
+    for value in _golden_values(provider, policy, bodies):
         ttls = [ttl for _, ttl in _processing_order(_marks(value, key))]
         assert len(ttls) <= 4
         assert ttls == sorted(ttls, key=lambda t: t != "1h"), ttls  # 1h never after 5m
@@ -306,19 +313,7 @@ def _breakpoints(body: Any, history: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("provider", "history"), OPENAI_WIRES)
 def test_openai_golden_bodies_per_policy(provider: str, history: str, policy: str) -> None:
     bodies = _openai_bodies(provider, policy)
-    folder = DATA / provider / policy
-    if UPDATE:
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("*.json"):
-            old.unlink()
-        for i, body in enumerate(bodies, 1):
-            (folder / f"{i:04d}.json").write_bytes(body)
-    files = sorted(folder.glob("*.json"))
-    assert [f.name for f in files] == [f"{i:04d}.json" for i in range(1, len(bodies) + 1)]
-    for file, body in zip(files, bodies, strict=True):
-        assert body == file.read_bytes(), f"{provider}/{policy}/{file.name} differs"
-        value = json.loads(body)
-        assert "cache_ttl" not in body.decode()
+    for value in _golden_values(provider, policy, bodies):
         ttls = [ttl for _, ttl in _breakpoints(value, history)]
         assert 1 <= len(ttls) <= 4
         if policy == "5m":

@@ -9,6 +9,7 @@ annotations: every cause each names is the edited line of the new file.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -59,8 +60,13 @@ def line_of(root: Path, path: str, text: str) -> str:
 def causes(
     root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, set[str]]:
-    """Every spec line each output format names as a cause."""
+    """Every spec line each output format names as a cause. The three commands render
+    one report: the CLI computes ``diff HEAD WORKTREE`` once (a frozen value) and each
+    command still parses its arguments and prints its format as before."""
+    import prefixlock.cli.review as review_cli
+
     monkeypatch.chdir(root)
+    monkeypatch.setattr(review_cli, "diff", functools.cache(review_cli.diff))
     found: dict[str, set[str]] = {}
     for fmt in ("text", "markdown", "github"):
         capsys.readouterr()

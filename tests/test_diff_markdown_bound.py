@@ -10,15 +10,18 @@ counted, and ``--full-report`` writes all of it.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import prefixlock.cli.review as review_cli
 import pytest
 from prefixlock.cli.commands import main
 from prefixlock.providers import NAMES
-from prefixlock.review.diff import diff
+from prefixlock.review.diff import GOLDEN, DiffReport, diff
 from prefixlock.review.diff.formats import MARKDOWN_LIMIT, markdown
 from prefixlock.review.scenario import scenario_bundle_root
 
@@ -113,6 +116,18 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+#: The options the command line passes when none is given.
+DEFAULTS: dict[str, Any] = {"provider": None, "root": Path("."), "golden": GOLDEN}
+
+
+@functools.cache
+def _diff(old: str, new: str, example: Path, **options: Any) -> DiffReport:
+    """The report of ``diff old new`` in the example (a frozen value): the command's and
+    ``test_what_does_not_fit_is_counted``'s of the instructions edit are one."""
+    assert Path.cwd() == example
+    return diff(old, new, **options)
+
+
 def _line(root: Path, path: str, text: str) -> str:
     lines = (root / path).read_text(encoding="utf-8").split("\n")
     found = [n for n, line in enumerate(lines, 1) if text in line]
@@ -133,6 +148,7 @@ def test_markdown_of_one_edit_of_the_example_is_bounded_and_headed_by_its_impact
     old, new = f"HEAD~{back}", f"HEAD~{back - 1}" if back > 1 else "HEAD"
     full = tmp_path / "report.md"
     monkeypatch.chdir(example)
+    monkeypatch.setattr(review_cli, "diff", lambda a, b, **options: _diff(a, b, example, **options))
     capsys.readouterr()
     main(["diff", old, new, "--format=markdown", f"--full-report={full}"])
     out = capsys.readouterr().out
@@ -169,7 +185,7 @@ def test_what_does_not_fit_is_counted(
     assert 0 < len(cases) < len(list((REPO / "golden").glob("*/scenario.yaml")))
     results = len([d for case in cases for d in case.iterdir() if d.name in NAMES])
     calls = len([f for case in cases for f in case.glob("*/*.json")])
-    report = diff("HEAD~3", "HEAD~2")
+    report = _diff("HEAD~3", "HEAD~2", example, **DEFAULTS)
     whole = markdown(report, limit=None)
     blocks = sum(1 for line in whole if re.match(r"[a-z-]+/[a-z-]+: [0-9]+ of [0-9]+ calls", line))
     assert blocks == results

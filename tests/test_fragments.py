@@ -117,24 +117,33 @@ def test_joined_fragments_are_the_golden_bytes_for_every_provider(case: str) -> 
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("name", NAMES)
-def test_stream_bodies_from_fragments(case: str, name: str) -> None:
+def test_stream_bodies_from_fragments(case: str) -> None:
     """The streaming body is the non-streaming one with the stream fields last; sent
     from fragments it is the same bytes, and the fragments before the close are the
-    non-streaming call's."""
-    provider = providers.get(name)
-    for k, request in enumerate(carried(live_requests(case), name)):
-        plain = golden_bodies(case, name)[k]
-        call = provider.http_request(request, stream=True)
-        # the route of the call's endpoint (bedrock-anthropic's mantle streams in the body)
-        route = ENDPOINT_ROUTES[name, call.endpoint] if call.endpoint else ROUTES[name]
-        fields = route.stream_fields
-        expected = plain[:-1] + b"," + fields + b"}" if fields else plain
-        assert call.body == expected
-        assert b"".join(call.iter_body()) == expected
-        assert call.content_length == len(expected)
-        assert call.fragments.prefix == provider.fragments(request).prefix
-        assert provider.http_request(request).body == plain
+    non-streaming call's. Every provider from one replay of the case (as
+    ``test_joined_fragments_are_the_golden_bytes_for_every_provider``), each with its
+    own carrier: a replay per provider made this 132 replays on SQLite."""
+    live = {name: providers.get(name) for name in NAMES}
+    carriers = {name: Carrier() for name in NAMES}
+    counts = dict.fromkeys(NAMES, 0)
+    for k, live_request in enumerate(live_requests(case)):
+        for name, provider in live.items():
+            where = (case, name, k + 1)
+            request = carriers[name].request(live_request, name)
+            plain = golden_bodies(case, name)[k]
+            call = provider.http_request(request, stream=True)
+            # the route of the call's endpoint (bedrock-anthropic's mantle streams in the body)
+            route = ENDPOINT_ROUTES[name, call.endpoint] if call.endpoint else ROUTES[name]
+            fields = route.stream_fields
+            expected = plain[:-1] + b"," + fields + b"}" if fields else plain
+            assert call.body == expected, where
+            assert b"".join(call.iter_body()) == expected, where
+            assert call.content_length == len(expected), where
+            assert call.fragments.prefix == provider.fragments(request).prefix, where
+            assert provider.http_request(request).body == plain, where
+            counts[name] += 1
+    for name in NAMES:
+        assert counts[name] == len(golden_bodies(case, name)) > 0, name
 
 
 def _five_minute(requests: Iterable[ModelRequest]) -> Iterator[ModelRequest]:

@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 from conv_helpers import CONTEXT_A, background, context_b, mode_bundle, user
+from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from prefixlock.core import canonical
 from prefixlock.core.errors import ConflictError
 from prefixlock.core.messages import MessageKind
@@ -278,11 +285,24 @@ class ConversationMachine(RuleBasedStateMachine):
         assert self.conv.history.sections == model
 
 
-TestConversationMachine = ConversationMachine.TestCase
-
-
 class SectionsConversationMachine(ConversationMachine):
     MODE = "sections"
 
 
-TestSectionsConversationMachine = SectionsConversationMachine.TestCase
+#: Each machine's examples are run in this many parts, each drawing its own random
+#: conversations, so that xdist's workers share them out: one machine was a single test
+#: of 40 s, run by one worker while the other sat idle at the end of the suite.
+PARTS = 4
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+@pytest.mark.parametrize(
+    "machine", [ConversationMachine, SectionsConversationMachine], ids=["whole", "sections"]
+)
+def test_random_conversations_keep_every_invariant(
+    machine: type[ConversationMachine], part: int
+) -> None:
+    """The profile's ``max_examples`` in all (200 in ``ci``, 10,000 in ``long``), a
+    ``PARTS``-th of them per part."""
+    examples = -(-settings.default.max_examples // PARTS)
+    run_state_machine_as_test(machine, settings=settings(max_examples=examples))

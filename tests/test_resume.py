@@ -134,16 +134,25 @@ def _state(conv: Conversation) -> tuple[list[Any], bytes]:
     return messages, providers.get("anthropic").serialize(conv.request())
 
 
-@pytest.mark.parametrize(("write", "before"), sorted(POINTS))
-def test_the_loop_resumes_after_a_kill_at_every_write(
+def _killed_at(
     open_fresh: Callable[[], DurableStore], write: int, before: bool
-) -> None:
+) -> tuple[tuple[list[Any], bytes], Model, Tools, KillingStore]:
+    """The uninterrupted turn's state, then the same turn killed at ``write`` (before or
+    after it reaches the store): the reference, and the model, tools and store it left."""
     reference = _uninterrupted(open_fresh)
     model, tools = Model(), Tools()
     store = KillingStore(open_fresh(), write, before)
     conv = Conversation.open(store, example_bundle(), CID)  # type: ignore[arg-type]
     with pytest.raises(Killed):
         run_turn(conv, model, EVENT, tools)
+    return reference, model, tools, store
+
+
+@pytest.mark.parametrize(("write", "before"), sorted(POINTS))
+def test_the_loop_resumes_after_a_kill_at_every_write(
+    open_fresh: Callable[[], DurableStore], write: int, before: bool
+) -> None:
+    reference, model, tools, store = _killed_at(open_fresh, write, before)
     assert store.appends == write
     resumed = Conversation.open(open_fresh(), example_bundle(), CID)
     assert run_turn(resumed, model, EVENT, tools) == FINAL.text
@@ -269,12 +278,7 @@ REPLAYED = {
 def test_recording_the_last_response_again_after_a_kill_is_idempotent_by_its_id(
     open_fresh: Callable[[], DurableStore], write: int, before: bool
 ) -> None:
-    reference = _uninterrupted(open_fresh)
-    model, tools = Model(), Tools()
-    store = KillingStore(open_fresh(), write, before)
-    conv = Conversation.open(store, example_bundle(), CID)  # type: ignore[arg-type]
-    with pytest.raises(Killed):
-        run_turn(conv, model, EVENT, tools)
+    reference, model, tools, _ = _killed_at(open_fresh, write, before)
     replayed, appended, counts = REPLAYED[(write, before)]
     resumed = Conversation.open(open_fresh(), example_bundle(), CID)
     if replayed is not None:

@@ -12,6 +12,21 @@ from sdk_judge import PROVIDERS, assert_valid, judge
 
 Body = dict[str, Any]
 
+#: What the Anthropic and Bedrock Messages bodies below share: the system, the tools and
+#: a turn that calls a tool (each test deep-copies a body before it changes it).
+MESSAGES_SYSTEM = [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+MESSAGES_TOOLS = [{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}]
+MESSAGES_TURN = [
+    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "t", "signature": "sig"},
+            {"type": "tool_use", "id": "c1", "name": "grep", "input": {}},
+        ],
+    },
+]
+
 GOOD: dict[str, Body] = {
     "openai-chat": {
         "model": "gpt-4.1",
@@ -70,17 +85,10 @@ GOOD: dict[str, Body] = {
     "anthropic": {
         "model": "claude-sonnet-4-5",
         "max_tokens": 100,
-        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
-        "tools": [{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}],
+        "system": MESSAGES_SYSTEM,
+        "tools": MESSAGES_TOOLS,
         "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "thinking", "thinking": "t", "signature": "sig"},
-                    {"type": "tool_use", "id": "c1", "name": "grep", "input": {}},
-                ],
-            },
+            *MESSAGES_TURN,
             {
                 "role": "user",
                 "content": [
@@ -95,17 +103,10 @@ GOOD: dict[str, Body] = {
         "modelId": "us.anthropic.claude-sonnet-5-5",
         "anthropic_version": "bedrock-2023-05-31",
         "max_tokens": 100,
-        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
-        "tools": [{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}],
+        "system": MESSAGES_SYSTEM,
+        "tools": MESSAGES_TOOLS,
         "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "thinking", "thinking": "t", "signature": "sig"},
-                    {"type": "tool_use", "id": "c1", "name": "grep", "input": {}},
-                ],
-            },
+            *MESSAGES_TURN,
             {
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "x"}],

@@ -101,6 +101,29 @@ BREAKPOINT = "prompt_cache_breakpoint"
 #: The breakpoint rule's message on the tool-loop case's models (gpt-4.1, gpt-5).
 NO_BREAKPOINTS = "takes no prompt cache breakpoints (GPT-5.6 and later)"
 
+#: The Anthropic Messages rules, broken one at a time; Bedrock's Messages body keeps them.
+ANTHROPIC_BREAKS: dict[str, tuple[Change, str]] = {
+    "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
+    "anthropic_tool_use_ids": (
+        _set(("messages", 2, "content", 1, "id"), "functions.read_file:0"),
+        "$.messages[2].content[1].id: 'functions.read_file:0' does not match",
+    ),
+    "anthropic_tool_results_first": (
+        _text_first_in_one_message,
+        "$.messages[3].content[1]: tool_result blocks must come first",
+    ),
+    "anthropic_no_blank_text": (
+        _set(("messages", 1, "content", 0, "text"), ""),
+        "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
+    ),
+    "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
+    "anthropic_tool_blocks_need_tools": (
+        lambda body: body.pop("tools"),
+        "$.tools: requests which include tool_use or tool_result blocks must define tools",
+    ),
+}
+
+
 #: provider -> rule -> (a change that breaks it, a fragment of the violation).
 BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
     "bedrock-converse": {
@@ -126,46 +149,10 @@ BREAKS: dict[str, dict[str, tuple[Change, str]]] = {
             "$.toolConfig: must be defined when using toolUse and toolResult content blocks",
         ),
     },
-    "anthropic": {
-        "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
-        "anthropic_tool_use_ids": (
-            _set(("messages", 2, "content", 1, "id"), "functions.read_file:0"),
-            "$.messages[2].content[1].id: 'functions.read_file:0' does not match",
-        ),
-        "anthropic_tool_results_first": (
-            _text_first_in_one_message,
-            "$.messages[3].content[1]: tool_result blocks must come first",
-        ),
-        "anthropic_no_blank_text": (
-            _set(("messages", 1, "content", 0, "text"), ""),
-            "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
-        ),
-        "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
-        "anthropic_tool_blocks_need_tools": (
-            lambda body: body.pop("tools"),
-            "$.tools: requests which include tool_use or tool_result blocks must define tools",
-        ),
-    },
+    "anthropic": ANTHROPIC_BREAKS,
     # the Anthropic rules hold on Bedrock's Messages body too, plus its own two
     "bedrock-anthropic": {
-        "anthropic_roles": (_set(("messages", 0, "role"), "system"), "$.messages[0].role"),
-        "anthropic_tool_use_ids": (
-            _set(("messages", 2, "content", 1, "id"), "functions.read_file:0"),
-            "$.messages[2].content[1].id: 'functions.read_file:0' does not match",
-        ),
-        "anthropic_tool_results_first": (
-            _text_first_in_one_message,
-            "$.messages[3].content[1]: tool_result blocks must come first",
-        ),
-        "anthropic_no_blank_text": (
-            _set(("messages", 1, "content", 0, "text"), ""),
-            "$.messages[1].content[0].text: text content blocks must contain non-whitespace",
-        ),
-        "anthropic_at_most_four_breakpoints": (_five_breakpoints, "5 cache_control"),
-        "anthropic_tool_blocks_need_tools": (
-            lambda body: body.pop("tools"),
-            "$.tools: requests which include tool_use or tool_result blocks must define tools",
-        ),
+        **ANTHROPIC_BREAKS,
         "bedrock_anthropic_version": (
             _set(("anthropic_version",), "2023-06-01"),
             "$.anthropic_version: must be 'bedrock-2023-05-31', not '2023-06-01'",
