@@ -367,6 +367,7 @@ def _wire(path: Path) -> str:
     return path.parent.name if route is None else route[0]
 
 
+@functools.cache
 def _endpoint(case: Path, provider: str) -> str:
     """The endpoint a golden case's settings choose for ``provider`` (bedrock-anthropic's
     ``mantle`` in golden/bedrock-mantle, whose own bundle says so)."""
