@@ -12,6 +12,7 @@ import pytest
 from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cache.simulator import CallCache, Simulation
 from prefixlock.cli import main
+from prefixlock.core.errors import InputError
 from prefixlock.review.observed import compare_observed
 from prefixlock.review.policies import scenario_calls
 from prefixlock.review.replay import replay_bodies
@@ -252,3 +253,89 @@ def test_observed_dollars_are_none_when_a_model_has_no_list_price(
     report = compare_observed(Path("s.yaml"), usage)
     assert report.dollars() is None
     assert report.to_json()["usd"] is None
+
+
+def _with_models(models: list[str]) -> dict[str, object]:
+    """USAGE with each row's ``model``, as the converters write it (common.py
+    ``Builder.assistant``: the transcript's model of the call)."""
+    calls = [dict(row, model=model) for row, model in zip(USAGE["calls"], models, strict=True)]  # type: ignore[call-overload]
+    return dict(USAGE, calls=calls)
+
+
+def test_observed_rows_whose_models_match_their_calls_are_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row's model is checked against the model its own call went to (before the
+    switch claude-sonnet-5-5, after it gpt-4.1), not the scenario's first one."""
+    monkeypatch.chdir(tmp_path)
+    _, usage = _files(tmp_path)
+    models = ["claude-sonnet-5-5", "claude-sonnet-5-5", "gpt-4.1", "gpt-4.1"]
+    usage.write_text(json.dumps(_with_models(models)), encoding="utf-8")
+    out = compare_observed(Path("s.yaml"), usage).to_json()
+    assert [row["observed"] for row in out["calls"]] == OBSERVED
+
+
+@pytest.mark.parametrize(
+    ("models", "index", "call", "row_model", "went_to"),
+    [
+        # after the switch: a row observed on another model than gpt-4.1
+        (
+            ["claude-sonnet-5-5", "claude-sonnet-5-5", "gpt-5.6", "gpt-4.1"],
+            2,
+            3,
+            "gpt-5.6",
+            "gpt-4.1",
+        ),
+        # before it: gpt-4.1 is the scenario's later model, not this call's
+        (
+            ["gpt-4.1", "claude-sonnet-5-5", "gpt-4.1", "gpt-4.1"],
+            0,
+            1,
+            "gpt-4.1",
+            "claude-sonnet-5-5",
+        ),
+    ],
+)
+def test_observed_refuses_a_row_observed_on_another_model(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    models: list[str],
+    index: int,
+    call: int,
+    row_model: str,
+    went_to: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _, usage = _files(tmp_path)
+    usage.write_text(json.dumps(_with_models(models)), encoding="utf-8")
+    message = (
+        f"{usage}: $.calls[{index}].model is {row_model!r}, but call {call} of s.yaml went "
+        f"to {went_to!r}: the usage file belongs to another scenario"
+    )
+    with pytest.raises(InputError) as err:
+        compare_observed(Path("s.yaml"), usage)
+    assert str(err.value) == message
+    assert main(["verify", "s.yaml", "--observed", str(usage)]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""  # nothing printed half-way
+    assert message in printed.err
+
+
+def test_observed_refuses_a_usage_file_with_another_number_of_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _, usage = _files(tmp_path)
+    usage.write_text(json.dumps(dict(USAGE, calls=USAGE["calls"][:3])), encoding="utf-8")  # type: ignore[index]
+    message = (
+        f"{usage}: 3 usage rows for 4 model calls of s.yaml: "
+        "the usage file belongs to another scenario"
+    )
+    with pytest.raises(InputError) as err:
+        compare_observed(Path("s.yaml"), usage)
+    assert str(err.value) == message
+    assert main(["verify", "s.yaml", "--observed", str(usage)]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert message in printed.err

@@ -237,8 +237,9 @@ def compare_observed(
     scenario_path: Path, usage_path: Path, *, provider: str | None = None
 ) -> ObservedReport:
     """Replay ``scenario_path`` and set each call's simulated cache use beside the one
-    ``usage_path`` observed. Raises :class:`InputError` for a usage file that is not one
-    or does not have one row per model call."""
+    ``usage_path`` observed. Raises :class:`InputError` for a usage file that is not one,
+    does not have one row per model call, or has a row whose ``model`` (the converters
+    write the transcript's) is not the model its call went to."""
     usage = _read_usage(usage_path)
     scenario = load_scenario(scenario_path)
     name = provider or str(usage.get("provider") or "anthropic")
@@ -250,6 +251,15 @@ def compare_observed(
             f"{usage_path}: {len(rows_in)} usage rows for {len(calls)} model calls of "
             f"{scenario_path}: the usage file belongs to another scenario"
         )
+    # a row observed on another model than the one its call went to (after the
+    # scenario's switch steps) is another scenario's: refused before anything is priced
+    for index, (call, row) in enumerate(zip(calls, rows_in, strict=True)):
+        if isinstance(row, dict) and "model" in row and row["model"] != call.target(name):
+            raise InputError(
+                f"{usage_path}: $.calls[{index}].model is {row['model']!r}, but call "
+                f"{index + 1} of {scenario_path} went to {call.target(name)!r}: the usage "
+                "file belongs to another scenario"
+            )
     try:
         model = calls[0].target(name) if calls else None
     except KeyError:
