@@ -31,9 +31,18 @@ github.com/ryoppippi/ccusage apps/codex/CLAUDE.md:
   the history (the same file: ``drop_last_n_user_turns``); a resumed or forked rollout
   may write ``session_meta`` again.
 
-OpenAI's input tokens include the cached ones and it bills no cache writes ("Prompt
-caching", platform.openai.com/docs/guides/prompt-caching), so a call's observed usage is
-``uncached = input - cached``, ``cache_read = cached``, no writes.
+OpenAI's input tokens include the cached ones ("Prompt caching",
+platform.openai.com/docs/guides/prompt-caching), so a call's observed usage is
+``uncached = input - cached``, ``cache_read = cached``, no writes. The rollout cannot
+say more: Codex keeps a response's usage as its ``TokenUsage`` (github.com/openai/codex
+codex-rs/protocol/src/protocol.rs, commit edb4efe: ``input_tokens``,
+``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens``,
+``total_tokens``, summed field by field into ``total_token_usage``), which has no write
+count, although the Responses API's usage does for GPT-5.6 and later
+(``input_tokens_details.cache_write_tokens`` and ``cache_write_tokens_details``
+{``ttl_30m_tokens``, ``ttl_12h_tokens``}, openai-python 3.63.0
+``types/responses/response_usage.py``). On those models a write is counted as uncached
+input, so the observed cost of a Codex session is a lower bound (docs/convert.md).
 
 The replies of one model call are the response items between its inputs; the
 ``token_count`` that follows them is its usage. A ``reasoning`` item with
