@@ -320,6 +320,13 @@ def test_observed_refuses_a_row_observed_on_another_model(
     printed = capsys.readouterr()
     assert printed.out == ""  # nothing printed half-way
     assert message in printed.err
+    # with --json: the error alone, no report
+    assert main(["verify", "s.yaml", "--observed", str(usage), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out) == {
+        "format": "prefixlock.error/1",
+        "command": "verify",
+        "errors": [{"message": message, "file": None, "line": None, "column": None, "path": None}],
+    }
 
 
 def test_observed_refuses_a_usage_file_with_another_number_of_rows(
