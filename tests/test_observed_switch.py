@@ -273,6 +273,13 @@ def test_observed_rows_whose_models_match_their_calls_are_compared(
     usage.write_text(json.dumps(_with_models(models)), encoding="utf-8")
     out = compare_observed(Path("s.yaml"), usage).to_json()
     assert [row["observed"] for row in out["calls"]] == OBSERVED
+    # a row without a model (null, or no key: the transcript named none) is not checked
+    value = _with_models(models)
+    value["calls"][0]["model"] = None  # type: ignore[index]
+    del value["calls"][2]["model"]  # type: ignore[attr-defined]
+    usage.write_text(json.dumps(value), encoding="utf-8")
+    out = compare_observed(Path("s.yaml"), usage).to_json()
+    assert [row["observed"] for row in out["calls"]] == OBSERVED
 
 
 @pytest.mark.parametrize(

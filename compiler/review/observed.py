@@ -254,9 +254,10 @@ def compare_observed(
     # a row observed on another model than the one its call went to (after the
     # scenario's switch steps) is another scenario's: refused before anything is priced
     for index, (call, row) in enumerate(zip(calls, rows_in, strict=True)):
-        if isinstance(row, dict) and "model" in row and row["model"] != call.target(name):
+        seen_model = row.get("model") if isinstance(row, dict) else None  # null: none seen
+        if seen_model is not None and seen_model != call.target(name):
             raise InputError(
-                f"{usage_path}: $.calls[{index}].model is {row['model']!r}, but call "
+                f"{usage_path}: $.calls[{index}].model is {seen_model!r}, but call "
                 f"{index + 1} of {scenario_path} went to {call.target(name)!r}: the usage "
                 "file belongs to another scenario"
             )
