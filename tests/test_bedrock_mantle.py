@@ -20,9 +20,9 @@ from conv_helpers import CONTEXT_A
 from http_support import (
     API_KEY,
     AWS_KEY_ID,
-    AWS_SECRET,
     REGION,
     Waits,
+    botocore_signature,
     client,
     expected,
     pieces,
@@ -387,25 +387,13 @@ def test_the_answer_is_read_as_the_messages_api_sends_it(kind: str, stream: bool
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_sigv4_is_botocores_signature_for_the_service_bedrock_mantle(kind: str) -> None:
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
     call = _call(True)
     with stub_server() as stub:
         stub.queue(_sse("turn1"))
         _send(stub, call, True, kind)
     seen = stub.seen[0]
     signed = {"accept", "anthropic-version", "content-type", "host", "x-amz-date"}
-    aws = AWSRequest(
-        method="POST",
-        url=stub.url + seen.path,
-        headers={k: v for k, v in seen.headers.items() if k in signed},
-        data=seen.body,  # botocore hashes the whole body itself
-    )
-    aws.context["timestamp"] = seen.headers["x-amz-date"]
-    auth = SigV4Auth(Credentials(AWS_KEY_ID, AWS_SECRET), "bedrock-mantle", REGION)
-    signature = auth.signature(auth.string_to_sign(aws, auth.canonical_request(aws)), aws)
+    signature = botocore_signature(stub.url, seen, "bedrock-mantle", signed)
     assert seen.headers["authorization"] == (
         f"AWS4-HMAC-SHA256 Credential={AWS_KEY_ID}/{seen.headers['x-amz-date'][:8]}/"
         f"{REGION}/bedrock-mantle/aws4_request, "
