@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from prefixlock.http import AsyncClient, Client, Retry, Timeouts
 from prefixlock.providers.readers.eventstream import encode_frame
 from prefixlock.providers.readers.sse import SSEDecoder
 from prefixlock.providers.transport import HttpRequest
-from stub_server import Reply
+from stub_server import Reply, Seen
 
 DATA = Path(__file__).parent / "data" / "responses"
 PROVIDERS = sorted(providers.NAMES)
@@ -103,6 +103,29 @@ FOLDERS = {name: name for name in PROVIDERS} | {"bedrock-anthropic": "anthropic"
 #: The Bedrock wires: SigV4 (or a Bedrock API key), a region, event-stream responses.
 BEDROCK = frozenset({"bedrock-anthropic", "bedrock-converse"})
 EVENTSTREAM = "application/vnd.amazon.eventstream"
+
+
+def botocore_signature(url: str, seen: Seen, service: str, signed: Collection[str]) -> str:
+    """The SigV4 signature botocore's ``SigV4Auth`` computes, with :data:`AWS_KEY_ID` /
+    :data:`AWS_SECRET` in :data:`REGION` for ``service``, over the request the stand-in
+    server at ``url`` received (``seen``: its path, the ``signed`` headers as received, the
+    body's bytes, at the request's own ``x-amz-date``)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(
+        method="POST",
+        url=url + seen.path,
+        headers={k: v for k, v in seen.headers.items() if k in signed},
+        data=seen.body,  # botocore hashes the whole body itself
+    )
+    request.context["timestamp"] = seen.headers["x-amz-date"]
+    auth = SigV4Auth(Credentials(AWS_KEY_ID, AWS_SECRET), service, REGION)
+    signature: str = auth.signature(
+        auth.string_to_sign(request, auth.canonical_request(request)), request
+    )
+    return signature
 
 
 def frames(events: Sequence[dict[str, Any]]) -> bytes:

@@ -13,12 +13,15 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from prefixlock.core import canonical
-from prefixlock.core.errors import SerializationError
+from prefixlock.core.errors import SerializationError, SpecErrors
 from prefixlock.core.messages import (
     CanonicalMessage,
     ImagePart,
@@ -33,6 +36,7 @@ from prefixlock.core.messages import (
 from prefixlock.core.model import CacheHint, CachePosition, ModelRequest, ProviderSettings, ToolSpec
 from prefixlock.providers import get
 from prefixlock.review.compare import block_pairs
+from prefixlock.spec.build import build_bundle
 from sdk_judge import assert_valid
 
 CONVERSATION = "conv-1"
@@ -281,6 +285,33 @@ def bad_tool_name_chars() -> ModelRequest:
 
 
 # ---------------------------------------------------------------------------- checks
+
+
+def with_options(req: ModelRequest, provider: str, **options: Any) -> ModelRequest:
+    """``req`` with ``provider``'s settings carrying exactly ``options`` (canonical JSON);
+    the other providers' settings unchanged."""
+    settings = tuple(
+        attrs.evolve(s, options=canonical.dumps(options)) if s.provider == provider else s
+        for s in req.settings
+    )
+    return attrs.evolve(req, settings=settings)
+
+
+def spec_with_providers(tmp_path: Path, providers_yaml: str) -> Path:
+    """A copy of ``tests/data/specs/minimal`` under ``tmp_path`` whose
+    ``rules/providers.yaml`` is ``providers_yaml``; returns its root."""
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
+    (root / "rules" / "providers.yaml").write_text(providers_yaml, encoding="utf-8")
+    return root
+
+
+def providers_yaml_errors(tmp_path: Path, providers_yaml: str) -> list[str]:
+    """The build's errors for the minimal spec with ``providers_yaml``, each as printed
+    (fails the test when the build succeeds)."""
+    with pytest.raises(SpecErrors) as info:
+        build_bundle(spec_with_providers(tmp_path, providers_yaml))
+    return [str(e) for e in info.value.errors]
 
 
 def produce(name: str, req: ModelRequest) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from provider_cases import (
     simple,
     tool_loop,
     unicode,
+    with_options,
 )
 
 NAME = "bedrock-anthropic"
@@ -53,14 +54,6 @@ STREAM_SHAPE = SERVICE.operation_model("InvokeModelWithResponseStream").output_s
 THINKING_SELF = canonical.dumps(
     {"type": "thinking", "thinking": "Check the file first.", "signature": "sig-EqQBCkYIBxgCKkA"}
 )
-
-
-def with_options(req: ModelRequest, **options: Any) -> ModelRequest:
-    settings = tuple(
-        attrs.evolve(s, options=canonical.dumps(options)) if s.provider == NAME else s
-        for s in req.settings
-    )
-    return attrs.evolve(req, settings=settings)
 
 
 def with_model(req: ModelRequest, model: str) -> ModelRequest:
@@ -138,19 +131,19 @@ def test_a_streaming_call_sends_the_same_bytes_to_the_stream_path() -> None:
 
 @pytest.mark.parametrize("key", ["model", "stream", "modelId", "system", "cache_control"])
 def test_options_may_not_set_what_the_wire_or_the_path_carries(key: str) -> None:
-    refused(NAME, with_options(simple(), **{key: "x"}), "reserved key(s)", repr(key))
+    refused(NAME, with_options(simple(), NAME, **{key: "x"}), "reserved key(s)", repr(key))
 
 
 def test_the_version_is_not_an_option_here() -> None:
     refused(
         NAME,
-        with_options(simple(), anthropic_version="2023-06-01"),
+        with_options(simple(), NAME, anthropic_version="2023-06-01"),
         "bedrock-anthropic: settings options.anthropic_version:",
     )
 
 
 def test_betas_travel_in_the_body_as_anthropic_beta() -> None:
-    req = with_options(simple(), anthropic_beta=["context-1m-2025-08-07"])
+    req = with_options(simple(), NAME, anthropic_beta=["context-1m-2025-08-07"])
     data = get(NAME).serialize(req)
     assert data.endswith(
         b'"cache_control":{"type":"ephemeral"},"anthropic_beta":["context-1m-2025-08-07"]}'
@@ -159,7 +152,7 @@ def test_betas_travel_in_the_body_as_anthropic_beta() -> None:
 
 
 def test_one_hour_ttl_on_every_marker_and_refused_where_bedrock_refuses_it() -> None:
-    req = with_options(tool_loop(), cache_ttl="1h")
+    req = with_options(tool_loop(), NAME, cache_ttl="1h")
     body = produce(NAME, req)
     markers = [b["cache_control"] for b in body["system"]] + [body["cache_control"]]
     markers += [t["cache_control"] for t in body["tools"] if "cache_control" in t]

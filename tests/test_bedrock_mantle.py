@@ -11,7 +11,6 @@ runs against a stand-in server on 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,16 @@ from conv_helpers import CONTEXT_A
 from http_support import (
     API_KEY,
     AWS_KEY_ID,
-    AWS_SECRET,
     REGION,
     Waits,
+    botocore_signature,
     client,
     expected,
     pieces,
     run,
 )
 from prefixlock.core import canonical
-from prefixlock.core.errors import SerializationError, SpecErrors, UsageError
+from prefixlock.core.errors import SerializationError, UsageError
 from prefixlock.core.messages import OpaquePart
 from prefixlock.core.model import ModelRequest
 from prefixlock.http import CallError, Client, ProviderError, Retry
@@ -47,11 +46,14 @@ from provider_cases import (
     image,
     long_text,
     opaque,
+    providers_yaml_errors,
     refused,
     request,
     simple,
+    spec_with_providers,
     tool_loop,
     unicode,
+    with_options,
 )
 from sdk_judge import assert_valid, judge
 from service_rules import assert_accepted
@@ -67,16 +69,8 @@ THINKING = canonical.dumps(
 )
 
 
-def with_options(req: ModelRequest, **options: Any) -> ModelRequest:
-    settings = tuple(
-        attrs.evolve(s, options=canonical.dumps(options)) if s.provider == NAME else s
-        for s in req.settings
-    )
-    return attrs.evolve(req, settings=settings)
-
-
 def mantle(req: ModelRequest, **more: Any) -> ModelRequest:
-    return with_options(req, **MANTLE, **more)
+    return with_options(req, NAME, **MANTLE, **more)
 
 
 def anthropic_bytes(req: ModelRequest) -> bytes:
@@ -146,10 +140,9 @@ def test_exact_call_of_a_plain_and_a_streaming_request() -> None:
 
 def test_the_endpoint_option_is_never_sent_and_invoke_model_is_the_default() -> None:
     req = tool_loop()
-    assert get(NAME).serialize(with_options(req, endpoint="invoke-model")) == get(NAME).serialize(
-        req
-    )
-    call = get(NAME).http_request(with_options(req, endpoint="invoke-model"))
+    invoke_model = with_options(req, NAME, endpoint="invoke-model")
+    assert get(NAME).serialize(invoke_model) == get(NAME).serialize(req)
+    call = get(NAME).http_request(invoke_model)
     assert (call.path, call.endpoint) == ("/model/anthropic.claude-sonnet-4-5-v1%3A0/invoke", "")
     assert b'"endpoint"' not in get(NAME).serialize(mantle(req))
 
@@ -231,34 +224,22 @@ def test_options_may_not_set_what_the_wire_carries(key: str) -> None:
     ],
 )
 def test_serialize_refuses_contradictory_settings(options: dict[str, Any], message: str) -> None:
-    assert refused(NAME, with_options(simple(), **options)) == message
+    assert refused(NAME, with_options(simple(), NAME, **options)) == message
 
 
 def test_endpoint_on_another_provider_is_refused() -> None:
-    req = simple()
-    settings = tuple(
-        attrs.evolve(s, options=canonical.dumps(MANTLE)) if s.provider == "anthropic" else s
-        for s in req.settings
-    )
     with pytest.raises(SerializationError) as info:
-        get("anthropic").serialize(attrs.evolve(req, settings=settings))
+        get("anthropic").serialize(with_options(simple(), "anthropic", **MANTLE))
     assert str(info.value) == (
         "anthropic: settings options.endpoint: endpoint chooses the Bedrock endpoint of "
         "bedrock-anthropic (invoke-model or mantle); anthropic has one endpoint"
     )
 
 
-def _spec(tmp_path: Path, providers_yaml: str) -> Path:
-    root = tmp_path / "root"
-    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
-    (root / "rules" / "providers.yaml").write_text(providers_yaml, encoding="utf-8")
-    return root
-
-
 def test_the_build_names_file_line_column_and_field_of_each_contradiction(
     tmp_path: Path,
 ) -> None:
-    root = _spec(
+    errors = providers_yaml_errors(
         tmp_path,
         "providers:\n"
         "  bedrock-anthropic:\n"
@@ -272,9 +253,7 @@ def test_the_build_names_file_line_column_and_field_of_each_contradiction(
         "    max_tokens: 4096\n"
         "    options: {endpoint: mantle}\n",
     )
-    with pytest.raises(SpecErrors) as info:
-        build_bundle(root)
-    assert [str(e) for e in info.value.errors] == [
+    assert errors == [
         'rules/providers.yaml:7:23: $.providers["bedrock-anthropic"].options.anthropic_beta: '
         "anthropic_beta is InvokeModel's body member; the mantle endpoint takes betas as the "
         "anthropic-beta header, which prefixlock does not send: remove it, or set "
@@ -286,7 +265,7 @@ def test_the_build_names_file_line_column_and_field_of_each_contradiction(
 
 
 def test_the_schema_refuses_an_unknown_endpoint_with_its_location(tmp_path: Path) -> None:
-    root = _spec(
+    errors = providers_yaml_errors(
         tmp_path,
         "providers:\n"
         "  bedrock-anthropic:\n"
@@ -294,9 +273,7 @@ def test_the_schema_refuses_an_unknown_endpoint_with_its_location(tmp_path: Path
         "    max_tokens: 4096\n"
         "    options: {endpoint: bedrock-runtime}\n",
     )
-    with pytest.raises(SpecErrors) as info:
-        build_bundle(root)
-    assert [str(e) for e in info.value.errors] == [
+    assert errors == [
         'rules/providers.yaml:5:25: $.providers["bedrock-anthropic"].options.endpoint: '
         "expected one of invoke-model, mantle; got 'bedrock-runtime'"
     ]
@@ -410,25 +387,13 @@ def test_the_answer_is_read_as_the_messages_api_sends_it(kind: str, stream: bool
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_sigv4_is_botocores_signature_for_the_service_bedrock_mantle(kind: str) -> None:
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
     call = _call(True)
     with stub_server() as stub:
         stub.queue(_sse("turn1"))
         _send(stub, call, True, kind)
     seen = stub.seen[0]
     signed = {"accept", "anthropic-version", "content-type", "host", "x-amz-date"}
-    aws = AWSRequest(
-        method="POST",
-        url=stub.url + seen.path,
-        headers={k: v for k, v in seen.headers.items() if k in signed},
-        data=seen.body,  # botocore hashes the whole body itself
-    )
-    aws.context["timestamp"] = seen.headers["x-amz-date"]
-    auth = SigV4Auth(Credentials(AWS_KEY_ID, AWS_SECRET), "bedrock-mantle", REGION)
-    signature = auth.signature(auth.string_to_sign(aws, auth.canonical_request(aws)), aws)
+    signature = botocore_signature(stub.url, seen, "bedrock-mantle", signed)
     assert seen.headers["authorization"] == (
         f"AWS4-HMAC-SHA256 Credential={AWS_KEY_ID}/{seen.headers['x-amz-date'][:8]}/"
         f"{REGION}/bedrock-mantle/aws4_request, "
@@ -581,7 +546,7 @@ def test_the_provider_reads_by_the_calls_endpoint() -> None:
 
 
 def test_a_conversation_configured_for_mantle_calls_streams_and_records(tmp_path: Path) -> None:
-    root = _spec(
+    root = spec_with_providers(
         tmp_path,
         "providers:\n"
         "  anthropic: {model: claude-sonnet-5-5, max_tokens: 4096}\n"

@@ -11,7 +11,6 @@ timothy-agent/timothy#756 (the Nova ValidationException, quoted)."""
 
 from __future__ import annotations
 
-import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,10 +22,10 @@ from prefixlock.cache.rules import rules_for
 from prefixlock.cache.simulator import simulate
 from prefixlock.cli.commands import main
 from prefixlock.core import canonical
-from prefixlock.core.errors import CacheSimulationError, SerializationError, SpecErrors
+from prefixlock.core.errors import CacheSimulationError, SerializationError
 from prefixlock.core.limits import one_hour_ttl_refusal
 from prefixlock.core.model import ModelRequest
-from prefixlock.spec.build import build_bundle
+from provider_cases import providers_yaml_errors, spec_with_providers
 
 BEDROCK = "bedrock-converse"
 OLD_CLAUDE = (
@@ -117,17 +116,10 @@ def test_serialize_refuses_a_one_hour_ttl_on_a_model_that_refuses_it(ttl: str) -
     wire.serialize(_request("anthropic.claude-sonnet-4-5-20250929-v1:0", cache_ttl=ttl))
 
 
-def _spec(tmp_path: Path, providers_yaml: str) -> Path:
-    root = tmp_path / "root"
-    shutil.copytree(Path(__file__).parent / "data" / "specs" / "minimal", root)
-    (root / "rules" / "providers.yaml").write_text(providers_yaml, encoding="utf-8")
-    return root
-
-
 def test_the_build_names_the_file_line_column_and_field_of_every_such_option(
     tmp_path: Path,
 ) -> None:
-    root = _spec(
+    errors = providers_yaml_errors(
         tmp_path,
         "providers:\n"
         "  anthropic: {model: claude-sonnet-4-5, max_tokens: 4096, options: {cache_ttl: 1h}}\n"
@@ -137,9 +129,7 @@ def test_the_build_names_the_file_line_column_and_field_of_every_such_option(
         "    options:\n"
         "      cache_ttl: turn\n",
     )
-    with pytest.raises(SpecErrors) as info:
-        build_bundle(root)
-    assert [str(e) for e in info.value.errors] == [
+    assert errors == [
         'rules/providers.yaml:7:18: $.providers["bedrock-converse"].options.cache_ttl: '
         "'turn' asks for one-hour cache entries: "
         + NOT_ANTHROPIC.format(model="amazon.nova-pro-v1:0")
@@ -150,7 +140,7 @@ def test_prefixlock_build_exits_2_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = "anthropic.claude-opus-4-1-20250805-v1:0"
-    root = _spec(
+    root = spec_with_providers(
         tmp_path,
         f"providers:\n  bedrock-converse:\n    model: {model}\n    max_tokens: 4096\n"
         "    options: {cache_ttl: 1h}\n",

@@ -26,6 +26,7 @@ from http_support import (
     TURNS,
     Waits,
     bad_crc,
+    botocore_signature,
     client,
     cut_short,
     expected,
@@ -431,26 +432,13 @@ def test_the_key_goes_in_the_providers_header(provider: str) -> None:
 def test_bedrock_sigv4_is_the_signature_botocore_computes_for_the_bytes_received(
     kind: str, provider: str
 ) -> None:
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
     call = http_call(provider, True)
     with stub_server() as stub:
         stub.queue(success(provider, TURNS[provider][0], True))
         succeeds(kind, provider, stub, call, True)
     seen = stub.seen[0]
     signed = {"accept", "content-type", "host", "x-amz-date"}
-    request = AWSRequest(
-        method="POST",
-        url=stub.url + seen.path,
-        headers={k: v for k, v in seen.headers.items() if k in signed},
-        data=seen.body,  # botocore hashes the whole body itself
-    )
-    request.context["timestamp"] = seen.headers["x-amz-date"]
-    auth = SigV4Auth(Credentials(AWS_KEY_ID, AWS_SECRET), "bedrock", REGION)
-    canonical = auth.canonical_request(request)
-    signature = auth.signature(auth.string_to_sign(request, canonical), request)
+    signature = botocore_signature(stub.url, seen, "bedrock", signed)
     assert seen.headers["authorization"] == (
         f"AWS4-HMAC-SHA256 Credential={AWS_KEY_ID}/{seen.headers['x-amz-date'][:8]}/"
         f"{REGION}/bedrock/aws4_request, SignedHeaders=accept;content-type;host;x-amz-date, "

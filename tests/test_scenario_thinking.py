@@ -71,6 +71,22 @@ def _bodies(path: Path) -> dict[str, list[dict[str, Any]]]:
     return {name: [json.loads(b) for b in bodies] for name, bodies in raw.items()}
 
 
+def _assert_on_converse_not_openai_or_gemini(
+    bodies: dict[str, list[dict[str, Any]]], call: int, thinking: str, signature: str
+) -> None:
+    """Of the non-Messages wires, call ``call``'s Converse body alone carries the signed
+    Claude thinking (as ``reasoningContent``, before the reply's text); the OpenAI and
+    Gemini bodies carry neither its text nor its signature."""
+    converse = _assistant_blocks("bedrock-converse", bodies["bedrock-converse"][call])
+    assert converse[0] == {
+        "reasoningContent": {"reasoningText": {"text": thinking, "signature": signature}}
+    }
+    assert "text" in converse[1]
+    for name in ("openai-responses", "openai-chat", "gemini"):
+        text = json.dumps(bodies[name][call])
+        assert signature not in text and thinking not in text, name
+
+
 CLAUDE = {"provider": "anthropic", "text": "Check a.py first.", "signature": "EqQBCkYIARgC"}
 
 
@@ -86,16 +102,7 @@ def test_claude_thinking_goes_to_both_claude_wires_and_nowhere_else(tmp_path: Pa
         assert anthropic[2]["type"] == "text"
         # Claude on Bedrock: the same signature in Bedrock's block (redacted thinking
         # goes back only to the wire that made it)
-        bedrock = _assistant_blocks("bedrock-converse", bodies["bedrock-converse"][call])
-        assert bedrock[0] == {
-            "reasoningContent": {
-                "reasoningText": {"text": "Check a.py first.", "signature": "EqQBCkYIARgC"}
-            }
-        }
-        assert "text" in bedrock[1]
-        for name in ("openai-responses", "openai-chat", "gemini"):
-            text = json.dumps(bodies[name][call])
-            assert "EqQBCkYIARgC" not in text and "Check a.py first." not in text, name
+        _assert_on_converse_not_openai_or_gemini(bodies, call, "Check a.py first.", "EqQBCkYIARgC")
     # never from the history
     calls = replay(load_scenario(path, bundles=BUNDLES))
     assistant = calls[1].request.messages[-2]
@@ -128,16 +135,7 @@ def test_bedrock_anthropic_thinking_is_its_own_family(tmp_path: Path) -> None:
         assert own[2]["type"] == "text"
         anthropic = _assistant_blocks("anthropic", bodies["anthropic"][call])
         assert anthropic[0] == thinking and anthropic[1]["type"] == "text"
-        converse = _assistant_blocks("bedrock-converse", bodies["bedrock-converse"][call])
-        assert converse[0] == {
-            "reasoningContent": {
-                "reasoningText": {"text": "Check a.py first.", "signature": "EqQB"}
-            }
-        }
-        assert "text" in converse[1]
-        for name in ("openai-responses", "openai-chat", "gemini"):
-            text = json.dumps(bodies[name][call])
-            assert "EqQB" not in text and "Check a.py first." not in text, name
+        _assert_on_converse_not_openai_or_gemini(bodies, call, "Check a.py first.", "EqQB")
     calls = replay(load_scenario(path, bundles=BUNDLES))
     assert calls[1].request.messages[-2].parts[:2] == (
         OpaquePart(
