@@ -12,7 +12,7 @@ import pytest
 from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cache.simulator import CallCache, Simulation
 from prefixlock.cli import main
-from prefixlock.core.errors import InputError
+from prefixlock.core.errors import InputError, SpecErrors
 from prefixlock.review.observed import compare_observed
 from prefixlock.review.policies import scenario_calls
 from prefixlock.review.replay import replay_bodies
@@ -353,3 +353,40 @@ def test_observed_refuses_a_usage_file_with_another_number_of_rows(
     printed = capsys.readouterr()
     assert printed.out == ""
     assert message in printed.err
+
+
+def test_a_malformed_usage_file_names_every_problem_at_its_line_and_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-edited usage file: every problem at once, each at its file, line, column
+    and JSON path (usage.schema.json), exit 2, nothing of the table printed."""
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path)
+    bad = json.loads(json.dumps(USAGE))
+    bad["calls"][1]["observed"]["cache_read_tokens"] = "many"
+    bad["calls"][2]["timestamp"] = 5
+    bad["calls"][3]["observed"]["output_tokens"] = -1
+    text = json.dumps(bad, indent=2)
+    (tmp_path / "bad.usage.json").write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+
+    def at(needle: str, nth: int = 0) -> str:
+        """line:column of the value after ``needle``'s nth occurrence (1-based)."""
+        hits = [i for i, line in enumerate(lines) if needle in line]
+        row = hits[nth]
+        return f"{row + 1}:{lines[row].index(needle) + len(needle) + 1}"
+
+    with pytest.raises(SpecErrors) as err:
+        compare_observed(Path("s.yaml"), Path("bad.usage.json"))
+    assert [str(e) for e in err.value.errors] == [
+        f"bad.usage.json:{at(chr(34) + 'cache_read_tokens' + chr(34) + ': ', 1)}: "
+        "$.calls[1].observed.cache_read_tokens: expected an integer, got a string",
+        f"bad.usage.json:{at(chr(34) + 'timestamp' + chr(34) + ': ', 0)}: "
+        "$.calls[2].timestamp: expected a string or null, got an integer",
+        f"bad.usage.json:{at(chr(34) + 'output_tokens' + chr(34) + ': ', 3)}: "
+        "$.calls[3].observed.output_tokens: expected a number >= 0, got -1",
+    ]
+    assert main(["verify", "s.yaml", "--observed", "bad.usage.json"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.splitlines()[-1] == "prefixlock verify: 3 errors"

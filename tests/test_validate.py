@@ -36,6 +36,29 @@ def problems(text: str, schema_name: str, file: str = "x.yaml") -> list[str]:
 # --------------------------------------------------------------------------- valid documents
 
 VALID: dict[str, str] = {
+    "usage": """\
+format: prefixlock-usage/1
+source: session.jsonl
+provider: anthropic
+calls:
+  - call: 1
+    step: 1
+    line: 3
+    model: claude-sonnet-5-5
+    timestamp: "2026-03-06T10:00:07.000Z"
+    observed:
+      input_tokens: 3012
+      uncached_tokens: 12
+      cache_read_tokens: 0
+      cache_write_5m_tokens: 2000
+      cache_write_1h_tokens: 1000
+      output_tokens: 40
+  - {call: 2, step: 3, line: 9, model: null, timestamp: null, observed: null}
+unmatched:
+  - line: 5
+    observed: {input_tokens: 10, uncached_tokens: 10, output_tokens: 2}
+report: {user_turns: 1, dropped: []}
+""",
     "agent": """\
 name: cursor
 instructions: prompt/cursor/instructions.md
@@ -834,6 +857,7 @@ FREE_FORM = {
     ("providers", "#/$defs/openaiProvider/properties/options"),
     ("providers", "#/$defs/geminiProvider/properties/options/properties/toolConfig"),
     ("scenario", "#/$defs/tool_call/properties/arguments"),
+    ("usage", "#/properties/report"),
 }
 
 

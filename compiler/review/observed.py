@@ -32,9 +32,11 @@ from ..cache.prices import PRICE_TABLE, input_price
 from ..cache.rules import CacheRules, rules_for
 from ..cache.simulator import Simulation
 from ..core import canonical
-from ..core.errors import CanonicalJSONError, InputError
+from ..core.errors import CanonicalJSONError, InputError, SpecErrors
 from ..core.files import read_review_file
 from ..core.timestamps import seconds, timestamp_problem
+from ..spec.loader import LoadedDocument, load_yaml_bytes
+from ..spec.validate import validate_value
 from .convert.common import USAGE_FORMAT
 from .replay import Call, replay, serialize_at
 from .scenario import load_scenario
@@ -202,8 +204,14 @@ def _read_usage(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not a usage file: not JSON ({exc})") from exc
     if not isinstance(value, dict) or value.get("format") != USAGE_FORMAT:
         raise InputError(f"{path}: not a usage file: $.format is not {USAGE_FORMAT!r}")
-    if not isinstance(value.get("calls"), list):
-        raise InputError(f"{path}: not a usage file: $.calls is not a list")
+    if validate_value(value, "usage"):
+        # every problem at once, each at its line and column (the JSON read again with
+        # positions: JSON is YAML, and the spec loader knows where each node starts)
+        try:
+            doc: LoadedDocument | None = load_yaml_bytes(read_review_file(path), str(path))
+        except SpecErrors:
+            doc = None
+        raise SpecErrors(validate_value(value, "usage", doc, str(path)))
     return value
 
 

@@ -73,6 +73,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "skills",
     "subagents",
     "tools",
+    "usage",
 )
 
 _Parts = tuple[str | int, ...]
