@@ -12,7 +12,7 @@ import pytest
 from prefixlock.cache.prices import PRICE_TABLE, input_price
 from prefixlock.cache.simulator import CallCache, Simulation
 from prefixlock.cli import main
-from prefixlock.core.errors import InputError, SpecErrors
+from prefixlock.core.errors import SpecErrors
 from prefixlock.review.observed import compare_observed
 from prefixlock.review.policies import scenario_calls
 from prefixlock.review.replay import replay_bodies
@@ -315,25 +315,55 @@ def test_observed_refuses_a_row_observed_on_another_model(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     _, usage = _files(tmp_path)
-    usage.write_text(json.dumps(_with_models(models)), encoding="utf-8")
+    text = json.dumps(_with_models(models), indent=2)
+    usage.write_text(text, encoding="utf-8")
+    line, column = _value_at(text, '"model": ', index)
     message = (
-        f"{usage}: $.calls[{index}].model is {row_model!r}, but call {call} of s.yaml went "
-        f"to {went_to!r}: the usage file belongs to another scenario"
+        f"{row_model!r}, but call {call} of s.yaml went to {went_to!r}: the usage file "
+        "belongs to another scenario"
     )
-    with pytest.raises(InputError) as err:
+    shown = f"{usage}:{line}:{column}: $.calls[{index}].model: {message}"
+    with pytest.raises(SpecErrors) as err:
         compare_observed(Path("s.yaml"), usage)
-    assert str(err.value) == message
+    assert str(err.value) == shown
     assert main(["verify", "s.yaml", "--observed", str(usage)]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""  # nothing printed half-way
-    assert message in printed.err
+    assert shown in printed.err.splitlines()
     # with --json: the error alone, no report
     assert main(["verify", "s.yaml", "--observed", str(usage), "--json"]) == 2
     assert json.loads(capsys.readouterr().out) == {
         "format": "prefixlock.error/1",
         "command": "verify",
-        "errors": [{"message": message, "file": None, "line": None, "column": None, "path": None}],
+        "errors": [
+            {
+                "message": message,
+                "file": str(usage),
+                "line": line,
+                "column": column,
+                "path": f"$.calls[{index}].model",
+            }
+        ],
     }
+
+
+def test_observed_names_every_row_on_another_model_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _, usage = _files(tmp_path)
+    models = ["gpt-4.1", "claude-sonnet-5-5", "gpt-5.6", "gpt-4.1"]
+    usage.write_text(json.dumps(_with_models(models), indent=2), encoding="utf-8")
+    with pytest.raises(SpecErrors) as err:
+        compare_observed(Path("s.yaml"), usage)
+    assert [e.path for e in err.value.errors] == ["$.calls[0].model", "$.calls[2].model"]
+
+
+def _value_at(text: str, needle: str, nth: int) -> tuple[int, int]:
+    """1-based line and column of the value after ``needle``'s nth occurrence."""
+    hits = [i for i, line in enumerate(text.splitlines()) if needle in line]
+    line = text.splitlines()[hits[nth]]
+    return hits[nth] + 1, line.index(needle) + len(needle) + 1
 
 
 def test_observed_refuses_a_usage_file_with_another_number_of_rows(
@@ -341,18 +371,20 @@ def test_observed_refuses_a_usage_file_with_another_number_of_rows(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     _, usage = _files(tmp_path)
-    usage.write_text(json.dumps(dict(USAGE, calls=USAGE["calls"][:3])), encoding="utf-8")  # type: ignore[index]
-    message = (
-        f"{usage}: 3 usage rows for 4 model calls of s.yaml: "
+    text = json.dumps(dict(USAGE, calls=USAGE["calls"][:3]), indent=2)  # type: ignore[index]
+    usage.write_text(text, encoding="utf-8")
+    line, column = _value_at(text, '"calls": ', 0)
+    shown = (
+        f"{usage}:{line}:{column}: $.calls: 3 usage rows for 4 model calls of s.yaml: "
         "the usage file belongs to another scenario"
     )
-    with pytest.raises(InputError) as err:
+    with pytest.raises(SpecErrors) as err:
         compare_observed(Path("s.yaml"), usage)
-    assert str(err.value) == message
+    assert str(err.value) == shown
     assert main(["verify", "s.yaml", "--observed", str(usage)]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert message in printed.err
+    assert shown in printed.err.splitlines()
 
 
 def test_a_malformed_usage_file_names_every_problem_at_its_line_and_column(

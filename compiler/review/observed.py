@@ -32,7 +32,7 @@ from ..cache.prices import PRICE_TABLE, input_price
 from ..cache.rules import CacheRules, rules_for
 from ..cache.simulator import Simulation
 from ..core import canonical
-from ..core.errors import CanonicalJSONError, InputError, SpecErrors
+from ..core.errors import CanonicalJSONError, InputError, Location, SpecError, SpecErrors
 from ..core.files import read_review_file
 from ..core.timestamps import seconds, timestamp_problem
 from ..spec.loader import LoadedDocument, load_yaml_bytes
@@ -205,14 +205,24 @@ def _read_usage(path: Path) -> dict[str, Any]:
     if not isinstance(value, dict) or value.get("format") != USAGE_FORMAT:
         raise InputError(f"{path}: not a usage file: $.format is not {USAGE_FORMAT!r}")
     if validate_value(value, "usage"):
-        # every problem at once, each at its line and column (the JSON read again with
-        # positions: JSON is YAML, and the spec loader knows where each node starts)
-        try:
-            doc: LoadedDocument | None = load_yaml_bytes(read_review_file(path), str(path))
-        except SpecErrors:
-            doc = None
-        raise SpecErrors(validate_value(value, "usage", doc, str(path)))
+        # every problem at once, each at its line and column
+        raise SpecErrors(validate_value(value, "usage", _positions(path), str(path)))
     return value
+
+
+def _positions(path: Path) -> LoadedDocument | None:
+    """The usage file read again with where each node starts (JSON is YAML, and the spec
+    loader knows positions), for an error's line and column; None if it cannot."""
+    try:
+        return load_yaml_bytes(read_review_file(path), str(path))
+    except SpecErrors:
+        return None
+
+
+def _usage_error(path: Path, json_path: str, message: str) -> SpecError:
+    doc = _positions(path)
+    where = doc.location(json_path) if doc is not None else Location(str(path))
+    return SpecError(where, json_path, message)
 
 
 def _observed(rules: CacheRules, usage: Mapping[str, Any]) -> Side:
@@ -245,9 +255,10 @@ def compare_observed(
     scenario_path: Path, usage_path: Path, *, provider: str | None = None
 ) -> ObservedReport:
     """Replay ``scenario_path`` and set each call's simulated cache use beside the one
-    ``usage_path`` observed. Raises :class:`InputError` for a usage file that is not one,
-    does not have one row per model call, or has a row whose ``model`` (the converters
-    write the transcript's) is not the model its call went to."""
+    ``usage_path`` observed. Raises :class:`InputError` for a file that is not a usage
+    file, :class:`SpecErrors` (each at its line, column and JSON path) for one that does
+    not match its schema, does not have one row per model call, or has rows whose
+    ``model`` (the converters write the transcript's) is not the model its call went to."""
     usage = _read_usage(usage_path)
     scenario = load_scenario(scenario_path)
     name = provider or str(usage.get("provider") or "anthropic")
@@ -255,20 +266,31 @@ def compare_observed(
     calls: list[Call] = replay(scenario)
     rows_in: list[Any] = usage["calls"]
     if len(rows_in) != len(calls):
-        raise InputError(
-            f"{usage_path}: {len(rows_in)} usage rows for {len(calls)} model calls of "
-            f"{scenario_path}: the usage file belongs to another scenario"
+        raise SpecErrors(
+            [
+                _usage_error(
+                    usage_path,
+                    "$.calls",
+                    f"{len(rows_in)} usage rows for {len(calls)} model calls of "
+                    f"{scenario_path}: the usage file belongs to another scenario",
+                )
+            ]
         )
     # a row observed on another model than the one its call went to (after the
-    # scenario's switch steps) is another scenario's: refused before anything is priced
-    for index, (call, row) in enumerate(zip(calls, rows_in, strict=True)):
-        seen_model = row.get("model") if isinstance(row, dict) else None  # null: none seen
-        if seen_model is not None and seen_model != call.target(name):
-            raise InputError(
-                f"{usage_path}: $.calls[{index}].model is {seen_model!r}, but call "
-                f"{index + 1} of {scenario_path} went to {call.target(name)!r}: the usage "
-                "file belongs to another scenario"
-            )
+    # scenario's switch steps) is another scenario's: refused, every such row at once,
+    # before anything is priced
+    wrong = [
+        _usage_error(
+            usage_path,
+            f"$.calls[{index}].model",
+            f"{row['model']!r}, but call {index + 1} of {scenario_path} went to "
+            f"{call.target(name)!r}: the usage file belongs to another scenario",
+        )
+        for index, (call, row) in enumerate(zip(calls, rows_in, strict=True))
+        if row.get("model") is not None and row["model"] != call.target(name)
+    ]
+    if wrong:
+        raise SpecErrors(wrong)
     try:
         model = calls[0].target(name) if calls else None
     except KeyError:
