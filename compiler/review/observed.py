@@ -219,10 +219,14 @@ def _positions(path: Path) -> LoadedDocument | None:
         return None
 
 
-def _usage_error(path: Path, json_path: str, message: str) -> SpecError:
+def _usage_errors(path: Path, problems: list[tuple[str, str]]) -> SpecErrors:
+    """``(JSON path, message)`` problems of the usage file, each at its line and column
+    (the file read with positions once for all of them)."""
     doc = _positions(path)
-    where = doc.location(json_path) if doc is not None else Location(str(path))
-    return SpecError(where, json_path, message)
+    return SpecErrors(
+        SpecError(doc.location(where) if doc is not None else Location(str(path)), where, why)
+        for where, why in problems
+    )
 
 
 def _observed(rules: CacheRules, usage: Mapping[str, Any]) -> Side:
@@ -266,22 +270,21 @@ def compare_observed(
     calls: list[Call] = replay(scenario)
     rows_in: list[Any] = usage["calls"]
     if len(rows_in) != len(calls):
-        raise SpecErrors(
+        raise _usage_errors(
+            usage_path,
             [
-                _usage_error(
-                    usage_path,
+                (
                     "$.calls",
                     f"{len(rows_in)} usage rows for {len(calls)} model calls of "
                     f"{scenario_path}: the usage file belongs to another scenario",
                 )
-            ]
+            ],
         )
     # a row observed on another model than the one its call went to (after the
     # scenario's switch steps) is another scenario's: refused, every such row at once,
     # before anything is priced
     wrong = [
-        _usage_error(
-            usage_path,
+        (
             f"$.calls[{index}].model",
             f"{row['model']!r}, but call {index + 1} of {scenario_path} went to "
             f"{call.target(name)!r}: the usage file belongs to another scenario",
@@ -290,7 +293,7 @@ def compare_observed(
         if row.get("model") is not None and row["model"] != call.target(name)
     ]
     if wrong:
-        raise SpecErrors(wrong)
+        raise _usage_errors(usage_path, wrong)
     try:
         model = calls[0].target(name) if calls else None
     except KeyError:
@@ -307,7 +310,7 @@ def compare_observed(
         # the model a switch step sent the call to (a transcript's own model): its cache
         # namespace and prices (Gemini and Bedrock name it in the URL, not the body)
         simulation.model = call.target(name)
-        stamp = row.get("timestamp") if isinstance(row, dict) else None
+        stamp = row.get("timestamp")
         at = (
             seconds(stamp)
             if isinstance(stamp, str) and timestamp_problem(stamp) is None
@@ -318,7 +321,7 @@ def compare_observed(
         priced.append(simulation.add(serialize_at(scenario, call, wire), at))
     rows = []
     for number, (call, sim, row) in enumerate(zip(calls, priced, rows_in, strict=True), 1):
-        seen = row.get("observed") if isinstance(row, dict) else None
+        seen = row.get("observed")  # an object or null (usage.schema.json)
         rows.append(
             ObservedRow(
                 call=number,
@@ -330,7 +333,7 @@ def compare_observed(
                 # went to
                 observed=(
                     _observed(rules_for(call.wire(name), call.target(name)), seen)
-                    if isinstance(seen, dict)
+                    if seen is not None
                     else None
                 ),
                 model=call.target(name),
