@@ -134,8 +134,15 @@ LOCAL_ID_PREFIX = "gemini-local-"
 #: the one both services take. Proto JSON reads it as URL-safe base64 (``bytes``).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 
-#: A Gemini model id's major version (``gemini-3-pro-preview``, ``models/gemini-3.8-flash``).
-_MAJOR = re.compile(r"(?:models/)?gemini-(\d+)")
+#: A Gemini model id's major version (``gemini-3-pro-preview``, ``models/gemini-3.8-flash``,
+#: ``gemini-live-3``): gemini-cli's pattern (``supportsMultimodalFunctionResponse``).
+_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini(?:-live)?-(\d+)")
+
+
+def _major(model: str) -> int | None:
+    """The major version of a ``gemini-<major>`` model id, None for any other name."""
+    found = _GEMINI_MAJOR.match(model.lower())
+    return None if found is None else int(found.group(1))
 
 
 def signs_every_step(model: str) -> bool:
@@ -151,8 +158,8 @@ def signs_every_step(model: str) -> bool:
     nearai/ironclaw#1510, and gemini-3.5-flash, BigPizzaV3/CodexPlusPlus#332). Gemini 2.5
     does not (nanbingxyz/5ire#405: "this does not happen with gemini-2.5"). Later majors
     (the example's gemini-4-argon) are taken to keep the rule: NOT VERIFIED."""
-    found = _MAJOR.match(model)
-    return found is not None and int(found.group(1)) >= 3
+    major = _major(model)
+    return major is not None and major >= 3
 
 
 class Gemini(Provider):
@@ -400,16 +407,12 @@ def _first_call(at: PartAt) -> bool:
     return not any(isinstance(p, ToolCallPart) for p in at.message.parts[: at.index])
 
 
-#: ``gemini-<major>`` (also ``gemini-live-<major>``), after an optional ``models/``.
-_GEMINI_MAJOR = re.compile(r"(?:models/)?gemini(?:-live)?-(\d+)")
-
-
 def multimodal_function_responses(model: str) -> bool:
     """Whether ``model`` takes images inside ``functionResponse.parts``: a Gemini of
     major version 3 or later, or a name that is not ``gemini-<major>`` (the test of
     gemini-cli's and pi-ai's ``supportsMultimodalFunctionResponse``)."""
-    match = _GEMINI_MAJOR.match(model.lower())
-    return match is None or int(match.group(1)) >= 3
+    major = _major(model)
+    return major is None or major >= 3
 
 
 def _nested(at: MessageAt) -> bool:
