@@ -199,6 +199,11 @@ ENDPOINT_ROUTES: Mapping[tuple[str, str], Route] = {
 }
 
 
+def route_for(provider: str, endpoint: str = "") -> Route:
+    """The route of ``provider``'s ``endpoint`` (``""``: its only or default one)."""
+    return ENDPOINT_ROUTES[provider, endpoint] if endpoint else ROUTES[provider]
+
+
 class Transport:
     """HTTP requests and response reading for a :class:`~.base.Provider`."""
 
@@ -222,7 +227,7 @@ class Transport:
         fragments (:attr:`HttpRequest.fragments`; :attr:`HttpRequest.body` joins them)."""
         settings = self._settings(request)
         endpoint = self.endpoint(settings)
-        route = ENDPOINT_ROUTES[self.name, endpoint] if endpoint else ROUTES[self.name]
+        route = route_for(self.name, endpoint)
         if stream and route.stream_fields:
             stream_key = route.stream_fields.split(b'"')[1].decode()
             if stream_key in settings.options_value:
@@ -269,7 +274,7 @@ def error_details(
 ) -> tuple[str | None, str | None, str | None]:
     """``(error type, message, request id)`` of an error response, each ``None`` where
     the provider sent none (``headers`` with lower-case names)."""
-    route = ENDPOINT_ROUTES[provider, endpoint] if endpoint else ROUTES[provider]
+    route = route_for(provider, endpoint)
     request_id = headers.get(route.request_id_header) if route.request_id_header else None
     kind: str | None = None
     if route.error_type_header and headers.get(route.error_type_header):
