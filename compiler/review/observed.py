@@ -30,7 +30,6 @@ import attrs
 from .. import providers as registry
 from ..cache.prices import PRICE_TABLE, input_price
 from ..cache.rules import CacheRules, rules_for
-from ..cache.simulator import Simulation
 from ..core import canonical
 from ..core.errors import CanonicalJSONError, InputError, Location, SpecError, SpecErrors
 from ..core.files import read_review_file
@@ -40,7 +39,7 @@ from ..spec.validate import validate_value
 from .convert.common import USAGE_FORMAT
 from .replay import Call, replay, serialize_at
 from .scenario import load_scenario
-from .verify import RootCaches, call_time, name_caches
+from .verify import call_time, simulate_calls
 
 __all__ = ["ObservedReport", "ObservedRow", "compare_observed"]
 
@@ -295,30 +294,22 @@ def compare_observed(
     if wrong:
         raise _usage_errors(usage_path, wrong)
     try:
-        model = calls[0].target(name) if calls else None
+        model = calls[0].request.settings_for(name).model if calls else None
     except KeyError:
         model = None
-    # after a provider switch the bodies are another provider's: its own simulation
-    # (as verify --policy prices them), beside the first provider's
-    lanes = {name: (Simulation(name, model=model), RootCaches(name))}
-    priced = []
-    for call, row in zip(calls, rows_in, strict=True):
-        target = call.wire(name)
-        if target not in lanes:
-            lanes[target] = (Simulation(target, model=call.target(name)), RootCaches(target))
-        simulation, roots = lanes[target]
-        # the model a switch step sent the call to (a transcript's own model): its cache
-        # namespace and prices (Gemini and Bedrock name it in the URL, not the body)
-        simulation.model = call.target(name)
-        stamp = row.get("timestamp")
-        at = (
-            seconds(stamp)
-            if isinstance(stamp, str) and timestamp_problem(stamp) is None
-            else call_time(scenario, call)
-        )
-        name_caches(simulation, roots(call.request))
-        # serialize_at sends a switched call through the provider it went to (wire_for)
-        priced.append(simulation.add(serialize_at(scenario, call, wire), at))
+    # priced as verify prices the calls (after a provider switch, in a simulation of the
+    # provider the call went to, at the model a switch step sent it to), each at the
+    # transcript's stamp of its input where the usage file has one
+    times = [
+        seconds(stamp)
+        if isinstance(stamp := row.get("timestamp"), str) and timestamp_problem(stamp) is None
+        else call_time(scenario, call)
+        for call, row in zip(calls, rows_in, strict=True)
+    ]
+    # serialize_at sends a switched call through the provider it went to (wire_for)
+    bodies = [serialize_at(scenario, call, wire) for call in calls]
+    report = simulate_calls(scenario, calls, name, bodies, model, times)
+    priced = report.calls
     rows = []
     for number, (call, sim, row) in enumerate(zip(calls, priced, rows_in, strict=True), 1):
         seen = row.get("observed")  # an object or null (usage.schema.json)
@@ -340,5 +331,5 @@ def compare_observed(
                 provider=call.wire(name),
             )
         )
-    first = rows[0].model if rows else lanes[name][0].report().model
+    first = rows[0].model if rows else report.model
     return ObservedReport(scenario.file, name, first, tuple(rows))

@@ -286,18 +286,24 @@ def simulate_calls(
     name: str,
     bodies: Sequence[bytes],
     model: str | None = None,
+    times: Sequence[float | None] | None = None,
 ) -> CacheReport:
     """Every call's simulated cache use, as verify prices the calls: each body with its
-    call's time (:func:`call_time`), so an entry expires between turns as the provider
-    would let it, and Gemini's explicit cache of the root (``cachedContent``) as the
-    deployment creates it from the call's request (:class:`RootCaches`). For the pages
-    that draw the calls (``prefixlock report``), beside the table verify makes."""
+    call's time (:func:`call_time`, or ``times``' where given: a transcript's stamps), so
+    an entry expires between turns as the provider would let it, and Gemini's explicit
+    cache of the root (``cachedContent``) as the deployment creates it from the call's
+    request (:class:`RootCaches`); after a provider switch, in a simulation of the
+    provider the call went to. For the pages that draw the calls (``prefixlock report``)
+    and ``verify --observed``, beside the table verify makes. ``model``: the configured
+    model of ``name``."""
+    if times is None:
+        times = [call_time(scenario, call) for call in calls]
     simulation = Simulation(name, model=model)
     roots = RootCaches(name)
     # after a provider switch the bodies are another provider's: its own simulation
     lanes = {name: (simulation, roots)}
     out: list[CallCache] = []
-    for call, body in zip(calls, bodies, strict=True):
+    for call, body, at in zip(calls, bodies, times, strict=True):
         wire = call.wire(name)
         if wire not in lanes:
             lanes[wire] = (Simulation(wire, model=call.target(name)), RootCaches(wire))
@@ -307,7 +313,7 @@ def simulate_calls(
         elif lane.model != model:
             lane.model = model
         name_caches(lane, lane_roots(call.request))
-        priced = lane.add(body, call_time(scenario, call))
+        priced = lane.add(body, at)
         out.append(attrs.evolve(priced, index=len(out) + 1))
     report = simulation.report()
     return attrs.evolve(report, calls=tuple(out))
