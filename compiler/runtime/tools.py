@@ -13,6 +13,7 @@ from ..core import canonical
 from ..core.admit import tool_call_part
 from ..core.errors import CanonicalJSONError, HistoryError
 from ..core.messages import ImagePart, ToolCallPart
+from ..spec.validate import schema
 
 __all__ = ["ToolCall", "ToolResult"]
 
@@ -33,11 +34,12 @@ class ToolCall:
         return tool_call_part(self.id, self.name, self.arguments, self.thought_signature)
 
 
-#: A tool result image's ``media_type`` and ``data`` (the patterns of ``user.images``,
-#: ``agent_run_request.schema.json#/$defs/image``): each wire then accepts the media
-#: types its service documents.
-_MEDIA_TYPE = re.compile(r"image/[a-z0-9.+-]+")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+#: A tool result image's ``media_type`` and ``data``: the patterns of ``user.images``,
+#: read from ``agent_run_request.schema.json#/$defs/image`` (one source for both); each
+#: wire then accepts the media types its service documents.
+_IMAGE = schema("agent_run_request")["$defs"]["image"]["properties"]
+_MEDIA_TYPE = re.compile(_IMAGE["media_type"]["pattern"])
+_BASE64 = re.compile(_IMAGE["data"]["pattern"])
 
 
 @attrs.frozen
